@@ -1,0 +1,62 @@
+// Command paddock declares a hardened AI-agent sandbox platform in HCL and
+// provisions it with Pulumi. This file is wiring only: flags, output and exit
+// codes; the work happens in schemas, engine, localcluster and friends.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a specific exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(os.Stderr, "paddock:", msg)
+	}
+	os.Exit(code)
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "paddock",
+		Short:         "Run AI agents on Kubernetes without handing them the cluster",
+		Long:          "Paddock declares a hardened agent sandbox platform in HCL and provisions it with Pulumi.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newUpCmd(),
+		newPreviewCmd(),
+		newDestroyCmd(),
+		newValidateCmd(),
+		newStatusCmd(),
+		newVersionCmd(),
+		newLocalCmd(),
+	)
+	return root
+}

@@ -1,0 +1,36 @@
+package components
+
+import (
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/model"
+)
+
+// RuntimeClassArgs are the inputs of one sandbox RuntimeClass.
+type RuntimeClassArgs struct {
+	Platform     *model.Platform
+	RuntimeClass model.RuntimeClass
+}
+
+// RuntimeClass exposes a sandbox runtime (gVisor runsc, Kata) to the scheduler.
+type RuntimeClass struct {
+	pulumi.ResourceState
+
+	Name    pulumi.StringOutput `pulumi:"name"`
+	Handler pulumi.StringOutput `pulumi:"handler"`
+}
+
+// NewRuntimeClass registers the RuntimeClass object.
+func NewRuntimeClass(ctx *pulumi.Context, name string, args *RuntimeClassArgs, opts ...pulumi.ResourceOption) (*RuntimeClass, error) {
+	c := &RuntimeClass{}
+	if err := ctx.RegisterComponentResource("paddock:runtime:RuntimeClass", name, c, opts...); err != nil {
+		return nil, err
+	}
+	if _, err := registerTyped(ctx, objects.RuntimeClass(args.Platform, args.RuntimeClass), pulumi.Parent(c)); err != nil {
+		return nil, err
+	}
+	c.Name = pulumi.String(args.RuntimeClass.Name).ToStringOutput()
+	c.Handler = pulumi.String(args.RuntimeClass.Handler).ToStringOutput()
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "handler": c.Handler})
+}

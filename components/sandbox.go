@@ -1,0 +1,75 @@
+package components
+
+import (
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/model"
+)
+
+// SandboxTemplateArgs are the inputs of one hardened template.
+type SandboxTemplateArgs struct {
+	Platform *model.Platform
+	Tenant   model.Tenant
+	Template model.Template
+}
+
+// SandboxTemplate is a hardened Agent Sandbox SandboxTemplate.
+type SandboxTemplate struct {
+	pulumi.ResourceState
+
+	Name pulumi.StringOutput `pulumi:"name"`
+}
+
+// NewSandboxTemplate registers the SandboxTemplate object.
+func NewSandboxTemplate(ctx *pulumi.Context, name string, args *SandboxTemplateArgs, opts ...pulumi.ResourceOption) (*SandboxTemplate, error) {
+	c := &SandboxTemplate{}
+	if err := ctx.RegisterComponentResource("paddock:sandbox:Template", name, c, opts...); err != nil {
+		return nil, err
+	}
+	obj, err := objects.SandboxTemplate(args.Platform, args.Tenant, args.Template)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := registerTyped(ctx, obj, pulumi.Parent(c)); err != nil {
+		return nil, err
+	}
+	c.Name = pulumi.String(args.Template.Name).ToStringOutput()
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
+}
+
+// WarmPoolArgs are the inputs of one warm pool.
+type WarmPoolArgs struct {
+	Platform *model.Platform
+	Tenant   model.Tenant
+	WarmPool model.WarmPool
+}
+
+// WarmPool keeps pre-created sandboxes of one template of its own tenant. The
+// provider waits until the pool reports its replicas Ready.
+type WarmPool struct {
+	pulumi.ResourceState
+
+	Name          pulumi.StringOutput `pulumi:"name"`
+	ReadyReplicas pulumi.AnyOutput    `pulumi:"readyReplicas"`
+}
+
+// NewWarmPool registers the SandboxWarmPool object.
+func NewWarmPool(ctx *pulumi.Context, name string, args *WarmPoolArgs, opts ...pulumi.ResourceOption) (*WarmPool, error) {
+	c := &WarmPool{}
+	if err := ctx.RegisterComponentResource("paddock:sandbox:WarmPool", name, c, opts...); err != nil {
+		return nil, err
+	}
+	obj, err := registerTyped(ctx, objects.WarmPool(args.Platform, args.Tenant, args.WarmPool), pulumi.Parent(c))
+	if err != nil {
+		return nil, err
+	}
+	c.Name = pulumi.String(args.WarmPool.Name).ToStringOutput()
+	c.ReadyReplicas = obj.Status.ApplyT(func(s any) any {
+		if m, ok := s.(map[string]any); ok {
+			return m["readyReplicas"]
+		}
+		return nil
+	}).(pulumi.AnyOutput)
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "readyReplicas": c.ReadyReplicas})
+}

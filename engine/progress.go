@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+)
+
+// progress turns engine events into lines a person can follow: each resource as it
+// starts and finishes, and every few seconds what is still in flight (what the
+// run is waiting on).
+type progress struct {
+	out     io.Writer
+	verb    string // "up", "preview", "destroy"
+	mu      sync.Mutex
+	started map[string]time.Time
+	label   map[string]string
+	failed  []string
+	done    chan struct{}
+}
+
+func newProgress(out io.Writer, verb string) *progress {
+	return &progress{out: out, verb: verb, started: map[string]time.Time{}, label: map[string]string{}, done: make(chan struct{})}
+}
+
+// describe renders a step as "Kind name" from its type token and URN.
+func describe(typ, urn string) string {
+	kind := typ
+	if i := strings.LastIndex(typ, ":"); i >= 0 {
+		kind = typ[i+1:]
+	}
+	name := urn
+	if i := strings.LastIndex(urn, "::"); i >= 0 {
+		name = urn[i+2:]
+	}
+	return kind + " " + name
+}
+
+func isComponent(typ string) bool {
+	return strings.HasPrefix(typ, "paddock:") || strings.HasPrefix(typ, "pulumi:")
+}
+
+// consume reads events until the channel closes.
+func (p *progress) consume(ch <-chan events.EngineEvent) {
+	ticker := time.NewTicker(5 * time.Second)
+	defer ticker.Stop()
+	defer close(p.done)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			p.handle(ev)
+		case <-ticker.C:
+			p.waiting()
+		}
+	}
+}
+
+func (p *progress) handle(ev events.EngineEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case ev.ResourcePreEvent != nil:
+		m := ev.ResourcePreEvent.Metadata
+		if isComponent(m.Type) || m.Op == apitype.OpSame || m.Op == apitype.OpRead || m.Op == apitype.OpRefresh {
+			return
+		}
+		p.started[m.URN] = time.Now()
+		p.label[m.URN] = fmt.Sprintf("%-8s %s", m.Op, describe(m.Type, m.URN))
+		if p.verb != "preview" {
+			fmt.Fprintf(p.out, "  … %s\n", p.label[m.URN])
+		} else {
+			line := fmt.Sprintf("  %s %s", opSymbol(m.Op), p.label[m.URN])
+			if len(m.Diffs) > 0 {
+				line += " (" + strings.Join(m.Diffs, ", ") + ")"
+			}
+			fmt.Fprintln(p.out, line)
+		}
+	case ev.ResOutputsEvent != nil:
+		m := ev.ResOutputsEvent.Metadata
+		if t, ok := p.started[m.URN]; ok {
+			if p.verb != "preview" {
+				fmt.Fprintf(p.out, "  ✓ %s (%.1fs)\n", p.label[m.URN], time.Since(t).Seconds())
+			}
+			delete(p.started, m.URN)
+		}
+	case ev.ResOpFailedEvent != nil:
+		m := ev.ResOpFailedEvent.Metadata
+		fmt.Fprintf(p.out, "  ✗ %s failed\n", describe(m.Type, m.URN))
+		p.failed = append(p.failed, describe(m.Type, m.URN))
+		delete(p.started, m.URN)
+	case ev.DiagnosticEvent != nil:
+		d := ev.DiagnosticEvent
+		if d.Severity == "error" || d.Severity == "warning" {
+			msg := strings.TrimSpace(d.Message)
+			if msg == "" {
+				return
+			}
+			where := ""
+			if d.URN != "" {
+				where = describe(urnType(d.URN), d.URN) + ": "
+			}
+			fmt.Fprintf(p.out, "  %s: %s%s\n", d.Severity, where, msg)
+		}
+	}
+}
+
+// urnType extracts the resource type from a URN.
+func urnType(urn string) string {
+	parts := strings.Split(urn, "::")
+	if len(parts) < 4 {
+		return ""
+	}
+	t := parts[2]
+	if i := strings.LastIndex(t, "$"); i >= 0 {
+		t = t[i+1:]
+	}
+	return t
+}
+
+func (p *progress) waiting() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.started) == 0 || p.verb == "preview" {
+		return
+	}
+	var names []string
+	for urn, t := range p.started {
+		names = append(names, fmt.Sprintf("%s (%ds)", describe(urnType(urn), urn), int(time.Since(t).Seconds())))
+	}
+	sort.Strings(names)
+	fmt.Fprintf(p.out, "  waiting on %d: %s\n", len(names), strings.Join(names, ", "))
+}
+
+func (p *progress) wait() { <-p.done }
+
+func opSymbol(op apitype.OpType) string {
+	switch op {
+	case apitype.OpCreate:
+		return "+"
+	case apitype.OpDelete:
+		return "-"
+	case apitype.OpUpdate:
+		return "~"
+	case apitype.OpReplace, apitype.OpCreateReplacement, apitype.OpDeleteReplaced:
+		return "+-"
+	default:
+		return " "
+	}
+}

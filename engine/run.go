@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+
+	"github.com/paddock-platform/paddock/model"
+)
+
+// Result summarises one engine operation.
+type Result struct {
+	Stack    string
+	Changes  map[string]int // op -> count ("create", "update", "delete", "same", ...)
+	Duration time.Duration
+	Outputs  map[string]any
+}
+
+// Changed counts every operation that touched the cluster.
+func (r *Result) Changed() int {
+	n := 0
+	for op, c := range r.Changes {
+		if op != "same" {
+			n += c
+		}
+	}
+	return n
+}
+
+// Summary is one line: "2 created, 1 updated, 14 unchanged in 8.1s".
+func (r *Result) Summary() string {
+	names := map[string]string{"create": "created", "update": "updated", "delete": "deleted", "replace": "replaced", "same": "unchanged"}
+	var ops []string
+	for op := range r.Changes {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	var parts []string
+	for _, op := range ops {
+		n := names[op]
+		if n == "" {
+			n = op
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", r.Changes[op], n))
+	}
+	if len(parts) == 0 {
+		parts = []string{"no resources"}
+	}
+	return fmt.Sprintf("%s in %.1fs", strings.Join(parts, ", "), r.Duration.Seconds())
+}
+
+func changes(m *map[string]int) map[string]int {
+	out := map[string]int{}
+	if m == nil {
+		return out
+	}
+	for k, v := range *m {
+		out[k] = v
+	}
+	return out
+}
+
+// Up refreshes the stack against the live cluster and converges it on the
+// platform: whatever drifted on objects Paddock owns is put back.
+func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
+	s, err := e.stack(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ch := make(chan events.EngineEvent)
+	pr := newProgress(e.opts.Out, "up")
+	go pr.consume(ch)
+	res, err := s.Up(ctx, optup.Refresh(), optup.EventStreams(ch), optup.SuppressProgress())
+	pr.wait()
+	if err != nil {
+		return nil, opError("up", s.Name(), err)
+	}
+	out := &Result{Stack: s.Name(), Changes: changes(res.Summary.ResourceChanges), Duration: time.Since(start), Outputs: map[string]any{}}
+	for k, v := range res.Outputs {
+		if v.Secret {
+			out.Outputs[k] = "[secret]"
+		} else {
+			out.Outputs[k] = v.Value
+		}
+	}
+	return out, nil
+}
+
+// Preview shows what Up would change, touching nothing.
+func (e *Engine) Preview(ctx context.Context, p *model.Platform) (*Result, error) {
+	s, err := e.stack(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ch := make(chan events.EngineEvent)
+	pr := newProgress(e.opts.Out, "preview")
+	go pr.consume(ch)
+	res, err := s.Preview(ctx, optpreview.Refresh(), optpreview.EventStreams(ch), optpreview.SuppressProgress())
+	pr.wait()
+	if err != nil {
+		return nil, opError("preview", s.Name(), err)
+	}
+	c := map[string]int{}
+	for op, n := range res.ChangeSummary {
+		c[string(op)] = n
+	}
+	return &Result{Stack: s.Name(), Changes: c, Duration: time.Since(start)}, nil
+}
+
+// Destroy deletes every object of the stack.
+func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error) {
+	s, err := e.stack(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ch := make(chan events.EngineEvent)
+	pr := newProgress(e.opts.Out, "destroy")
+	go pr.consume(ch)
+	res, err := s.Destroy(ctx, optdestroy.Refresh(), optdestroy.EventStreams(ch), optdestroy.SuppressProgress())
+	pr.wait()
+	if err != nil {
+		return nil, opError("destroy", s.Name(), err)
+	}
+	return &Result{Stack: s.Name(), Changes: changes(res.Summary.ResourceChanges), Duration: time.Since(start)}, nil
+}
+
+// Outputs returns the stack outputs of the platform's last update.
+func (e *Engine) Outputs(ctx context.Context, p *model.Platform) (map[string]any, error) {
+	s, err := e.stack(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := s.Outputs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	for k, v := range outs {
+		if v.Secret {
+			m[k] = "[secret]"
+		} else {
+			m[k] = v.Value
+		}
+	}
+	return m, nil
+}
+
+// opError keeps the engine's own message (the last lines of stderr) but leads with
+// what failed, so the CLI prints one clear error.
+func opError(op, stack string, err error) error {
+	msg := err.Error()
+	if auto.IsConcurrentUpdateError(err) {
+		return fmt.Errorf("%s of stack %q: another update is running on this stack; wait for it, or if it died run `paddock cancel --stack %s`", op, stack, stack)
+	}
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	var keep []string
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "error:") || strings.Contains(l, "error:") {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) == 0 {
+		keep = lines
+		if len(keep) > 8 {
+			keep = keep[len(keep)-8:]
+		}
+	}
+	return fmt.Errorf("%s of stack %q failed:\n  %s", op, stack, strings.Join(keep, "\n  "))
+}

@@ -1,0 +1,50 @@
+// Package pins exposes the pinned upstream versions of versions.env to Go code,
+// so the Makefile, the tools modules and the paddock binary share one source.
+package pins
+
+import (
+	_ "embed"
+	"strings"
+)
+
+//go:embed versions.env
+var versionsEnv string
+
+var values = parse(versionsEnv)
+
+func parse(s string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+// Get returns a pinned value by its versions.env key ("" if absent).
+func Get(key string) string { return values[key] }
+
+// All returns a copy of every pinned value.
+func All() map[string]string {
+	out := make(map[string]string, len(values))
+	for k, v := range values {
+		out[k] = v
+	}
+	return out
+}
+
+var (
+	Pulumi            = values["PULUMI_VERSION"]
+	PulumiKubernetes  = values["PULUMI_KUBERNETES_VERSION"]
+	Kubernetes        = values["KUBERNETES_VERSION"]
+	Etcd              = values["ETCD_VERSION"]
+	Kwok              = values["KWOK_VERSION"]
+	AgentSandbox      = values["AGENT_SANDBOX_VERSION"]
+	AgentSandboxImage = values["AGENT_SANDBOX_IMAGE"]
+	Cilium            = values["CILIUM_VERSION"]
+)

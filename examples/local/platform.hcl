@@ -1,0 +1,98 @@
+# Paddock walking skeleton: one hardened agent sandbox platform on the embedded
+# local cluster.
+#
+#   paddock local up               # start the local cluster (kwok nodes, real control plane)
+#   paddock up examples/local      # provision this spec
+#
+# Every *.hcl file in this directory is part of the same spec, so a larger
+# platform can be split by concern (runtimes.hcl, one file per tenant, ...).
+# Anything left out takes Paddock's hardened default; the comments below say
+# which.
+
+# The platform's name labels every object Paddock creates
+# (paddock.dev/platform=local-demo), so status, drift checks and teardown can
+# find them. It must be a DNS label: lower case letters, digits and '-'.
+platform {
+  name = "local-demo"
+}
+
+# Where the in-cluster layer goes. "local" is the embedded cluster started by
+# `paddock local up`. For an existing cluster use instead:
+#
+#   target "kubeconfig" {
+#     path    = "~/.kube/config"   # default: $KUBECONFIG, then ~/.kube/config
+#     context = "my-cluster"       # default: the kubeconfig's current context
+#   }
+target "local" {}
+
+# The Kubernetes Agent Sandbox controller (sigs.k8s.io/agent-sandbox) provides
+# the Sandbox, SandboxTemplate, SandboxWarmPool and SandboxClaim resources.
+# Always pin an exact release and read its notes before changing it. The
+# controller image defaults to the pinned image of that release; set `image`
+# only to pull it from a mirror (keep the same tag, or pin a digest).
+agent_sandbox {
+  version = "v0.5.6"
+}
+
+# A runtime class gives sandboxes a kernel boundary of their own: with gVisor
+# (handler "runsc") a container escape lands in a user-space kernel, not on the
+# host. The handler must match the runtime name configured in containerd on
+# the nodes.
+#
+# The node selector and toleration pin sandbox pods onto the node pool that
+# actually has gVisor: nodes labelled sandbox.gke.io/runtime=gvisor and tainted
+# sandbox.gke.io/runtime=gvisor:NoSchedule, so nothing else lands there by
+# accident. These are the label and taint GKE Sandbox puts on its gVisor node
+# pools; on another cluster, use whatever your gVisor nodes carry.
+runtime_class "gvisor" {
+  handler = "runsc"
+
+  node_selector = {
+    "sandbox.gke.io/runtime" = "gvisor"
+  }
+
+  toleration {
+    key      = "sandbox.gke.io/runtime"
+    operator = "Equal" # the default; "Exists" tolerates any value of the key
+    value    = "gvisor"
+    effect   = "NoSchedule"
+  }
+}
+
+# A tenant is one trust boundary: its own namespace, its own agent identity
+# with zero Kubernetes permissions, its own templates and warm pools. Give each
+# team, or each product handling different data, a tenant of its own.
+tenant "team-a" {
+  # namespace = "agents-team-a"   # the default: "agents-<tenant name>"
+
+  # A template is a hardened SandboxTemplate. The security context is not
+  # negotiable here: sandboxes always run as non-root with seccomp
+  # RuntimeDefault, no privilege escalation, a read-only root filesystem and
+  # every capability dropped. Loosening any of that takes a policy waiver.
+  template "python" {
+    # Stand-in workload: replace with your agent runtime image and entrypoint.
+    image   = "python:3.12-slim"
+    command = ["sleep", "infinity"]
+
+    # Run under gVisor (the runtime_class above). Leaving it out runs
+    # generated code on the host kernel, which policy reports.
+    runtime_class = "gvisor"
+
+    # Defaults, shown for reference:
+    # run_as_user = 10001     # any non-zero UID; root is never allowed
+    # tmp_size    = "512Mi"   # size of the writable /tmp (the root is read-only)
+    # resources {
+    #   requests = { cpu = "250m", memory = "512Mi", ephemeral_storage = "1Gi" }
+    #   limits   = { cpu = "1", memory = "1Gi", ephemeral_storage = "2Gi" }
+    # }
+  }
+
+  # A warm pool keeps pre-created sandboxes of one template ready, so a session
+  # starts in seconds. A claimed sandbox serves one session and is then
+  # deleted, never returned; the pool refills with fresh ones. A pool only
+  # serves its own tenant's template: pools never cross trust boundaries.
+  warm_pool "python" {
+    template = "python"
+    replicas = 2 # default 1; at most 100
+  }
+}

@@ -44,23 +44,24 @@ build: ## build the paddock CLI into ./bin
 .PHONY: demo
 demo: tools build ## fresh machine to a running local platform: tools, local cluster, paddock up of $(EXAMPLE)
 	$(PADDOCK) local up
-	$(PADDOCK) up $(EXAMPLE) --yes
+	$(PADDOCK) up $(EXAMPLE)
 	$(PADDOCK) local status
 	$(PADDOCK) status $(EXAMPLE)
 
 .PHONY: unit
 unit: ## unit tests (no cluster)
-	go test ./... 
+	go test -count=1 ./...
 
 .PHONY: e2e
-e2e: tools build ## terratest end to end against the live local stack
-	cd test && PADDOCK_BIN=$(PADDOCK) go test -count=1 -timeout 60m -v ./e2e/...
+e2e: tools build ## terratest end to end against the live local stack (starts and stops its own cluster)
+	PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 45m -v ./test/e2e/...
 
 .PHONY: test
 test: tools build ## everything CI runs: vet, unit tests, live end-to-end tests
 	go vet ./...
+	go vet -tags e2e ./test/...
 	go test -count=1 ./...
-	cd test && PADDOCK_BIN=$(PADDOCK) go test -count=1 -timeout 60m ./e2e/...
+	PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 45m -v ./test/e2e/...
 
 .PHONY: local-down
 local-down: ## stop the local cluster and remove its state

@@ -1,0 +1,286 @@
+package components
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/pins"
+)
+
+// registered is one resource the program registered, as the mocks saw it.
+type registered struct {
+	typ, name string
+	inputs    resource.PropertyMap
+}
+
+type mocks struct {
+	mu  sync.Mutex
+	all []registered
+}
+
+func (m *mocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	m.mu.Lock()
+	m.all = append(m.all, registered{typ: args.TypeToken, name: args.Name, inputs: args.Inputs})
+	m.mu.Unlock()
+	return args.Name + "_id", args.Inputs, nil
+}
+
+func (m *mocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	return args.Args, nil
+}
+
+func (m *mocks) find(t *testing.T, typ, name string) resource.PropertyMap {
+	t.Helper()
+	for _, r := range m.all {
+		if r.typ == typ && r.name == name {
+			return r.inputs
+		}
+	}
+	t.Fatalf("no %s %q registered; have:\n%s", typ, name, m.list())
+	return nil
+}
+
+func (m *mocks) list() string {
+	var b strings.Builder
+	for _, r := range m.all {
+		fmt.Fprintf(&b, "  %s %s\n", r.typ, r.name)
+	}
+	return b.String()
+}
+
+func testPlatform(target model.TargetKind) *model.Platform {
+	res := model.Resources{}
+	res.ApplyResourceDefaults()
+	return &model.Platform{
+		Name:         "demo",
+		Target:       model.Target{Kind: target, Kubeconfig: "/dev/null"},
+		AgentSandbox: model.AgentSandboxRelease{Version: pins.AgentSandbox, Image: pins.AgentSandboxImage + ":" + pins.AgentSandbox},
+		RuntimeClasses: []model.RuntimeClass{{
+			Name: "gvisor", Handler: "runsc",
+			NodeSelector: map[string]string{"sandbox.gke.io/runtime": "gvisor"},
+			Tolerations:  []model.Toleration{{Key: "sandbox.gke.io/runtime", Operator: "Equal", Value: "gvisor", Effect: "NoSchedule"}},
+		}},
+		Tenants: []model.Tenant{{
+			Name: "team-a", Namespace: "agents-team-a",
+			Templates: []model.Template{{
+				Name: "python", Image: "python:3.12-slim", Command: []string{"sleep", "infinity"},
+				RuntimeClass: "gvisor", RunAsUser: model.DefaultRunAsUser, Resources: res, TmpSize: model.DefaultTmpSize,
+			}},
+			WarmPools: []model.WarmPool{{Name: "python", Template: "python", Replicas: 2}},
+		}},
+	}
+}
+
+func run(t *testing.T, p *model.Platform) *mocks {
+	t.Helper()
+	m := &mocks{}
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		_, err := NewPlatform(ctx, p.Name, &PlatformArgs{Platform: p})
+		return err
+	}, pulumi.WithMocks("paddock", "test", m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// splitPath splits "metadata.labels[app.kubernetes.io/name].x" into its keys; a
+// bracketed key is taken literally (label keys contain dots).
+func splitPath(path string) []string {
+	var parts []string
+	for path != "" {
+		switch {
+		case path[0] == '.':
+			path = path[1:]
+		case path[0] == '[':
+			end := strings.IndexByte(path, ']')
+			parts = append(parts, path[1:end])
+			path = path[end+1:]
+		default:
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				end = len(path)
+			}
+			parts = append(parts, path[:end])
+			path = path[end:]
+		}
+	}
+	return parts
+}
+
+// get walks a property path ("metadata.labels[app.kubernetes.io/name]", "spec.containers.0.image").
+func get(t *testing.T, pm resource.PropertyMap, path string) resource.PropertyValue {
+	t.Helper()
+	v := resource.NewObjectProperty(pm)
+	for _, part := range splitPath(path) {
+		switch {
+		case v.IsObject():
+			v = v.ObjectValue()[resource.PropertyKey(part)]
+		case v.IsArray():
+			var i int
+			if _, err := fmt.Sscan(part, &i); err != nil || i >= len(v.ArrayValue()) {
+				t.Fatalf("%s: no element %s", path, part)
+			}
+			v = v.ArrayValue()[i]
+		default:
+			t.Fatalf("%s: %s is not reachable", path, part)
+		}
+	}
+	return v
+}
+
+func wantString(t *testing.T, pm resource.PropertyMap, path, want string) {
+	t.Helper()
+	v := get(t, pm, path)
+	if !v.IsString() || v.StringValue() != want {
+		t.Errorf("%s = %v, want %q", path, v, want)
+	}
+}
+
+func wantBool(t *testing.T, pm resource.PropertyMap, path string, want bool) {
+	t.Helper()
+	v := get(t, pm, path)
+	if !v.IsBool() || v.BoolValue() != want {
+		t.Errorf("%s = %v, want %v", path, v, want)
+	}
+}
+
+func wantNumber(t *testing.T, pm resource.PropertyMap, path string, want float64) {
+	t.Helper()
+	v := get(t, pm, path)
+	if !v.IsNumber() || v.NumberValue() != want {
+		t.Errorf("%s = %v, want %v", path, v, want)
+	}
+}
+
+func TestComponentTypeTokensAndTree(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	for _, want := range []struct{ typ, name string }{
+		{"paddock:index:Platform", "demo"},
+		{"paddock:agentsandbox:Release", "agent-sandbox"},
+		{"paddock:runtime:RuntimeClass", "gvisor"},
+		{"paddock:tenant:Tenant", "team-a"},
+		{"paddock:sandbox:Template", "team-a/python"},
+		{"paddock:sandbox:WarmPool", "team-a/python"},
+	} {
+		m.find(t, want.typ, want.name)
+	}
+}
+
+func TestTenantNamespaceIsRestricted(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	ns := m.find(t, "kubernetes:core/v1:Namespace", "agents-team-a")
+	for _, mode := range []string{"enforce", "audit", "warn"} {
+		wantString(t, ns, "metadata.labels[pod-security.kubernetes.io/"+mode+"]", "restricted")
+	}
+	wantString(t, ns, "metadata.labels[app.kubernetes.io/managed-by]", "paddock")
+	wantString(t, ns, "metadata.labels[paddock.dev/tenant]", "team-a")
+}
+
+func TestAgentRuntimeIdentityMountsNoToken(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	sa := m.find(t, "kubernetes:core/v1:ServiceAccount", "agents-team-a/agent-runtime")
+	wantBool(t, sa, "automountServiceAccountToken", false)
+	for _, r := range m.all {
+		if strings.Contains(r.typ, "RoleBinding") && strings.Contains(fmt.Sprint(r.inputs.Mappable()), "agent-runtime") {
+			t.Errorf("%s %s binds agent-runtime: it must have no permissions", r.typ, r.name)
+		}
+	}
+}
+
+func TestRuntimeClassSchedulesOntoSandboxNodes(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	rc := m.find(t, "kubernetes:node.k8s.io/v1:RuntimeClass", "gvisor")
+	wantString(t, rc, "handler", "runsc")
+	wantString(t, rc, "scheduling.nodeSelector[sandbox.gke.io/runtime]", "gvisor")
+	wantString(t, rc, "scheduling.tolerations.0.key", "sandbox.gke.io/runtime")
+	wantString(t, rc, "scheduling.tolerations.0.effect", "NoSchedule")
+}
+
+func TestSandboxTemplateIsHardened(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	tpl := m.find(t, "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate", "agents-team-a/python")
+	pod := "spec.podTemplate.spec."
+	wantString(t, tpl, pod+"runtimeClassName", "gvisor")
+	wantString(t, tpl, pod+"serviceAccountName", "agent-runtime")
+	wantBool(t, tpl, pod+"automountServiceAccountToken", false)
+	wantBool(t, tpl, pod+"securityContext.runAsNonRoot", true)
+	wantNumber(t, tpl, pod+"securityContext.runAsUser", 10001)
+	wantString(t, tpl, pod+"securityContext.seccompProfile.type", "RuntimeDefault")
+	c := pod + "containers.0."
+	wantBool(t, tpl, c+"securityContext.allowPrivilegeEscalation", false)
+	wantBool(t, tpl, c+"securityContext.privileged", false)
+	wantBool(t, tpl, c+"securityContext.readOnlyRootFilesystem", true)
+	wantString(t, tpl, c+"securityContext.capabilities.drop.0", "ALL")
+	for _, r := range []string{"cpu", "memory", "ephemeral-storage"} {
+		if v := get(t, tpl, c+"resources.limits."+r); !v.IsString() || v.StringValue() == "" {
+			t.Errorf("limit %s missing: %v", r, v)
+		}
+	}
+	wantString(t, tpl, c+"resources.limits.ephemeral-storage", "2Gi")
+	wantString(t, tpl, pod+"volumes.0.emptyDir.sizeLimit", "512Mi")
+	wantString(t, tpl, "spec.networkPolicyManagement", "Managed")
+}
+
+func TestWarmPoolReferencesOwnTemplateAndWaitsReady(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	wp := m.find(t, "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool", "agents-team-a/python")
+	wantNumber(t, wp, "spec.replicas", 2)
+	wantString(t, wp, "spec.sandboxTemplateRef.name", "python")
+	wantString(t, wp, "metadata.namespace", "agents-team-a")
+	wantString(t, wp, "metadata.annotations[pulumi.com/waitFor]", "jsonpath={.status.readyReplicas}=2")
+}
+
+func TestAgentSandboxReleaseIsPinned(t *testing.T) {
+	for _, tc := range []struct {
+		target   model.TargetKind
+		replicas float64
+	}{{model.TargetLocal, 0}, {model.TargetKubeconfig, 1}} {
+		t.Run(string(tc.target), func(t *testing.T) {
+			m := run(t, testPlatform(tc.target))
+			dep := m.find(t, "kubernetes:apps/v1:Deployment", "agent-sandbox-system/agent-sandbox-controller")
+			wantString(t, dep, "spec.template.spec.containers.0.image", pins.AgentSandboxImage+":"+pins.AgentSandbox)
+			wantNumber(t, dep, "spec.replicas", tc.replicas)
+			for _, crd := range []string{"sandboxes.agents.x-k8s.io", "sandboxclaims.extensions.agents.x-k8s.io",
+				"sandboxtemplates.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io"} {
+				c := m.find(t, "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", crd)
+				wantString(t, c, "metadata.labels[app.kubernetes.io/managed-by]", "paddock")
+			}
+		})
+	}
+}
+
+func TestEveryObjectCarriesOwnershipLabels(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	n := 0
+	for _, r := range m.all {
+		if !strings.HasPrefix(r.typ, "kubernetes:") || r.typ == "pulumi:providers:kubernetes" {
+			continue
+		}
+		n++
+		wantString(t, r.inputs, "metadata.labels[app.kubernetes.io/managed-by]", "paddock")
+		wantString(t, r.inputs, "metadata.labels[paddock.dev/platform]", "demo")
+	}
+	if n < 15 {
+		t.Fatalf("only %d kubernetes objects registered", n)
+	}
+}
+
+func TestTypeToken(t *testing.T) {
+	for in, want := range map[[2]string]string{
+		{"v1", "Namespace"}:                                       "kubernetes:core/v1:Namespace",
+		{"rbac.authorization.k8s.io/v1", "Role"}:                  "kubernetes:rbac.authorization.k8s.io/v1:Role",
+		{"extensions.agents.x-k8s.io/v1beta1", "SandboxWarmPool"}: "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool",
+		{"apiextensions.k8s.io/v1", "CustomResourceDefinition"}:   "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
+	} {
+		if got := TypeToken(in[0], in[1]); got != want {
+			t.Errorf("TypeToken(%q, %q) = %q, want %q", in[0], in[1], got, want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package components
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/render"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // registered is one resource the program registered, as the mocks saw it.
@@ -282,5 +286,57 @@ func TestTypeToken(t *testing.T) {
 		if got := TypeToken(in[0], in[1]); got != want {
 			t.Errorf("TypeToken(%q, %q) = %q, want %q", in[0], in[1], got, want)
 		}
+	}
+}
+
+// normalise round-trips a value through JSON so numbers and maps compare equal
+// whichever side produced them.
+func normalise(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The components register exactly the objects `render` writes: same set, same
+// content (render only drops Pulumi's own pulumi.com/* annotations).
+func TestComponentsRegisterExactlyTheRenderedObjects(t *testing.T) {
+	for _, target := range []model.TargetKind{model.TargetLocal, model.TargetKubeconfig} {
+		t.Run(string(target), func(t *testing.T) {
+			p := testPlatform(target)
+			m := run(t, p)
+			want, err := render.All(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			registered := map[string]resource.PropertyMap{}
+			for _, r := range m.all {
+				if strings.HasPrefix(r.typ, "kubernetes:") {
+					registered[r.typ+" "+r.name] = r.inputs
+				}
+			}
+			if len(registered) != len(want) {
+				t.Errorf("components registered %d objects, render has %d", len(registered), len(want))
+			}
+			for _, u := range want {
+				key := TypeToken(u.GetAPIVersion(), u.GetKind()) + " " + ResourceName(u)
+				in, ok := registered[key]
+				if !ok {
+					t.Errorf("render has %s, the components did not register it", key)
+					continue
+				}
+				reg := &unstructured.Unstructured{Object: in.Mappable()}
+				got, exp := normalise(t, render.Clean(reg).Object), normalise(t, render.Clean(u).Object)
+				if !reflect.DeepEqual(got, exp) {
+					t.Errorf("%s differs between up and render:\n up:     %v\n render: %v", key, got, exp)
+				}
+			}
+		})
 	}
 }

@@ -28,11 +28,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 		return nil, err
 	}
 	p := args.Platform
-	release, err := NewAgentSandboxRelease(ctx, "agent-sandbox", &AgentSandboxReleaseArgs{
-		Release:            p.AgentSandbox,
-		Labels:             p.Labels(""),
-		ExternalController: p.Target.Kind == model.TargetLocal,
-	}, pulumi.Parent(root))
+	release, err := NewAgentSandboxRelease(ctx, "agent-sandbox", &AgentSandboxReleaseArgs{Platform: p}, pulumi.Parent(root))
 	if err != nil {
 		return nil, err
 	}

@@ -4,18 +4,16 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/paddock-platform/paddock/components/agentsandbox"
+	"github.com/paddock-platform/paddock/components/objects"
 	"github.com/paddock-platform/paddock/model"
 )
 
 // AgentSandboxReleaseArgs are the inputs of the pinned Agent Sandbox install.
+// On the local target the in-cluster Deployment is installed with zero replicas
+// (nothing there can run its image) and the real controller runs outside the
+// cluster against the same API server (objects.ReleaseOptions).
 type AgentSandboxReleaseArgs struct {
-	Release model.AgentSandboxRelease
-	Labels  map[string]string
-	// ExternalController is set on the local target: the in-cluster Deployment is
-	// installed with zero replicas (nothing can run its image without a container
-	// runtime) and the real controller runs outside the cluster against the same
-	// API server.
-	ExternalController bool
+	Platform *model.Platform
 }
 
 // AgentSandboxRelease installs the CRDs, controller and RBAC of one pinned release.
@@ -32,7 +30,8 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 	if err := ctx.RegisterComponentResource("paddock:agentsandbox:Release", name, r, opts...); err != nil {
 		return nil, err
 	}
-	objs, err := agentsandbox.Objects(args.Release.Version, ReleaseOptions(args))
+	rel := args.Platform.AgentSandbox
+	objs, err := agentsandbox.Objects(rel.Version, objects.ReleaseOptions(args.Platform))
 	if err != nil {
 		return nil, err
 	}
@@ -55,17 +54,7 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 			return nil, err
 		}
 	}
-	r.Version = pulumi.String(args.Release.Version).ToStringOutput()
-	r.Image = pulumi.String(args.Release.Image).ToStringOutput()
+	r.Version = pulumi.String(rel.Version).ToStringOutput()
+	r.Image = pulumi.String(rel.Image).ToStringOutput()
 	return r, ctx.RegisterResourceOutputs(r, pulumi.Map{"version": r.Version, "image": r.Image})
-}
-
-// ReleaseOptions shapes the embedded release for the args (shared with render).
-func ReleaseOptions(args *AgentSandboxReleaseArgs) agentsandbox.Options {
-	o := agentsandbox.Options{Image: args.Release.Image, Labels: args.Labels}
-	if args.ExternalController {
-		zero := int64(0)
-		o.ControllerReplicas = &zero
-	}
-	return o
 }

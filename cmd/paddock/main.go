@@ -54,6 +54,7 @@ func newRootCmd() *cobra.Command {
 		newPreviewCmd(),
 		newDestroyCmd(),
 		newValidateCmd(),
+		newRenderCmd(),
 		newStatusCmd(),
 		newVersionCmd(),
 		newLocalCmd(),

@@ -232,6 +232,9 @@ func ToUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{Object: m}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "status")
+	if spec, ok := u.Object["spec"].(map[string]any); ok && len(spec) == 0 {
+		delete(u.Object, "spec")
+	}
 	if u.GetKind() == "" || u.GetAPIVersion() == "" {
 		return nil, fmt.Errorf("object %T has no apiVersion/kind", obj)
 	}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/localcluster"
+)
+
+// localFlags are shared by every `paddock local` subcommand.
+type localFlags struct {
+	name    string
+	dir     string
+	timeout time.Duration
+	output  string
+}
+
+func (f *localFlags) cluster(out io.Writer) localcluster.Cluster {
+	return localcluster.New(localcluster.Options{Name: f.name, Dir: f.dir, Out: out, Timeout: f.timeout})
+}
+
+// newLocalCmd is `paddock local`: the embedded local cluster.
+func newLocalCmd() *cobra.Command {
+	f := &localFlags{}
+	cmd := &cobra.Command{
+		Use:   "local",
+		Short: "Run the embedded local cluster (kwok control plane + Agent Sandbox controller)",
+		Long: `The local cluster is Paddock's default target: a real Kubernetes control plane
+(etcd, kube-apiserver, kube-controller-manager, kube-scheduler) run by kwokctl from
+the pinned builds of ` + "`make tools`" + `, a fake node labelled and tainted like a GKE
+Sandbox (gVisor) node, and the real Agent Sandbox controller, which starts once
+` + "`paddock up`" + ` has installed its CRDs. Nothing is downloaded.`,
+		SilenceUsage: true,
+	}
+	cmd.PersistentFlags().StringVar(&f.name, "name", localcluster.DefaultName, "local cluster name")
+	cmd.PersistentFlags().StringVar(&f.dir, "dir", "", "the cluster's directory (default $PADDOCK_HOME/local: "+paths.LocalDir()+")")
+
+	up := &cobra.Command{
+		SilenceUsage: true,
+		Use:          "up",
+		Short:        "Start the local cluster (harmless when it is already up)",
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info, err := f.cluster(cmd.ErrOrStderr()).Up(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return writeLocalJSON(cmd.OutOrStdout(), info)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nUse it with:\n  export KUBECONFIG=%s\n  kubectl --context %s get nodes\n", info.Kubeconfig, info.Context)
+			return nil
+		},
+	}
+	up.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the API server and the node")
+	up.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+
+	down := &cobra.Command{
+		SilenceUsage: true,
+		Use:          "down",
+		Short:        "Stop the local cluster and remove its state",
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.cluster(cmd.ErrOrStderr()).Down(cmd.Context())
+		},
+	}
+
+	status := &cobra.Command{
+		SilenceUsage: true,
+		Use:          "status",
+		Short:        "Show every component of the local cluster (exit status 1 when something is crashed or unhealthy)",
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := f.cluster(io.Discard).Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			switch f.output {
+			case "json":
+				if err := writeLocalJSON(cmd.OutOrStdout(), struct {
+					*localcluster.Status
+					Healthy  bool     `json:"healthy"`
+					Problems []string `json:"problems,omitempty"`
+				}{s, s.Healthy(), localProblems(s)}); err != nil {
+					return err
+				}
+			case "text", "":
+				printLocalStatus(cmd.OutOrStdout(), s)
+			default:
+				return fmt.Errorf("unknown --output %q: use text or json", f.output)
+			}
+			if !s.Healthy() {
+				if f.output == "json" {
+					return errors.New("local cluster " + s.Name + ": " + strings.Join(s.Problems(), "; "))
+				}
+				return fmt.Errorf("local cluster %s is not healthy (see above)", s.Name)
+			}
+			return nil
+		},
+	}
+	status.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+
+	supervise := &cobra.Command{
+		SilenceUsage: true,
+		Use:          "supervise",
+		Short:        "Run the Agent Sandbox controller for a local cluster (started by `paddock local up`)",
+		Hidden:       true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir := f.dir
+			if dir == "" {
+				dir = paths.LocalDir()
+			}
+			return localcluster.Supervise(cmd.Context(), dir)
+		},
+	}
+
+	cmd.AddCommand(up, down, status, supervise)
+	return cmd
+}
+
+func localProblems(s *localcluster.Status) []string {
+	if s.Healthy() {
+		return nil
+	}
+	return s.Problems()
+}
+
+func writeLocalJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printLocalStatus renders the status as a table a person can read at a glance.
+func printLocalStatus(w io.Writer, s *localcluster.Status) {
+	if !s.Exists {
+		fmt.Fprintf(w, "No local cluster %q in %s. Start one with `paddock local up`.\n", s.Name, s.Dir)
+		return
+	}
+	api := "ready"
+	if !s.APIServer.Ready {
+		api = "NOT READY: " + s.APIServer.Detail
+	}
+	fmt.Fprintf(w, "Local cluster %q (%s)\n", s.Name, s.Dir)
+	if !s.Complete {
+		fmt.Fprintln(w, "  NOTE        its creation did not finish; `paddock local up` starts over")
+	}
+	fmt.Fprintf(w, "  API server  %s  %s\n", s.APIServer.URL, api)
+	fmt.Fprintf(w, "  kubeconfig  %s (context %s)\n", s.Kubeconfig, s.Context)
+	for _, n := range s.Nodes {
+		ready := "Ready"
+		if !n.Ready {
+			ready = "NotReady"
+		}
+		fmt.Fprintf(w, "  node        %s  %s\n", n.Name, ready)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tSTATE\tPID\tDETAIL")
+	for _, c := range s.Components {
+		pid := "-"
+		if c.PID != 0 {
+			pid = fmt.Sprint(c.PID)
+		}
+		state := string(c.State)
+		if c.State == localcluster.Crashed || c.State == localcluster.Unhealthy {
+			state = strings.ToUpper(state)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Detail)
+	}
+	tw.Flush()
+	if !s.Healthy() {
+		fmt.Fprintln(w, "\nLogs:")
+		for _, c := range s.Components {
+			switch c.State {
+			case localcluster.Running, localcluster.Waiting, localcluster.Starting:
+			default:
+				fmt.Fprintf(w, "  %-26s %s\n", c.Name, c.Log)
+			}
+		}
+		fmt.Fprintln(w, "`paddock local up` restarts what crashed.")
+	} else {
+		fmt.Fprintf(w, "\nLogs: %s\n", s.LogsDir)
+	}
+}

@@ -1,0 +1,147 @@
+package localcluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Layout of a cluster's Dir. Everything in it is created by Up and removed by Down.
+const (
+	stateFile      = "state.json"      // written by Up/Down only
+	supervisorFile = "supervisor.json" // written by the supervisor only
+	supervisorPID  = "supervisor.pid"  // plain pid, for people and scripts
+	kubeconfigFile = "kubeconfig"
+	logsDir        = "logs"
+	kwokDir        = "kwok" // KWOK_WORKDIR
+	lockFile       = ".lock"
+	shimDir        = "bin" // kubectl shim for kwokctl
+
+	controllerLog = "agent-sandbox-controller.log"
+	supervisorLog = "supervisor.log"
+	kwokctlLog    = "kwokctl.log"
+)
+
+// stateVersion guards against reading a state file written by an incompatible
+// paddock; bump it when the layout changes meaning.
+const stateVersion = 1
+
+// clusterState is Dir/state.json: what Up decided and started.
+type clusterState struct {
+	Version   int       `json:"version"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+	// Phase is phaseCreating until Up finished, then phaseUp.
+	Phase string `json:"phase"`
+	// Binaries are the resolved tool paths the cluster was started with.
+	Binaries map[string]string `json:"binaries"`
+	// ControllerMetricsPort and ControllerProbePort are the ports chosen at Up for
+	// the Agent Sandbox controller (the supervisor picks new ones if they were taken
+	// meanwhile and reports what it used in supervisor.json).
+	ControllerMetricsPort int `json:"controllerMetricsPort"`
+	ControllerProbePort   int `json:"controllerProbePort"`
+	// Supervisor is the detached supervisor process Up started.
+	Supervisor *procRecord `json:"supervisor,omitempty"`
+}
+
+// Cluster phases, as written to state.json.
+const (
+	phaseCreating = "creating"
+	phaseUp       = "up"
+)
+
+// Supervisor phases, as written to supervisor.json.
+const (
+	phaseWaiting  = "waiting-for-crds"
+	phaseRunning  = "running"
+	phaseBackoff  = "backoff"
+	phaseStopping = "stopping"
+	phaseStopped  = "stopped"
+)
+
+// supervisorReport is Dir/supervisor.json, rewritten by the supervisor whenever
+// something changes.
+type supervisorReport struct {
+	Self        procRecord  `json:"self"`
+	Phase       string      `json:"phase"`
+	Since       time.Time   `json:"since"`
+	MissingCRDs []string    `json:"missingCRDs,omitempty"`
+	Controller  *procRecord `json:"controller,omitempty"`
+	MetricsPort int         `json:"metricsPort,omitempty"`
+	ProbePort   int         `json:"probePort,omitempty"`
+	Starts      int         `json:"starts"`
+	LastExit    string      `json:"lastExit,omitempty"`
+	LastExitAt  time.Time   `json:"lastExitAt,omitzero"`
+	NextStartAt time.Time   `json:"nextStartAt,omitzero"`
+	Message     string      `json:"message,omitempty"`
+}
+
+// writeJSON writes v to path atomically (temp file + rename), so a reader never
+// sees half a file.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// errNoState means Dir holds no cluster.
+var errNoState = errors.New("no local cluster state")
+
+func readState(dir string) (*clusterState, error) {
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errNoState
+		}
+		return nil, err
+	}
+	var s clusterState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
+	}
+	if s.Version != stateVersion {
+		return nil, fmt.Errorf("%s was written by an incompatible paddock (state version %d, want %d); stop it with that paddock or remove the directory",
+			filepath.Join(dir, stateFile), s.Version, stateVersion)
+	}
+	return &s, nil
+}
+
+func writeState(dir string, s *clusterState) error {
+	s.Version = stateVersion
+	return writeJSON(filepath.Join(dir, stateFile), s)
+}
+
+func readReport(dir string) (*supervisorReport, error) {
+	b, err := os.ReadFile(filepath.Join(dir, supervisorFile))
+	if err != nil {
+		return nil, err
+	}
+	var r supervisorReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, supervisorFile), err)
+	}
+	return &r, nil
+}

@@ -59,8 +59,13 @@ func (m *mocks) list() string {
 }
 
 func testPlatform(target model.TargetKind) *model.Platform {
-	res := model.Resources{}
-	res.ApplyResourceDefaults()
+	tpl := model.DefaultTemplate("python")
+	tpl.Image, tpl.Command, tpl.RuntimeClass = "python:3.12-slim", []string{"sleep", "infinity"}, "gvisor"
+	tenant := model.DefaultTenant("team-a")
+	tenant.Templates = []model.Template{tpl}
+	tenant.WarmPools = []model.WarmPool{{Name: "python", Template: "python", Replicas: 2}}
+	tenant.Egress.Allows = []model.EgressAllow{{CIDR: "0.0.0.0/0", Ports: []int32{443}}}
+	tenant.Egress.FQDNs = []string{"api.example-llm.com"}
 	return &model.Platform{
 		Name:         "demo",
 		Target:       model.Target{Kind: target, Kubeconfig: "/dev/null"},
@@ -70,14 +75,7 @@ func testPlatform(target model.TargetKind) *model.Platform {
 			NodeSelector: map[string]string{"sandbox.gke.io/runtime": "gvisor"},
 			Tolerations:  []model.Toleration{{Key: "sandbox.gke.io/runtime", Operator: "Equal", Value: "gvisor", Effect: "NoSchedule"}},
 		}},
-		Tenants: []model.Tenant{{
-			Name: "team-a", Namespace: "agents-team-a",
-			Templates: []model.Template{{
-				Name: "python", Image: "python:3.12-slim", Command: []string{"sleep", "infinity"},
-				RuntimeClass: "gvisor", RunAsUser: model.DefaultRunAsUser, Resources: res, TmpSize: model.DefaultTmpSize,
-			}},
-			WarmPools: []model.WarmPool{{Name: "python", Template: "python", Replicas: 2}},
-		}},
+		Tenants: []model.Tenant{tenant},
 	}
 }
 
@@ -172,6 +170,9 @@ func TestComponentTypeTokensAndTree(t *testing.T) {
 		{"paddock:tenant:Tenant", "team-a"},
 		{"paddock:sandbox:Template", "team-a/python"},
 		{"paddock:sandbox:WarmPool", "team-a/python"},
+		{"paddock:tenant:Identity", "team-a"},
+		{"paddock:network:Egress", "team-a"},
+		{"paddock:policy:Guardrails", "team-a"},
 	} {
 		m.find(t, want.typ, want.name)
 	}
@@ -338,5 +339,86 @@ func TestComponentsRegisterExactlyTheRenderedObjects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTenantFenceCapsTheFleet(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	q := m.find(t, "kubernetes:core/v1:ResourceQuota", "agents-team-a/tenant-quota")
+	wantString(t, q, "spec.hard.pods", "20")
+	wantString(t, q, "spec.hard[limits.cpu]", "8")
+	wantString(t, q, "spec.hard[limits.memory]", "16Gi")
+	wantString(t, q, "spec.hard[limits.ephemeral-storage]", "20Gi")
+	wantString(t, q, "spec.hard[count/persistentvolumeclaims]", "20")
+	lr := m.find(t, "kubernetes:core/v1:LimitRange", "agents-team-a/tenant-defaults")
+	wantString(t, lr, "spec.limits.0.type", "Container")
+	wantString(t, lr, "spec.limits.0.default.ephemeral-storage", "2Gi")
+	wantString(t, lr, "spec.limits.0.defaultRequest.cpu", "250m")
+}
+
+func TestOrchestratorRoleIsScopedToClaimsAndSandboxes(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	role := m.find(t, "kubernetes:rbac.authorization.k8s.io/v1:Role", "agents-team-a/agent-orchestrator")
+	rules := get(t, role, "rules").ArrayValue()
+	if len(rules) != 2 {
+		t.Fatalf("orchestrator role has %d rules, want 2", len(rules))
+	}
+	wantString(t, role, "rules.0.resources.0", "sandboxclaims")
+	if got := len(get(t, role, "rules.0.verbs").ArrayValue()); got != 5 {
+		t.Errorf("claims verbs: %d, want create/get/list/watch/delete", got)
+	}
+	wantString(t, role, "rules.1.resources.0", "sandboxes")
+	if got := len(get(t, role, "rules.1.verbs").ArrayValue()); got != 3 {
+		t.Errorf("sandbox verbs: %d, want get/list/watch", got)
+	}
+	rb := m.find(t, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "agents-team-a/agent-orchestrator")
+	wantString(t, rb, "subjects.0.name", "agent-orchestrator")
+	wantString(t, rb, "roleRef.kind", "Role")
+}
+
+func TestNetworkFenceDeniesByDefault(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	deny := m.find(t, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "agents-team-a/default-deny")
+	if n := len(get(t, deny, "spec.policyTypes").ArrayValue()); n != 2 {
+		t.Errorf("default-deny policyTypes: %d, want Ingress and Egress", n)
+	}
+	if v := get(t, deny, "spec.podSelector"); !v.IsObject() || len(v.ObjectValue()) != 0 {
+		t.Errorf("default-deny must select every pod: %v", v)
+	}
+	dns := m.find(t, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "agents-team-a/allow-dns")
+	wantNumber(t, dns, "spec.egress.0.ports.0.port", 53)
+	wantString(t, dns, "spec.egress.0.to.0.podSelector.matchLabels.k8s-app", "kube-dns")
+	allow := m.find(t, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "agents-team-a/allow-egress")
+	wantString(t, allow, "spec.egress.0.to.0.ipBlock.except.0", "169.254.169.254/32")
+	wantNumber(t, allow, "spec.egress.0.ports.0.port", 443)
+	cnp := m.find(t, "kubernetes:cilium.io/v2:CiliumNetworkPolicy", "agents-team-a/allow-fqdn")
+	wantString(t, cnp, "spec.egress.0.toFQDNs.0.matchName", "api.example-llm.com")
+	wantString(t, cnp, "spec.egress.0.toPorts.0.ports.0.port", "443")
+	wantString(t, cnp, "spec.egress.1.toPorts.0.rules.dns.0.matchPattern", "*")
+	for _, r := range m.all {
+		if strings.Contains(r.typ, "NetworkPolicy") && strings.Contains(fmt.Sprint(r.inputs.Mappable()), "port:80 ") {
+			t.Errorf("%s %s opens port 80", r.typ, r.name)
+		}
+	}
+}
+
+func TestGuardrailsHoldAfterPaddockExits(t *testing.T) {
+	m := run(t, testPlatform(model.TargetLocal))
+	claims := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "paddock-demo-team-a-claims")
+	wantString(t, claims, "spec.failurePolicy", "Fail")
+	exprs := fmt.Sprint(get(t, claims, "spec.validations").Mappable())
+	for _, want := range []string{"ttlSecondsAfterFinished", "shutdownPolicy == 'Delete'", "<= 14400"} {
+		if !strings.Contains(exprs, want) {
+			t.Errorf("claims policy lacks %q: %s", want, exprs)
+		}
+	}
+	rt := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "paddock-demo-team-a-pod-runtime")
+	wantString(t, rt, "spec.validations.0.expression", "has(object.spec.runtimeClassName) && object.spec.runtimeClassName in ['gvisor']")
+	wp := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "paddock-demo-team-a-warmpools")
+	wantString(t, wp, "spec.validations.0.expression", "object.spec.sandboxTemplateRef.name in ['python']")
+	for _, name := range []string{"claims", "pod-runtime", "sandbox-runtime", "warmpools"} {
+		b := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "paddock-demo-team-a-"+name)
+		wantString(t, b, "spec.validationActions.0", "Deny")
+		wantString(t, b, "spec.matchResources.namespaceSelector.matchLabels[kubernetes.io/metadata.name]", "agents-team-a")
 	}
 }

@@ -27,11 +27,11 @@ func NewSandboxTemplate(ctx *pulumi.Context, name string, args *SandboxTemplateA
 	if err := ctx.RegisterComponentResource("paddock:sandbox:Template", name, c, opts...); err != nil {
 		return nil, err
 	}
-	obj, err := objects.SandboxTemplate(args.Platform, args.Tenant, args.Template)
+	obj, err := objects.TemplateObject(args.Platform, args.Tenant, args.Template)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := registerTyped(ctx, obj, pulumi.Parent(c)); err != nil {
+	if _, err := registerObject(ctx, obj, pulumi.Parent(c)); err != nil {
 		return nil, err
 	}
 	c.Name = pulumi.String(args.Template.Name).ToStringOutput()
@@ -60,7 +60,11 @@ func NewWarmPool(ctx *pulumi.Context, name string, args *WarmPoolArgs, opts ...p
 	if err := ctx.RegisterComponentResource("paddock:sandbox:WarmPool", name, c, opts...); err != nil {
 		return nil, err
 	}
-	obj, err := registerTyped(ctx, objects.WarmPool(args.Platform, args.Tenant, args.WarmPool), pulumi.Parent(c))
+	u, err := objects.WarmPoolObject(args.Platform, args.Tenant, args.WarmPool)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := registerObject(ctx, u, pulumi.Parent(c))
 	if err != nil {
 		return nil, err
 	}

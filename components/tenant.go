@@ -2,6 +2,7 @@ package components
 
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/paddock-platform/paddock/components/objects"
 	"github.com/paddock-platform/paddock/model"
@@ -16,30 +17,49 @@ type TenantArgs struct {
 	DependsOn []pulumi.Resource
 }
 
-// Tenant is one trust boundary: a restricted namespace, the zero-permission agent
-// identity, and the tenant's own templates and warm pools.
+// Tenant is one trust boundary: a restricted namespace with its quota and
+// limits, the identities, the network fence, the admission guardrails and the
+// tenant's own templates and warm pools.
 type Tenant struct {
 	pulumi.ResourceState
 
 	Namespace pulumi.StringOutput `pulumi:"namespace"`
 }
 
-// NewTenant registers the tenant's namespace, identity, templates and pools.
+// NewTenant registers the tenant and its children.
 func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulumi.ResourceOption) (*Tenant, error) {
 	t := &Tenant{}
 	if err := ctx.RegisterComponentResource("paddock:tenant:Tenant", name, t, opts...); err != nil {
 		return nil, err
 	}
 	p, tn := args.Platform, args.Tenant
-	ns, err := registerTyped(ctx, objects.Namespace(p, tn), pulumi.Parent(t))
+	nsObj, err := registerTyped(ctx, objects.Namespace(p, tn), pulumi.Parent(t))
 	if err != nil {
 		return nil, err
 	}
-	sa, err := registerTyped(ctx, objects.AgentRuntimeServiceAccount(p, tn), pulumi.Parent(t), pulumi.DependsOn([]pulumi.Resource{ns}))
+	inNS := []pulumi.Resource{nsObj}
+	fence, err := objects.FenceObjects(p, tn)
 	if err != nil {
 		return nil, err
 	}
-	deps := append([]pulumi.Resource{ns, sa}, args.DependsOn...)
+	if _, err := registerAll(ctx, fence, pulumi.Parent(t), pulumi.DependsOn(inNS)); err != nil {
+		return nil, err
+	}
+	identity, err := newGroup(ctx, "paddock:tenant:Identity", name, objects.IdentityObjects, p, tn, pulumi.Parent(t), pulumi.DependsOn(inNS))
+	if err != nil {
+		return nil, err
+	}
+	egress, err := newGroup(ctx, "paddock:network:Egress", name, objects.EgressObjects, p, tn, pulumi.Parent(t), pulumi.DependsOn(inNS))
+	if err != nil {
+		return nil, err
+	}
+	guardrails, err := newGroup(ctx, "paddock:policy:Guardrails", name, objects.GuardrailObjects, p, tn, pulumi.Parent(t), pulumi.DependsOn(args.DependsOn))
+	if err != nil {
+		return nil, err
+	}
+	// Sandboxes start only inside the finished fence: namespace, identity,
+	// network policy and guardrails first.
+	deps := append([]pulumi.Resource{nsObj, identity, egress, guardrails}, args.DependsOn...)
 	templates := map[string]*SandboxTemplate{}
 	for _, tpl := range tn.Templates {
 		st, err := NewSandboxTemplate(ctx, tn.Name+"/"+tpl.Name, &SandboxTemplateArgs{Platform: p, Tenant: tn, Template: tpl},
@@ -61,4 +81,43 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	}
 	t.Namespace = pulumi.String(tn.Namespace).ToStringOutput()
 	return t, ctx.RegisterResourceOutputs(t, pulumi.Map{"namespace": t.Namespace})
+}
+
+// ObjectGroup is a component that owns the objects of one concept of a tenant
+// (paddock:tenant:Identity, paddock:network:Egress, paddock:policy:Guardrails).
+type ObjectGroup struct {
+	pulumi.ResourceState
+
+	Objects pulumi.StringArrayOutput `pulumi:"objects"`
+}
+
+func newGroup(ctx *pulumi.Context, token, name string,
+	build func(*model.Platform, model.Tenant) ([]*unstructured.Unstructured, error),
+	p *model.Platform, t model.Tenant, opts ...pulumi.ResourceOption) (*ObjectGroup, error) {
+	g := &ObjectGroup{}
+	if err := ctx.RegisterComponentResource(token, name, g, opts...); err != nil {
+		return nil, err
+	}
+	objs, err := build(p, t)
+	if err != nil {
+		return nil, err
+	}
+	names, err := registerAll(ctx, objs, pulumi.Parent(g))
+	if err != nil {
+		return nil, err
+	}
+	g.Objects = names.ToStringArrayOutput()
+	return g, ctx.RegisterResourceOutputs(g, pulumi.Map{"objects": g.Objects})
+}
+
+// registerAll registers objs and returns "Kind name" of each.
+func registerAll(ctx *pulumi.Context, objs []*unstructured.Unstructured, opts ...pulumi.ResourceOption) (pulumi.StringArray, error) {
+	var names pulumi.StringArray
+	for _, u := range objs {
+		if _, err := registerObject(ctx, u, opts...); err != nil {
+			return nil, err
+		}
+		names = append(names, pulumi.String(u.GetKind()+" "+ResourceName(u)))
+	}
+	return names, nil
 }

@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/pins"
 )
 
 // DefaultName is the cluster name when Options.Name is empty.
@@ -355,6 +356,12 @@ func (c *cluster) finishUp(ctx context.Context, cs kubernetes.Interface) error {
 		if err := c.ensureNodeReady(ctx, cs, i); err != nil {
 			return err
 		}
+	}
+	done := c.step("installing Cilium " + pins.Cilium + " policy CRDs (schema only: no Cilium agent runs here)")
+	err := c.installCiliumCRDs(ctx)
+	done(err)
+	if err != nil {
+		return err
 	}
 	return c.ensureSupervisor(ctx)
 }

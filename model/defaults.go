@@ -1,5 +1,12 @@
 package model
 
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
 // Hardened defaults, in one place. The spec decoder applies them to whatever the
 // spec leaves unset; components never invent values of their own.
 const (
@@ -47,4 +54,242 @@ func (p *Platform) Labels(tenant string) map[string]string {
 		l[TenantLabel] = tenant
 	}
 	return l
+}
+
+// Hardened defaults of the blocks added with the spec language v1. The decoder
+// starts every block from these constructors and overwrites what the spec
+// sets; components and tests that build a model in Go can use them too.
+const (
+	// PodSecurityRestricted is the Pod Security Standards level of every
+	// tenant namespace unless the spec loosens it.
+	PodSecurityRestricted = "restricted"
+
+	DefaultQuotaPods                   int32 = 20
+	DefaultQuotaLimitsCPU                    = "8"
+	DefaultQuotaLimitsMemory                 = "16Gi"
+	DefaultQuotaLimitsEphemeralStorage       = "20Gi"
+	DefaultQuotaPersistentVolumeClaims int32 = 20
+	DefaultQuotaRequestsStorage              = "100Gi"
+
+	DefaultClaimTTL            = 10 * time.Minute
+	DefaultClaimMaxTTL         = 4 * time.Hour
+	DefaultClaimShutdownPolicy = ShutdownDelete
+
+	// SeccompRuntimeDefault is the seccomp profile of every sandbox.
+	SeccompRuntimeDefault = "RuntimeDefault"
+	SeccompUnconfined     = "Unconfined"
+
+	DefaultWorkspaceKind      = WorkspaceEphemeral
+	DefaultWorkspaceSize      = "5Gi"
+	DefaultWorkspaceMountPath = "/workspace"
+
+	DefaultToolGatewayAudience   = "tool-gateway"
+	DefaultToolGatewayExpiration = time.Hour
+	DefaultToolGatewayMountPath  = "/var/run/secrets/tokens"
+
+	DefaultReleaseChannel = "regular"
+
+	DefaultNodePoolIsolation = IsolationGVisor
+	DefaultNodePoolMinNodes  = int32(1)
+	DefaultNodePoolMaxNodes  = int32(3)
+
+	// AgentOrchestratorServiceAccount is the identity that creates claims.
+	AgentOrchestratorServiceAccount = "agent-orchestrator"
+
+	// IsolationLabel and IsolationTaint dedicate a node pool to sandboxes of
+	// one isolation (the value is the isolation).
+	IsolationLabel = "paddock.dev/isolation"
+	// GKESandboxKey is the label and taint key GKE Sandbox puts on gVisor
+	// node pools (value "gvisor").
+	GKESandboxKey = "sandbox.gke.io/runtime"
+)
+
+// DefaultMachineType is the default machine type of a node pool of the given
+// isolation: KVM needs a machine series with nested virtualization.
+func DefaultMachineType(isolation string) string {
+	if isolation == IsolationKVM {
+		return "n2-standard-4"
+	}
+	return "e2-standard-4"
+}
+
+// DefaultAuditFilters is what a sink receives unless the spec says otherwise.
+func DefaultAuditFilters() []string {
+	return []string{AuditSandboxLifecycle, AuditPodLogs, AuditNetworkDrops, AuditAdmission}
+}
+
+// DefaultQuota caps a tenant's fleet (the guide's pilot sizing).
+func DefaultQuota() Quota {
+	return Quota{
+		Pods:                   DefaultQuotaPods,
+		LimitsCPU:              DefaultQuotaLimitsCPU,
+		LimitsMemory:           DefaultQuotaLimitsMemory,
+		LimitsEphemeralStorage: DefaultQuotaLimitsEphemeralStorage,
+		PersistentVolumeClaims: DefaultQuotaPersistentVolumeClaims,
+		RequestsStorage:        DefaultQuotaRequestsStorage,
+	}
+}
+
+// DefaultLimitRange gives every container the template resource defaults.
+func DefaultLimitRange() LimitRange {
+	var r Resources
+	r.ApplyResourceDefaults()
+	return LimitRange{Defaults: r}
+}
+
+// DefaultIdentity has the scoped orchestrator identity and no in-pod token.
+func DefaultIdentity() Identity { return Identity{Orchestrator: true} }
+
+// DefaultEgress denies everything but the cluster DNS.
+func DefaultEgress() Egress { return Egress{DNS: true} }
+
+// DefaultClaimPolicy reaps finished claims after 10 minutes, caps sessions at
+// 4 hours and deletes the sandbox at expiry.
+func DefaultClaimPolicy() ClaimPolicy {
+	return ClaimPolicy{TTL: DefaultClaimTTL, MaxTTL: DefaultClaimMaxTTL, ShutdownPolicy: DefaultClaimShutdownPolicy}
+}
+
+// DefaultCluster is a private, Dataplane V2, Workload Identity cluster on the
+// regular release channel.
+func DefaultCluster() Cluster { return Cluster{ReleaseChannel: DefaultReleaseChannel} }
+
+// DefaultTenant is a tenant named name with every hardened default.
+func DefaultTenant(name string) Tenant {
+	return Tenant{
+		Name:        name,
+		Namespace:   DefaultNamespacePrefix + name,
+		PodSecurity: PodSecurityRestricted,
+		Quota:       DefaultQuota(),
+		LimitRange:  DefaultLimitRange(),
+		Identity:    DefaultIdentity(),
+		Egress:      DefaultEgress(),
+		Claims:      DefaultClaimPolicy(),
+	}
+}
+
+// DefaultTemplate is a template with every hardened default but an image.
+func DefaultTemplate(name string) Template {
+	t := Template{Name: name, RunAsUser: DefaultRunAsUser, TmpSize: DefaultTmpSize, Seccomp: SeccompRuntimeDefault}
+	t.Resources.ApplyResourceDefaults()
+	return t
+}
+
+// DefaultNamespacePrefix makes a tenant's namespace when the spec sets none.
+const DefaultNamespacePrefix = "agents-"
+
+// DefaultNodePool is a dedicated node pool of the given isolation.
+func DefaultNodePool(name, isolation string) NodePool {
+	return NodePool{
+		Name: name, Isolation: isolation, MachineType: DefaultMachineType(isolation),
+		MinNodes: DefaultNodePoolMinNodes, MaxNodes: DefaultNodePoolMaxNodes,
+	}
+}
+
+// NodeLabels are the labels the pool's nodes carry: Labels plus what the
+// isolation implies (GKE Sandbox labels gVisor nodes itself; Paddock labels
+// KVM nodes).
+func (np NodePool) NodeLabels() map[string]string {
+	out := map[string]string{}
+	switch np.Isolation {
+	case IsolationGVisor:
+		out[GKESandboxKey] = IsolationGVisor
+	case IsolationKVM:
+		out[IsolationLabel] = IsolationKVM
+	}
+	for k, v := range np.Labels {
+		out[k] = v
+	}
+	return out
+}
+
+// NodeTaints are the taints the pool's nodes carry: Taints plus the
+// dedication taint of the isolation. GKE Sandbox always taints gVisor nodes;
+// a KVM pool is tainted unless Shared.
+func (np NodePool) NodeTaints() []Taint {
+	var out []Taint
+	switch {
+	case np.Isolation == IsolationGVisor:
+		out = append(out, Taint{Key: GKESandboxKey, Value: IsolationGVisor, Effect: "NoSchedule"})
+	case np.Isolation == IsolationKVM && !np.Shared:
+		out = append(out, Taint{Key: IsolationLabel, Value: IsolationKVM, Effect: "NoSchedule"})
+	}
+	return append(out, np.Taints...)
+}
+
+// HandlerIsolation is the isolation a RuntimeClass handler provides:
+// IsolationGVisor for runsc (and GKE's "gvisor"), IsolationKVM for Kata
+// handlers ("kata", "kata-qemu", "kata-clh", ...), "" for anything else
+// (runc, crun: no sandbox at all).
+func HandlerIsolation(handler string) string {
+	switch {
+	case handler == "runsc" || handler == "gvisor" || strings.HasPrefix(handler, "runsc-"):
+		return IsolationGVisor
+	case handler == "kata" || strings.HasPrefix(handler, "kata-"):
+		return IsolationKVM
+	}
+	return ""
+}
+
+// MarkSensitive records that v came from a sensitive value: Redact masks it
+// and components should pass it as a secret. Empty strings are ignored.
+func (p *Platform) MarkSensitive(v string) {
+	if v == "" {
+		return
+	}
+	if p.sensitive == nil {
+		p.sensitive = map[string]struct{}{}
+	}
+	p.sensitive[v] = struct{}{}
+}
+
+// IsSensitive reports whether v is a value marked sensitive.
+func (p *Platform) IsSensitive(v string) bool {
+	_, ok := p.sensitive[v]
+	return ok
+}
+
+// SensitiveValues returns the marked values, longest first.
+func (p *Platform) SensitiveValues() []string {
+	out := make([]string, 0, len(p.sensitive))
+	for v := range p.sensitive {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if len(out[i]) != len(out[j]) {
+			return len(out[i]) > len(out[j])
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// Redact replaces every sensitive value in s with "(sensitive value)". Use it
+// on anything derived from the model that a person or a log will read.
+func (p *Platform) Redact(s string) string {
+	if p == nil || len(p.sensitive) == 0 {
+		return s
+	}
+	return RedactValues(s, p.SensitiveValues())
+}
+
+// RedactValues replaces each of values (quoted, bare or Go-escaped) in s
+// with "(sensitive value)". Values shorter than 4 characters are only
+// replaced in their quoted form, so that a short secret does not garble the
+// text around.
+func RedactValues(s string, values []string) string {
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		quoted := strconv.Quote(v)
+		s = strings.ReplaceAll(s, quoted, "(sensitive value)")
+		if len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "(sensitive value)")
+			// Inside a longer quoted string, v appears escaped.
+			if inner := quoted[1 : len(quoted)-1]; inner != v {
+				s = strings.ReplaceAll(s, inner, "(sensitive value)")
+			}
+		}
+	}
+	return s
 }

@@ -3,6 +3,11 @@
 // (policy, components, engine, verify) reads; nothing downstream goes back to HCL.
 package model
 
+import (
+	"fmt"
+	"time"
+)
+
 // Platform is one declared agent platform: where it runs, the pinned Agent Sandbox
 // release, the runtime classes and the tenants (one trust boundary each).
 type Platform struct {
@@ -12,6 +17,20 @@ type Platform struct {
 	RuntimeClasses []RuntimeClass
 	Tenants        []Tenant
 	Waivers        []Waiver
+
+	// Cluster holds the settings of the cluster Paddock creates (TargetGKE only;
+	// nil for every other target).
+	Cluster *Cluster
+	// NodePools are the node pools Paddock creates (TargetGKE only).
+	NodePools []NodePool
+	// AuditSinks ship the platform's audit trail out of the cluster.
+	AuditSinks []AuditSink
+	// Src is where the platform block is.
+	Src Range
+
+	// sensitive holds the string values that came from sensitive variables
+	// (MarkSensitive, Redact).
+	sensitive map[string]struct{}
 }
 
 // TargetKind says where the platform is provisioned.
@@ -22,6 +41,8 @@ const (
 	TargetLocal TargetKind = "local"
 	// TargetKubeconfig is an existing cluster reached through a kubeconfig.
 	TargetKubeconfig TargetKind = "kubeconfig"
+	// TargetGKE is a GKE cluster Paddock creates (Project, Location, Cluster).
+	TargetGKE TargetKind = "gke"
 )
 
 // Target is where the in-cluster layer goes.
@@ -32,6 +53,14 @@ type Target struct {
 	Kubeconfig string
 	Context    string
 	Src        Range
+
+	// Project, Location (a region or zone) and ClusterName locate the GKE
+	// cluster of TargetGKE. ClusterName defaults to the platform name.
+	Project     string
+	Location    string
+	ClusterName string
+	// Attrs are the source ranges of the target's arguments.
+	Attrs Attrs
 }
 
 // AgentSandboxRelease is the pinned sigs.k8s.io/agent-sandbox install.
@@ -40,6 +69,11 @@ type AgentSandboxRelease struct {
 	// Image is the controller image, pinned to the release (tag, optionally @digest).
 	Image string
 	Src   Range
+
+	// Digest optionally pins the controller image by content ("sha256:..."):
+	// components pull Image@Digest when it is set.
+	Digest string
+	Attrs  Attrs
 }
 
 // Toleration mirrors the Kubernetes toleration fields Paddock sets.
@@ -58,6 +92,16 @@ type RuntimeClass struct {
 	NodeSelector map[string]string
 	Tolerations  []Toleration
 	Src          Range
+
+	// NodePool names the node pool (of Platform.NodePools) that provides the
+	// runtime; when set, NodeSelector and Tolerations default to that pool's
+	// labels and taints.
+	NodePool string
+	// OverheadCPU and OverheadMemory are the pod overhead of the runtime
+	// (RuntimeClass.overhead.podFixed), Kubernetes quantities; "" for none.
+	OverheadCPU    string
+	OverheadMemory string
+	Attrs          Attrs
 }
 
 // Tenant is one trust boundary: its own namespace, identity, templates and pools.
@@ -67,6 +111,17 @@ type Tenant struct {
 	Templates []Template
 	WarmPools []WarmPool
 	Src       Range
+
+	// PodSecurity is the Pod Security Standards level enforced on the
+	// namespace: "restricted" (the default; "" means the same) unless the
+	// spec loosens it.
+	PodSecurity string
+	Quota       Quota
+	LimitRange  LimitRange
+	Identity    Identity
+	Egress      Egress
+	Claims      ClaimPolicy
+	Attrs       Attrs
 }
 
 // Resources are per-container requests and limits (Kubernetes quantity strings).
@@ -79,10 +134,11 @@ type Resources struct {
 	LimitsEphemeralStorage   string
 }
 
-// Template is a hardened SandboxTemplate. The security context is not a field:
-// components always render non-root, seccomp RuntimeDefault, no privilege
-// escalation, read-only root and all capabilities dropped. Loosening one needs a
-// waiver (policy), never a template knob.
+// Template is a hardened SandboxTemplate: non-root, seccomp RuntimeDefault, no
+// privilege escalation, read-only root, every capability dropped, no service
+// account token. Each of those can only be loosened by an explicit spec knob,
+// whose zero value here is the hardened setting (so a Template built in Go
+// without them is hardened), and which policy flags as a finding.
 type Template struct {
 	Name         string
 	Image        string
@@ -94,6 +150,177 @@ type Template struct {
 	// TmpSize is the size limit of the writable /tmp emptyDir (read-only root needs one).
 	TmpSize string
 	Src     Range
+
+	// Workspace is the sandbox's working volume; nil for none (only /tmp).
+	Workspace *Workspace
+	// Env are plain environment variables, by name.
+	Env map[string]string
+	// SecretEnv are environment variables read from Secrets of the tenant's
+	// namespace, in spec order.
+	SecretEnv []SecretEnv
+
+	// Loosening knobs: each zero value is the hardened setting.
+
+	// AllowRoot drops runAsNonRoot (spec: run_as_non_root = false).
+	AllowRoot bool
+	// AllowPrivilegeEscalation sets allowPrivilegeEscalation: true.
+	AllowPrivilegeEscalation bool
+	// Privileged runs the container privileged.
+	Privileged bool
+	// WritableRootFilesystem drops readOnlyRootFilesystem (spec: read_only_root = false).
+	WritableRootFilesystem bool
+	// AddCapabilities are added back after dropping ALL.
+	AddCapabilities []string
+	// Seccomp is the seccomp profile type: "RuntimeDefault" ("" means the
+	// same), "Localhost/<profile>" or "Unconfined".
+	Seccomp string
+	// AutomountServiceAccountToken mounts the agent-runtime token into the pod.
+	AutomountServiceAccountToken bool
+
+	Attrs Attrs
+}
+
+// Workspace kinds.
+const (
+	// WorkspaceEphemeral is an emptyDir: gone with the pod.
+	WorkspaceEphemeral = "ephemeral"
+	// WorkspacePersistent is a PVC per sandbox (a volumeClaimTemplate): it
+	// survives pod restarts and is deleted with the sandbox.
+	WorkspacePersistent = "persistent"
+)
+
+// Workspace is the volume an agent works in.
+type Workspace struct {
+	Kind         string // WorkspaceEphemeral or WorkspacePersistent
+	Size         string // Kubernetes quantity: sizeLimit or PVC request
+	MountPath    string
+	StorageClass string // persistent only; "" for the cluster default
+	Src          Range
+	Attrs        Attrs
+}
+
+// SecretEnv is one environment variable from a key of a Secret. It fails
+// closed (secretKeyRef.optional: false) unless Optional is set, which policy
+// flags.
+type SecretEnv struct {
+	Name     string // the environment variable
+	Secret   string // the Secret, in the tenant's namespace
+	Key      string // the key in the Secret
+	Optional bool
+	Src      Range
+	Attrs    Attrs
+}
+
+// Quota is the tenant namespace's ResourceQuota: it caps the whole fleet.
+type Quota struct {
+	// Disabled removes the ResourceQuota (spec: enabled = false).
+	Disabled bool
+	Pods     int32
+	// LimitsCPU, LimitsMemory and LimitsEphemeralStorage cap the sum of the
+	// containers' limits (limits.cpu, limits.memory, limits.ephemeral-storage).
+	LimitsCPU              string
+	LimitsMemory           string
+	LimitsEphemeralStorage string
+	// PersistentVolumeClaims caps count/persistentvolumeclaims.
+	PersistentVolumeClaims int32
+	// RequestsStorage caps requests.storage (persistent workspaces).
+	RequestsStorage string
+	Src             Range
+	Attrs           Attrs
+}
+
+// LimitRange is the namespace's container LimitRange: defaults for any
+// container that sets no requests or limits of its own.
+type LimitRange struct {
+	// Disabled removes the LimitRange (spec: enabled = false).
+	Disabled bool
+	// Defaults: the Limits* fields are the default limits, the Requests*
+	// fields the default requests.
+	Defaults Resources
+	Src      Range
+	Attrs    Attrs
+}
+
+// Identity are the tenant's Kubernetes identities besides the
+// zero-permission agent runtime.
+type Identity struct {
+	// Orchestrator creates the agent-orchestrator ServiceAccount with a Role
+	// limited to SandboxClaims and Sandboxes of the tenant's namespace.
+	Orchestrator bool
+	// ToolGatewayToken, when set, mounts a projected, audience-bound service
+	// account token into sandboxes for an in-pod tool gateway.
+	ToolGatewayToken *ProjectedToken
+	Src              Range
+	Attrs            Attrs
+}
+
+// ProjectedToken is a projected serviceAccountToken volume.
+type ProjectedToken struct {
+	Audience   string
+	Expiration time.Duration // expirationSeconds
+	MountPath  string        // directory; the token is the file "token" in it
+	Src        Range
+	Attrs      Attrs
+}
+
+// Egress is the tenant's network posture: ingress is always denied; egress
+// is denied except what is listed.
+type Egress struct {
+	// Unrestricted drops the default-deny NetworkPolicy (spec: default_deny = false).
+	Unrestricted bool
+	// DNS allows UDP and TCP 53 to the cluster DNS (kube-system/kube-dns) only.
+	DNS bool
+	// FQDNs allow TCP 443 to these host names (needs an FQDN-aware CNI such as
+	// Cilium or GKE Dataplane V2 FQDN policies); "*.example.com" wildcards.
+	FQDNs []string
+	// Allows are CIDR and port holes.
+	Allows []EgressAllow
+	// Proxy is the egress proxy sandboxes reach (and get HTTPS_PROXY for).
+	Proxy *EgressProxy
+	Src   Range
+	Attrs Attrs
+}
+
+// EgressAllow is one NetworkPolicy egress hole.
+type EgressAllow struct {
+	CIDR     string
+	Ports    []int32
+	Protocol string // "TCP" (default), "UDP" or "SCTP"
+	Src      Range
+	Attrs    Attrs
+}
+
+// EgressProxy is an egress proxy: sandboxes may reach it on Port, selected by
+// Namespace (and PodLabels) or by CIDR, and get URL as HTTPS_PROXY/HTTP_PROXY.
+type EgressProxy struct {
+	URL       string
+	Host      string
+	Port      int32
+	Namespace string
+	PodLabels map[string]string
+	CIDR      string
+	Src       Range
+}
+
+// Claim shutdown policies (SandboxClaim spec.lifecycle.shutdownPolicy).
+const (
+	ShutdownDelete           = "Delete"
+	ShutdownDeleteForeground = "DeleteForeground"
+	ShutdownRetain           = "Retain"
+)
+
+// ClaimPolicy is the lifecycle every SandboxClaim of the tenant gets.
+type ClaimPolicy struct {
+	// TTL is ttlSecondsAfterFinished: how long a finished claim is kept.
+	// 0 means none: finished claims are never reaped (spec: ttl = "none").
+	TTL time.Duration
+	// MaxTTL caps a session's lifetime (shutdownTime = creation + MaxTTL).
+	// 0 means none (spec: max_ttl = "none").
+	MaxTTL time.Duration
+	// ShutdownPolicy is Delete, DeleteForeground or Retain ("" means Delete).
+	ShutdownPolicy string
+	Src            Range
+	Attrs          Attrs
 }
 
 // WarmPool keeps Replicas pre-created sandboxes of one template of its own tenant.
@@ -110,6 +337,108 @@ type Waiver struct {
 	Reason  string
 	Expires string // RFC 3339 date, optional
 	Src     Range
+
+	// Scope limits the waiver to one object and what is in it, by address
+	// ("tenant.team-a", "tenant.team-a.template.python"); "" for the whole
+	// platform.
+	Scope string
+}
+
+// Cluster are the settings of a cluster Paddock creates (GKE).
+type Cluster struct {
+	// ReleaseChannel is "rapid", "regular" or "stable".
+	ReleaseChannel string
+	// PublicNodes gives nodes public IP addresses (spec: private_nodes = false).
+	PublicNodes bool
+	// AuthorizedNetworks are the CIDRs allowed to reach the control plane;
+	// none means only the cluster's own network.
+	AuthorizedNetworks []string
+	// NoDataplaneV2 turns GKE Dataplane V2 off (spec: dataplane_v2 = false);
+	// without it NetworkPolicy is not enforced.
+	NoDataplaneV2 bool
+	// NoWorkloadIdentity turns Workload Identity off (spec:
+	// workload_identity = false): pods then reach the node's credentials.
+	NoWorkloadIdentity bool
+	Src                Range
+	Attrs              Attrs
+}
+
+// Node pool isolations.
+const (
+	IsolationGVisor = "gvisor" // GKE Sandbox: gVisor on every node
+	IsolationKVM    = "kvm"    // nested virtualization for Kata Containers
+)
+
+// Taint is a node taint.
+type Taint struct {
+	Key    string
+	Value  string
+	Effect string
+}
+
+// NodePool is a pool of nodes that run sandboxes.
+type NodePool struct {
+	Name        string
+	Isolation   string // IsolationGVisor or IsolationKVM
+	MachineType string
+	MinNodes    int32
+	MaxNodes    int32
+	// Labels and Taints are what Paddock sets on the pool; NodeLabels and
+	// NodeTaints add what the isolation implies.
+	Labels map[string]string
+	Taints []Taint
+	// Shared drops the default dedication taint, so other workloads may land
+	// on the pool (spec: dedicated = false).
+	Shared bool
+	Src    Range
+	Attrs  Attrs
+}
+
+// Audit sink kinds.
+const (
+	AuditBigQuery = "bigquery"
+	AuditStorage  = "storage"
+	AuditPubSub   = "pubsub"
+)
+
+// Audit filter presets: what a sink receives.
+const (
+	// AuditSandboxLifecycle: API audit of Sandbox, SandboxClaim, SandboxTemplate
+	// and SandboxWarmPool create, update and delete.
+	AuditSandboxLifecycle = "sandbox_lifecycle"
+	// AuditPodLogs: stdout and stderr of sandbox pods.
+	AuditPodLogs = "pod_logs"
+	// AuditNetworkDrops: NetworkPolicy denials of sandbox pods.
+	AuditNetworkDrops = "network_drops"
+	// AuditAdmission: admission rejections (Pod Security, quota).
+	AuditAdmission = "admission"
+)
+
+// AuditSink ships audit records out of the cluster.
+type AuditSink struct {
+	Name        string
+	Kind        string // AuditBigQuery, AuditStorage or AuditPubSub
+	Destination string // dataset, bucket or topic
+	Filters     []string
+	// IncludePayloads records request and response bodies (audit level
+	// RequestResponse): prompts, code and secrets end up in the sink.
+	IncludePayloads bool
+	Src             Range
+	Attrs           Attrs
+}
+
+// Attrs are the source ranges of a block's arguments, by spec argument name,
+// so a finding can point at the very argument that loosens a control. A
+// nested block's arguments may appear as "block.argument"
+// ("resources.unbounded").
+type Attrs map[string]Range
+
+// At is the range of argument name, or fallback when the spec did not set it.
+func (a Attrs) At(name string, fallback Range) Range {
+	if r, ok := a[name]; ok {
+		return r
+	}
+	return fallback
 }
 
 // Range is where a model value came from in the spec, so policy findings and
@@ -122,3 +451,11 @@ type Range struct {
 
 // Known reports whether the range points somewhere.
 func (r Range) Known() bool { return r.Filename != "" }
+
+// String renders the range as file:line:col ("" when unknown).
+func (r Range) String() string {
+	if !r.Known() {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Line, r.Column)
+}

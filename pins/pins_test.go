@@ -47,6 +47,7 @@ func TestModulesAgreeWithVersionsEnv(t *testing.T) {
 		{"../tools/etcd/go.mod", "go.etcd.io/etcd/server/v3", Etcd},
 		{"../tools/kwok/go.mod", "sigs.k8s.io/kwok", Kwok},
 		{"../tools/agent-sandbox/go.mod", "sigs.k8s.io/agent-sandbox", AgentSandbox},
+		{"../tools/cilium/go.mod", "github.com/cilium/cilium", Cilium},
 		{"../go.mod", "sigs.k8s.io/agent-sandbox", AgentSandbox},
 		{"../go.mod", "github.com/pulumi/pulumi/sdk/v3", Pulumi},
 		{"../go.mod", "github.com/pulumi/pulumi-kubernetes/sdk/v4", "v" + PulumiKubernetes},

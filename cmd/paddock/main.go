@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newDestroyCmd(),
 		newValidateCmd(),
 		newRenderCmd(),
+		newVerifyCmd(),
 		newStatusCmd(),
 		newVersionCmd(),
 		newLocalCmd(),

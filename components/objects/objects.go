@@ -6,6 +6,7 @@ package objects
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/paddock-platform/paddock/model"
@@ -100,59 +101,136 @@ func RuntimeClass(p *model.Platform, rc model.RuntimeClass) *nodev1.RuntimeClass
 	return obj
 }
 
-// SandboxTemplate is the hardened template. The security context is fixed here and
-// not configurable: non-root, seccomp RuntimeDefault, no privilege escalation,
-// read-only root filesystem, every capability dropped, no service account token.
+// SandboxTemplate is the hardened template: non-root, seccomp RuntimeDefault, no
+// privilege escalation, read-only root filesystem, every capability dropped, no
+// service-account token, limits on CPU, memory and ephemeral storage, secrets
+// that fail closed. Each control is loosened only by an explicit model field,
+// which policy reports (and blocks unless waived).
 func SandboxTemplate(p *model.Platform, t model.Tenant, tpl model.Template) (*extv1beta1.SandboxTemplate, error) {
+	where := fmt.Sprintf("template %s/%s", t.Name, tpl.Name)
 	res, err := resources(tpl.Resources)
 	if err != nil {
-		return nil, fmt.Errorf("template %s/%s: %w", t.Name, tpl.Name, err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	tmpSize, err := resource.ParseQuantity(tpl.TmpSize)
 	if err != nil {
-		return nil, fmt.Errorf("template %s/%s: tmp size %q: %w", t.Name, tpl.Name, tpl.TmpSize, err)
+		return nil, fmt.Errorf("%s: tmp size %q: %w", where, tpl.TmpSize, err)
 	}
-	yes, no := true, false
+	no := false
 	uid := tpl.RunAsUser
 	var runtimeClass *string
 	if tpl.RuntimeClass != "" {
 		rc := tpl.RuntimeClass
 		runtimeClass = &rc
 	}
+	nonRoot := !tpl.AllowRoot
+	escalate := tpl.AllowPrivilegeEscalation
+	privileged := tpl.Privileged
+	readOnlyRoot := !tpl.WritableRootFilesystem
+	automount := tpl.AutomountServiceAccountToken
+	caps := &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+	for _, c := range tpl.AddCapabilities {
+		caps.Add = append(caps.Add, corev1.Capability(c))
+	}
+	seccomp := seccompProfile(tpl.Seccomp)
+
+	container := corev1.Container{
+		Name:    "agent",
+		Image:   tpl.Image,
+		Command: tpl.Command,
+		Args:    tpl.Args,
+		SecurityContext: &corev1.SecurityContext{
+			Privileged:               &privileged,
+			AllowPrivilegeEscalation: &escalate,
+			ReadOnlyRootFilesystem:   &readOnlyRoot,
+			RunAsNonRoot:             &nonRoot,
+			Capabilities:             caps,
+			SeccompProfile:           seccomp,
+		},
+		Resources:    res,
+		VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+	}
+	volumes := []corev1.Volume{{
+		Name:         "tmp",
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmpSize}},
+	}}
+	envNames := make([]string, 0, len(tpl.Env))
+	for k := range tpl.Env {
+		envNames = append(envNames, k)
+	}
+	sort.Strings(envNames)
+	for _, k := range envNames {
+		container.Env = append(container.Env, corev1.EnvVar{Name: k, Value: tpl.Env[k]})
+	}
+	for _, se := range tpl.SecretEnv {
+		// Fail closed: without the Secret the pod does not start.
+		optional := se.Optional
+		container.Env = append(container.Env, corev1.EnvVar{Name: se.Name, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: se.Secret}, Key: se.Key, Optional: &optional},
+		}})
+	}
+	if px := t.Egress.Proxy; px != nil && px.URL != "" {
+		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY"} {
+			container.Env = append(container.Env, corev1.EnvVar{Name: k, Value: px.URL})
+		}
+	}
+	var claims []sandboxv1beta1.PersistentVolumeClaimTemplate
+	if ws := tpl.Workspace; ws != nil {
+		size, err := resource.ParseQuantity(ws.Size)
+		if err != nil {
+			return nil, fmt.Errorf("%s: workspace size %q: %w", where, ws.Size, err)
+		}
+		container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: "workspace", MountPath: ws.MountPath})
+		if ws.Kind == model.WorkspacePersistent {
+			pvc := sandboxv1beta1.PersistentVolumeClaimTemplate{
+				EmbeddedObjectMetadata: sandboxv1beta1.EmbeddedObjectMetadata{Name: "workspace"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+				},
+			}
+			if ws.StorageClass != "" {
+				sc := ws.StorageClass
+				pvc.Spec.StorageClassName = &sc
+			}
+			claims = append(claims, pvc)
+		} else {
+			volumes = append(volumes, corev1.Volume{Name: "workspace",
+				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &size}}})
+		}
+	}
+	if tok := t.Identity.ToolGatewayToken; tok != nil {
+		// A projected, audience-bound, short-lived token: only the tool gateway
+		// accepts it, and a stolen copy expires.
+		exp := int64(tok.Expiration.Seconds())
+		container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: "tool-token", MountPath: tok.MountPath, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "tool-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+				Audience: tok.Audience, ExpirationSeconds: &exp, Path: "token",
+			}}},
+		}}})
+	}
+
 	labels := p.Labels(t.Name)
 	spec := corev1.PodSpec{
 		ServiceAccountName:           model.AgentRuntimeServiceAccount,
-		AutomountServiceAccountToken: &no,
+		AutomountServiceAccountToken: &automount,
 		RuntimeClassName:             runtimeClass,
 		RestartPolicy:                corev1.RestartPolicyNever,
 		EnableServiceLinks:           &no,
 		SecurityContext: &corev1.PodSecurityContext{
-			RunAsNonRoot:   &yes,
+			RunAsNonRoot:   &nonRoot,
 			RunAsUser:      &uid,
 			RunAsGroup:     &uid,
 			FSGroup:        &uid,
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			SeccompProfile: seccomp,
 		},
-		Containers: []corev1.Container{{
-			Name:    "agent",
-			Image:   tpl.Image,
-			Command: tpl.Command,
-			Args:    tpl.Args,
-			SecurityContext: &corev1.SecurityContext{
-				Privileged:               &no,
-				AllowPrivilegeEscalation: &no,
-				ReadOnlyRootFilesystem:   &yes,
-				RunAsNonRoot:             &yes,
-				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Resources:    res,
-			VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
-		}},
-		Volumes: []corev1.Volume{{
-			Name:         "tmp",
-			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmpSize}},
-		}},
+		Containers: []corev1.Container{container},
+		Volumes:    volumes,
+	}
+	netpol, mgmt, err := templateNetworkPolicy(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &extv1beta1.SandboxTemplate{
 		TypeMeta:   metav1.TypeMeta{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxTemplate"},
@@ -163,10 +241,53 @@ func SandboxTemplate(p *model.Platform, t model.Tenant, tpl model.Template) (*ex
 					ObjectMeta: sandboxv1beta1.PodMetadata{Labels: labels},
 					Spec:       spec,
 				},
+				VolumeClaimTemplates: claims,
 			},
-			NetworkPolicyManagement: extv1beta1.NetworkPolicyManagementManaged,
+			NetworkPolicy:           netpol,
+			NetworkPolicyManagement: mgmt,
 		},
 	}, nil
+}
+
+func seccompProfile(s string) *corev1.SeccompProfile {
+	switch {
+	case s == "" || s == model.SeccompRuntimeDefault:
+		return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	case s == model.SeccompUnconfined:
+		return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+	case strings.HasPrefix(s, "Localhost/"):
+		prof := strings.TrimPrefix(s, "Localhost/")
+		return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &prof}
+	}
+	return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+}
+
+// templateNetworkPolicy is the controller-managed policy of the template's
+// sandboxes, mirroring the namespace's egress holes (belt and braces: it
+// survives namespace policy edits). No ingress rule: nothing dials a sandbox.
+func templateNetworkPolicy(t model.Tenant) (*extv1beta1.NetworkPolicySpec, extv1beta1.NetworkPolicyManagement, error) {
+	if t.Egress.Unrestricted {
+		// The controller's secure default (public internet only; RFC 1918 and
+		// metadata blocked) is the least it gets.
+		return nil, extv1beta1.NetworkPolicyManagementManaged, nil
+	}
+	np := &extv1beta1.NetworkPolicySpec{}
+	if t.Egress.DNS {
+		np.Egress = append(np.Egress, DNSEgressRule())
+	}
+	rules, err := EgressRules(t)
+	if err != nil {
+		return nil, "", err
+	}
+	np.Egress = append(np.Egress, rules...)
+	if t.Egress.Proxy != nil {
+		r, err := proxyRule(t.Egress.Proxy)
+		if err != nil {
+			return nil, "", err
+		}
+		np.Egress = append(np.Egress, r)
+	}
+	return np, extv1beta1.NetworkPolicyManagementManaged, nil
 }
 
 func resources(r model.Resources) (corev1.ResourceRequirements, error) {

@@ -189,6 +189,8 @@ func TestLocalPlatform(t *testing.T) {
 		}
 	})
 
+	verifySuite(t, e)
+
 	t.Run("second up changes nothing", func(t *testing.T) {
 		out, took := e.mustPaddock(t, "up", example)
 		t.Logf("paddock up %s (no-op): %s", example, took)

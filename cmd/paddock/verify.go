@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/paddock-platform/paddock/localcluster"
+	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/verify"
+)
+
+func newVerifyCmd() *cobra.Command {
+	var (
+		f      specFlags
+		format string
+	)
+	cmd := &cobra.Command{
+		Use:   "verify [SPEC]",
+		Short: "Check the deployed platform's controls live on the cluster (read-only; probes are dry-runs)",
+		Long: "Each check passes, fails, or is reported not verifiable here with the reason.\n" +
+			"Exit status: 0 when nothing failed, 1 when a check failed, 2 when verify could not run.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			p, err := loadSpec(specArg(args), &f, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if err := resolveTarget(ctx, p); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+				&clientcmd.ClientConfigLoadingRules{ExplicitPath: p.Target.Kubeconfig},
+				&clientcmd.ConfigOverrides{CurrentContext: p.Target.Context}).ClientConfig()
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("kubeconfig %s: %w", p.Target.Kubeconfig, err)}
+			}
+			var opts verify.Options
+			if p.Target.Kind == model.TargetLocal {
+				opts.ControllerHealth = localControllerHealth
+			}
+			v, err := verify.New(p, cfg, opts)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			rep := v.Run(ctx)
+			switch format {
+			case "json":
+				err = rep.WriteJSON(cmd.OutOrStdout())
+			case "text":
+				err = rep.WriteText(cmd.OutOrStdout())
+			default:
+				return &exitError{code: 2, err: fmt.Errorf("--format %q: use text or json", format)}
+			}
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if n := rep.Failed(); n > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d check(s) failed", n)}
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
+	return cmd
+}
+
+// localControllerHealth reads the out-of-cluster controller's state from the
+// local cluster's supervisor.
+func localControllerHealth(ctx context.Context) (bool, string) {
+	st, err := localcluster.New(localcluster.Options{}).Status(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, c := range st.Components {
+		if c.Name == "agent-sandbox-controller" {
+			if c.State == localcluster.Running {
+				return true, fmt.Sprintf("out-of-cluster controller running (pid %d)", c.PID)
+			}
+			d := string(c.State)
+			if c.Detail != "" {
+				d += ": " + c.Detail
+			}
+			return false, "out-of-cluster controller " + d
+		}
+	}
+	return false, "no agent-sandbox-controller in the local cluster"
+}

@@ -1,0 +1,45 @@
+package objects
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/paddock-platform/paddock/model"
+)
+
+// OrchestratorRules are all the orchestrator may do, in its tenant's namespace
+// only: manage claims, read sandboxes. No secrets, no pods, no exec.
+func OrchestratorRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"extensions.agents.x-k8s.io"}, Resources: []string{"sandboxclaims"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
+		{APIGroups: []string{"agents.x-k8s.io"}, Resources: []string{"sandboxes"}, Verbs: []string{"get", "list", "watch"}},
+	}
+}
+
+// Orchestrator is the identity that creates claims for sessions: its
+// ServiceAccount, a Role with OrchestratorRules and the binding. nil when the
+// spec turns the orchestrator off.
+func Orchestrator(p *model.Platform, t model.Tenant) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
+	if !t.Identity.Orchestrator {
+		return nil, nil, nil
+	}
+	name := model.AgentOrchestratorServiceAccount
+	l := p.Labels(t.Name)
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: meta(name, t.Namespace, l),
+	}
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: meta(name, t.Namespace, l),
+		Rules:      OrchestratorRules(),
+	}
+	rb := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: meta(name, t.Namespace, l),
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: t.Namespace}},
+	}
+	return sa, role, rb
+}

@@ -1,0 +1,198 @@
+package objects
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/paddock-platform/paddock/model"
+)
+
+// Names of the per-tenant network objects.
+const (
+	DefaultDenyPolicy = "default-deny"
+	AllowDNSPolicy    = "allow-dns"
+	AllowEgressPolicy = "allow-egress"
+	AllowProxyPolicy  = "allow-egress-proxy"
+	AllowFQDNPolicy   = "allow-fqdn"
+	// MetadataCIDR is the cloud instance metadata address: excluded explicitly
+	// from every CIDR allow that would contain it.
+	MetadataCIDR = "169.254.169.254/32"
+)
+
+var metadataAddr = netip.MustParseAddr("169.254.169.254")
+
+func netpol(p *model.Platform, t model.Tenant, name string, spec networkingv1.NetworkPolicySpec) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: meta(name, t.Namespace, p.Labels(t.Name)),
+		Spec:       spec,
+	}
+}
+
+func port(proto string, n int32) networkingv1.NetworkPolicyPort {
+	pr := corev1.Protocol(proto)
+	if pr == "" {
+		pr = corev1.ProtocolTCP
+	}
+	v := intstr.FromInt32(n)
+	return networkingv1.NetworkPolicyPort{Protocol: &pr, Port: &v}
+}
+
+// DNSEgressRule reaches the cluster resolver and nothing else in kube-system.
+func DNSEgressRule() networkingv1.NetworkPolicyEgressRule {
+	return networkingv1.NetworkPolicyEgressRule{
+		To: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+		}},
+		Ports: []networkingv1.NetworkPolicyPort{port("UDP", 53), port("TCP", 53)},
+	}
+}
+
+// cidrPeer allows a CIDR but never the metadata address inside it.
+func cidrPeer(cidr string) (networkingv1.NetworkPolicyPeer, error) {
+	pfx, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return networkingv1.NetworkPolicyPeer{}, fmt.Errorf("egress cidr %q: %w", cidr, err)
+	}
+	block := &networkingv1.IPBlock{CIDR: pfx.Masked().String()}
+	if pfx.Contains(metadataAddr) && pfx.Bits() < 32 {
+		block.Except = []string{MetadataCIDR}
+	}
+	return networkingv1.NetworkPolicyPeer{IPBlock: block}, nil
+}
+
+// EgressRules are the tenant's named holes (DNS excluded), shared by the
+// namespace policy and the template's managed policy.
+func EgressRules(t model.Tenant) ([]networkingv1.NetworkPolicyEgressRule, error) {
+	var rules []networkingv1.NetworkPolicyEgressRule
+	for _, a := range t.Egress.Allows {
+		peer, err := cidrPeer(a.CIDR)
+		if err != nil {
+			return nil, fmt.Errorf("tenant %s: %w", t.Name, err)
+		}
+		r := networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{peer}}
+		for _, n := range a.Ports {
+			r.Ports = append(r.Ports, port(a.Protocol, n))
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// proxyRule reaches the egress proxy, by pod selector or by CIDR.
+func proxyRule(px *model.EgressProxy) (networkingv1.NetworkPolicyEgressRule, error) {
+	r := networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{port("TCP", px.Port)}}
+	switch {
+	case px.CIDR != "":
+		peer, err := cidrPeer(px.CIDR)
+		if err != nil {
+			return r, err
+		}
+		r.To = []networkingv1.NetworkPolicyPeer{peer}
+	default:
+		peer := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: px.PodLabels}}
+		if px.Namespace != "" {
+			peer.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": px.Namespace}}
+		}
+		r.To = []networkingv1.NetworkPolicyPeer{peer}
+	}
+	return r, nil
+}
+
+// NetworkPolicies are the namespace's own posture: default-deny ingress and
+// egress for every pod, then DNS to kube-dns only, the named CIDR/port holes and
+// the egress proxy. Nothing allows ingress: sandboxes are reached through the
+// orchestrator, never directly. Empty when the spec waives default-deny.
+func NetworkPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.NetworkPolicy, error) {
+	if t.Egress.Unrestricted {
+		return nil, nil
+	}
+	all := metav1.LabelSelector{}
+	out := []*networkingv1.NetworkPolicy{netpol(p, t, DefaultDenyPolicy, networkingv1.NetworkPolicySpec{
+		PodSelector: all,
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+	})}
+	egress := func(name string, rules ...networkingv1.NetworkPolicyEgressRule) {
+		out = append(out, netpol(p, t, name, networkingv1.NetworkPolicySpec{
+			PodSelector: all, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, Egress: rules,
+		}))
+	}
+	if t.Egress.DNS {
+		egress(AllowDNSPolicy, DNSEgressRule())
+	}
+	rules, err := EgressRules(t)
+	if err != nil {
+		return nil, err
+	}
+	if len(rules) > 0 {
+		egress(AllowEgressPolicy, rules...)
+	}
+	if t.Egress.Proxy != nil {
+		r, err := proxyRule(t.Egress.Proxy)
+		if err != nil {
+			return nil, fmt.Errorf("tenant %s proxy: %w", t.Name, err)
+		}
+		egress(AllowProxyPolicy, r)
+	}
+	return out, nil
+}
+
+// FQDNPolicy is the tenant's host-name allow-list as a CiliumNetworkPolicy:
+// TCP 443 to exactly those names, plus the DNS rule through Cilium's DNS proxy
+// that makes FQDN policy work at all. nil when the tenant lists no FQDNs.
+func FQDNPolicy(p *model.Platform, t model.Tenant) *unstructured.Unstructured {
+	if len(t.Egress.FQDNs) == 0 || t.Egress.Unrestricted {
+		return nil
+	}
+	names := append([]string(nil), t.Egress.FQDNs...)
+	sort.Strings(names)
+	var fqdns []any
+	for _, n := range names {
+		if strings.Contains(n, "*") {
+			fqdns = append(fqdns, map[string]any{"matchPattern": n})
+		} else {
+			fqdns = append(fqdns, map[string]any{"matchName": n})
+		}
+	}
+	labels := map[string]any{}
+	for k, v := range p.Labels(t.Name) {
+		labels[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cilium.io/v2",
+		"kind":       "CiliumNetworkPolicy",
+		"metadata":   map[string]any{"name": AllowFQDNPolicy, "namespace": t.Namespace, "labels": labels},
+		"spec": map[string]any{
+			"endpointSelector": map[string]any{},
+			"egress": []any{
+				map[string]any{
+					"toFQDNs": fqdns,
+					"toPorts": []any{map[string]any{"ports": []any{map[string]any{"port": "443", "protocol": "TCP"}}}},
+				},
+				map[string]any{
+					"toEndpoints": []any{map[string]any{"matchLabels": map[string]any{
+						"k8s:io.kubernetes.pod.namespace": "kube-system",
+						"k8s:k8s-app":                     "kube-dns",
+					}}},
+					"toPorts": []any{map[string]any{
+						"ports": []any{
+							map[string]any{"port": "53", "protocol": "UDP"},
+							map[string]any{"port": "53", "protocol": "TCP"},
+						},
+						// Cilium learns name->IP mappings only for lookups its DNS proxy sees.
+						"rules": map[string]any{"dns": []any{map[string]any{"matchPattern": "*"}}},
+					}},
+				},
+			},
+		},
+	}}
+}

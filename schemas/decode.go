@@ -6,13 +6,16 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/paddock-platform/paddock/model"
 )
 
-// This file is step 2 of a load: parsed bodies become config structs that hold
-// labels, attribute expressions and source ranges, and nothing evaluated. Only
-// checks that need no evaluation happen here.
+// This file is step 2 of a load: parsed bodies become nodes that hold labels,
+// attribute expressions and source ranges, and nothing evaluated. The decoder
+// is driven by the language tree of schema.go. Only checks that need no
+// evaluation happen here: unknown blocks and arguments, labels and names,
+// duplicates, blocks that must appear exactly once.
 
 // blockMeta is what every decoded block knows about itself.
 type blockMeta struct {
@@ -30,12 +33,11 @@ type blockMeta struct {
 }
 
 // src is the model form of the block's definition range.
-func (m blockMeta) src() model.Range {
-	return model.Range{
-		Filename: m.DefRange.Filename,
-		Line:     m.DefRange.Start.Line,
-		Column:   m.DefRange.Start.Column,
-	}
+func (m blockMeta) src() model.Range { return modelRange(m.DefRange) }
+
+// modelRange is the model form of r's start.
+func modelRange(r hcl.Range) model.Range {
+	return model.Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
 }
 
 // what names the block in messages: `tenant "team-a"`, `platform`.
@@ -57,68 +59,71 @@ func newMeta(b *hcl.Block) blockMeta {
 	return m
 }
 
-type platformConfig struct {
+// node is one decoded block: its arguments, unevaluated, and its nested
+// blocks in source order.
+type node struct {
 	blockMeta
-	Name *hcl.Attribute
+	Attrs  hcl.Attributes
+	Blocks []*node
 }
 
-type targetConfig struct {
-	blockMeta
-	Path, Context *hcl.Attribute
+// attr is argument name, or nil when absent (n may be nil).
+func (n *node) attr(name string) *hcl.Attribute {
+	if n == nil {
+		return nil
+	}
+	return n.Attrs[name]
 }
 
-type agentSandboxConfig struct {
-	blockMeta
-	Version, Image *hcl.Attribute
+// all are the nested blocks of type typ.
+func (n *node) all(typ string) []*node {
+	if n == nil {
+		return nil
+	}
+	var out []*node
+	for _, b := range n.Blocks {
+		if b.Type == typ {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
-type runtimeClassConfig struct {
-	blockMeta
-	Handler, NodeSelector *hcl.Attribute
-	Tolerations           []*tolerationConfig
+// one is the nested block of type typ, or nil.
+func (n *node) one(typ string) *node {
+	if n == nil {
+		return nil
+	}
+	for _, b := range n.Blocks {
+		if b.Type == typ {
+			return b
+		}
+	}
+	return nil
 }
 
-type tolerationConfig struct {
-	blockMeta
-	Key, Operator, Value, Effect *hcl.Attribute
-}
-
-type tenantConfig struct {
-	blockMeta
-	Namespace *hcl.Attribute
-	Templates []*templateConfig
-	WarmPools []*warmPoolConfig
-}
-
-type templateConfig struct {
-	blockMeta
-	Image, Command, Args, RuntimeClass, RunAsUser, TmpSize *hcl.Attribute
-	Resources                                              *resourcesConfig
-}
-
-type resourcesConfig struct {
-	blockMeta
-	Requests, Limits *hcl.Attribute
-}
-
-type warmPoolConfig struct {
-	blockMeta
-	Template, Replicas *hcl.Attribute
-}
-
-type waiverConfig struct {
-	blockMeta
-	Rule, Reason, Expires *hcl.Attribute
+// attrs are the source ranges of the block's arguments, for the model.
+func (n *node) attrs() model.Attrs {
+	if n == nil || len(n.Attrs) == 0 {
+		return nil
+	}
+	out := make(model.Attrs, len(n.Attrs))
+	for name, a := range n.Attrs {
+		out[name] = modelRange(a.Range)
+	}
+	return out
 }
 
 // config is the whole spec, merged across files, before evaluation.
 type config struct {
-	Platform       *platformConfig
-	Target         *targetConfig
-	AgentSandbox   *agentSandboxConfig
-	RuntimeClasses []*runtimeClassConfig
-	Tenants        []*tenantConfig
-	Waivers        []*waiverConfig
+	Variables []*node
+	// Locals are the arguments of every locals block, by name, and their order.
+	Locals     map[string]*hcl.Attribute
+	LocalOrder []string
+
+	Platform, Target, Cluster, AgentSandbox *node
+
+	NodePools, RuntimeClasses, Tenants, AuditSinks, Waivers []*node
 }
 
 // decoder accumulates diagnostics while decoding.
@@ -126,64 +131,67 @@ type decoder struct {
 	diags hcl.Diagnostics
 }
 
-// decode matches every file's body against the spec schemas. files must be
+// scopeAllFiles is the uniqueness scope of top-level names.
+const scopeAllFiles = "across all files of the spec"
+
+// decode matches every file's body against the language tree. files must be
 // non-empty and in load order; blocks keep that order.
 func decode(files []*hcl.File) (*config, hcl.Diagnostics) {
 	d := &decoder{}
-	cfg := &config{}
-	tenants := map[string]hcl.Range{}
-	runtimeClasses := map[string]hcl.Range{}
+	cfg := &config{Locals: map[string]*hcl.Attribute{}}
+	seen := map[string]map[string]hcl.Range{}
+	unique := func(n *node) bool {
+		if seen[n.Type] == nil {
+			seen[n.Type] = map[string]hcl.Range{}
+		}
+		return d.unique(seen[n.Type], n.blockMeta, scopeAllFiles)
+	}
+	singleton := func(slot **node, n *node) {
+		if *slot != nil {
+			d.duplicateSingleton(n.blockMeta, (*slot).blockMeta)
+			return
+		}
+		*slot = n
+	}
 
 	for _, f := range files {
-		content := d.content(f.Body, rootSchema, nil)
+		content := d.content(f.Body, rootSpec.bodySchema(), nil)
 		for _, blk := range content.Blocks {
+			spec := rootSpec.child(blk.Type)
+			n := d.block(blk, spec)
 			switch blk.Type {
+			case blockVariable:
+				if unique(n) {
+					cfg.Variables = append(cfg.Variables, n)
+				}
+			case blockLocals:
+				d.locals(cfg, n)
 			case blockPlatform:
-				pc := &platformConfig{blockMeta: newMeta(blk)}
-				c := d.content(blk.Body, platformSchema, &pc.blockMeta)
-				pc.Name = c.Attributes["name"]
-				if cfg.Platform != nil {
-					d.duplicateSingleton(pc.blockMeta, cfg.Platform.blockMeta)
-					continue
-				}
-				cfg.Platform = pc
-
+				singleton(&cfg.Platform, n)
 			case blockTarget:
-				if tc := d.target(blk); tc != nil {
-					if cfg.Target != nil {
-						d.duplicateSingleton(tc.blockMeta, cfg.Target.blockMeta)
-						continue
-					}
-					cfg.Target = tc
-				}
-
+				singleton(&cfg.Target, n)
+			case blockCluster:
+				singleton(&cfg.Cluster, n)
 			case blockAgentSandbox:
-				ac := &agentSandboxConfig{blockMeta: newMeta(blk)}
-				c := d.content(blk.Body, agentSandboxSchema, &ac.blockMeta)
-				ac.Version, ac.Image = c.Attributes["version"], c.Attributes["image"]
-				if cfg.AgentSandbox != nil {
-					d.duplicateSingleton(ac.blockMeta, cfg.AgentSandbox.blockMeta)
-					continue
+				singleton(&cfg.AgentSandbox, n)
+			case blockNodePool:
+				if unique(n) {
+					cfg.NodePools = append(cfg.NodePools, n)
 				}
-				cfg.AgentSandbox = ac
-
 			case blockRuntimeClass:
-				rc := d.runtimeClass(blk)
-				if d.unique(runtimeClasses, rc.blockMeta, "across all files of the spec") {
-					cfg.RuntimeClasses = append(cfg.RuntimeClasses, rc)
+				if unique(n) {
+					cfg.RuntimeClasses = append(cfg.RuntimeClasses, n)
 				}
-
 			case blockTenant:
-				tc := d.tenant(blk)
-				if d.unique(tenants, tc.blockMeta, "across all files of the spec") {
-					cfg.Tenants = append(cfg.Tenants, tc)
+				if unique(n) {
+					cfg.Tenants = append(cfg.Tenants, n)
 				}
-
+			case blockAuditSink:
+				if unique(n) {
+					cfg.AuditSinks = append(cfg.AuditSinks, n)
+				}
 			case blockWaiver:
-				wc := &waiverConfig{blockMeta: newMeta(blk)}
-				c := d.content(blk.Body, waiverSchema, &wc.blockMeta)
-				wc.Rule, wc.Reason, wc.Expires = c.Attributes["rule"], c.Attributes["reason"], c.Attributes["expires"]
-				cfg.Waivers = append(cfg.Waivers, wc)
+				cfg.Waivers = append(cfg.Waivers, n)
 			}
 		}
 	}
@@ -195,12 +203,89 @@ func decode(files []*hcl.File) (*config, hcl.Diagnostics) {
 		d.missingBlock(start, blockPlatform, `platform { name = "my-platform" }`)
 	}
 	if cfg.Target == nil {
-		d.missingBlock(start, blockTarget, `target "local" {} (the embedded local cluster) or target "kubeconfig" { context = "my-cluster" }`)
+		d.missingBlock(start, blockTarget, `target "local" {} (the embedded local cluster), target "kubeconfig" { context = "my-cluster" } or target "gke" { project = "my-project", location = "europe-west1" }`)
 	}
 	if cfg.AgentSandbox == nil {
 		d.missingBlock(start, blockAgentSandbox, `agent_sandbox { version = "v0.5.6" }`)
 	}
 	return cfg, d.diags
+}
+
+// block decodes blk, whose spec is spec, and its nested blocks.
+func (d *decoder) block(blk *hcl.Block, spec *blockSpec) *node {
+	n := &node{blockMeta: newMeta(blk), Attrs: hcl.Attributes{}}
+	d.checkLabel(n.blockMeta, spec)
+
+	body := spec
+	if spec.Variants != nil {
+		v, ok := spec.Variants[n.Label]
+		if !ok {
+			detail := fmt.Sprintf("Target kind %q is not supported.%s Use target %q {} for the embedded local cluster, target %q { path = \"...\", context = \"...\" } for an existing cluster, or target %q { project = \"...\", location = \"...\" } for a GKE cluster Paddock creates.",
+				n.Label, didYouMeanSentence(n.Label, targetKinds), targetLocal, targetKubeconfig, targetGKE)
+			d.errorf(n.LabelRange, "Unsupported target kind", "%s", detail)
+			// Keep the block so no "missing target" error follows; its body is
+			// not checked, since which arguments it may hold depends on the kind.
+			return n
+		}
+		body = v
+	}
+	if spec.AnyAttrs {
+		attrs, diags := blk.Body.JustAttributes()
+		d.diags = append(d.diags, diags...)
+		if attrs != nil {
+			n.Attrs = attrs
+		}
+		return n
+	}
+
+	c := d.content(blk.Body, body.bodySchema(), &n.blockMeta)
+	n.Attrs = c.Attributes
+	labels := map[string]map[string]hcl.Range{}
+	singles := map[string]*node{}
+	for _, cb := range c.Blocks {
+		cs := body.child(cb.Type)
+		child := d.block(cb, cs)
+		switch {
+		case cs.Label != "":
+			if labels[cb.Type] == nil {
+				labels[cb.Type] = map[string]hcl.Range{}
+			}
+			if !d.unique(labels[cb.Type], child.blockMeta, "within "+n.what()) {
+				continue
+			}
+		case !cs.Repeat:
+			if first := singles[cb.Type]; first != nil {
+				d.errorf(child.DefRange, fmt.Sprintf("Duplicate %s block", cb.Type),
+					"A %s block was already declared for %s at %s. Merge both into one %s block.",
+					cb.Type, n.what(), pos(first.DefRange), cb.Type)
+				continue
+			}
+			singles[cb.Type] = child
+		}
+		n.Blocks = append(n.Blocks, child)
+	}
+	return n
+}
+
+// locals merges the arguments of a locals block into cfg.
+func (d *decoder) locals(cfg *config, n *node) {
+	names := make([]string, 0, len(n.Attrs))
+	for name := range n.Attrs {
+		names = append(names, name)
+	}
+	// Source order, so diagnostics and evaluation are deterministic.
+	sortByStart(names, n.Attrs)
+	for _, name := range names {
+		a := n.Attrs[name]
+		if first, dup := cfg.Locals[name]; dup {
+			d.errorf(a.NameRange, "Duplicate local value",
+				"A local value named %q was already declared at %s. Names must be unique %s: rename or remove one of them.",
+				name, pos(first.NameRange), scopeAllFiles)
+			continue
+		}
+		cfg.Locals[name] = a
+		cfg.LocalOrder = append(cfg.LocalOrder, name)
+	}
 }
 
 // content is body.Content with the diagnostics kept; it never returns nil.
@@ -219,7 +304,10 @@ func (d *decoder) content(body hcl.Body, schema *hcl.BodySchema, m *blockMeta) *
 		}
 	}
 	if c == nil {
-		c = &hcl.BodyContent{Attributes: hcl.Attributes{}}
+		c = &hcl.BodyContent{}
+	}
+	if c.Attributes == nil {
+		c.Attributes = hcl.Attributes{}
 	}
 	return c
 }
@@ -228,94 +316,36 @@ func (d *decoder) content(body hcl.Body, schema *hcl.BodySchema, m *blockMeta) *
 // to a supported one, capturing the supported one.
 var misspeltRe = regexp.MustCompile(`^An argument named "[^"]*" is not expected here\. Did you mean "([^"]+)"\?$`)
 
-func (d *decoder) target(blk *hcl.Block) *targetConfig {
-	tc := &targetConfig{blockMeta: newMeta(blk)}
-	schema, ok := targetSchemas[tc.Label]
-	if !ok {
-		detail := fmt.Sprintf("Target kind %q is not supported.%s Use target %q {} for the embedded local cluster, or target %q { path = \"...\", context = \"...\" } for an existing cluster.",
-			tc.Label, didYouMeanSentence(tc.Label, targetKinds), targetLocal, targetKubeconfig)
-		d.errorf(tc.LabelRange, "Unsupported target kind", "%s", detail)
-		// Keep the block so no "missing target" error follows; its body is not
-		// checked, since which arguments it may hold depends on the kind.
-		return tc
-	}
-	c := d.content(blk.Body, schema, &tc.blockMeta)
-	tc.Path, tc.Context = c.Attributes["path"], c.Attributes["context"]
-	return tc
-}
+// envVarRe is a portable environment variable name.
+var envVarRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-func (d *decoder) runtimeClass(blk *hcl.Block) *runtimeClassConfig {
-	rc := &runtimeClassConfig{blockMeta: newMeta(blk)}
-	d.checkName(rc.blockMeta, "runtime class")
-	c := d.content(blk.Body, runtimeClassSchema, &rc.blockMeta)
-	rc.Handler, rc.NodeSelector = c.Attributes["handler"], c.Attributes["node_selector"]
-	for _, tb := range c.Blocks {
-		tol := &tolerationConfig{blockMeta: newMeta(tb)}
-		tc := d.content(tb.Body, tolerationSchema, &tol.blockMeta)
-		tol.Key, tol.Operator = tc.Attributes["key"], tc.Attributes["operator"]
-		tol.Value, tol.Effect = tc.Attributes["value"], tc.Attributes["effect"]
-		rc.Tolerations = append(rc.Tolerations, tol)
-	}
-	return rc
-}
+// reservedVariableNames cannot name a variable: they would shadow language
+// features or read as something else.
+var reservedVariableNames = []string{"each", "count", "for_each", "local", "var", "self"}
 
-func (d *decoder) tenant(blk *hcl.Block) *tenantConfig {
-	tc := &tenantConfig{blockMeta: newMeta(blk)}
-	d.checkName(tc.blockMeta, "tenant")
-	c := d.content(blk.Body, tenantSchema, &tc.blockMeta)
-	tc.Namespace = c.Attributes["namespace"]
-	templates := map[string]hcl.Range{}
-	pools := map[string]hcl.Range{}
-	scope := fmt.Sprintf("within tenant %q", tc.Label)
-	for _, b := range c.Blocks {
-		switch b.Type {
-		case blockTemplate:
-			t := d.template(b)
-			if d.unique(templates, t.blockMeta, scope) {
-				tc.Templates = append(tc.Templates, t)
-			}
-		case blockWarmPool:
-			wp := &warmPoolConfig{blockMeta: newMeta(b)}
-			d.checkName(wp.blockMeta, "warm pool")
-			wc := d.content(b.Body, warmPoolSchema, &wp.blockMeta)
-			wp.Template, wp.Replicas = wc.Attributes["template"], wc.Attributes["replicas"]
-			if d.unique(pools, wp.blockMeta, scope) {
-				tc.WarmPools = append(tc.WarmPools, wp)
-			}
+// checkLabel reports a block label that breaks the block's naming rule.
+func (d *decoder) checkLabel(m blockMeta, spec *blockSpec) {
+	switch spec.Name {
+	case nameDNSLabel:
+		if problem := dnsLabelProblem(m.Label); problem != "" {
+			d.errorf(m.LabelRange, fmt.Sprintf("Invalid %s name", spec.What),
+				"%q %s It names Kubernetes objects, so it must be a DNS-1123 label.%s",
+				m.Label, problem, suggestLabelSentence(m.Label))
 		}
-	}
-	return tc
-}
-
-func (d *decoder) template(blk *hcl.Block) *templateConfig {
-	t := &templateConfig{blockMeta: newMeta(blk)}
-	d.checkName(t.blockMeta, "template")
-	c := d.content(blk.Body, templateSchema, &t.blockMeta)
-	a := c.Attributes
-	t.Image, t.Command, t.Args = a["image"], a["command"], a["args"]
-	t.RuntimeClass, t.RunAsUser, t.TmpSize = a["runtime_class"], a["run_as_user"], a["tmp_size"]
-	for _, b := range c.Blocks {
-		rc := &resourcesConfig{blockMeta: newMeta(b)}
-		r := d.content(b.Body, resourcesSchema, &rc.blockMeta)
-		rc.Requests, rc.Limits = r.Attributes["requests"], r.Attributes["limits"]
-		if t.Resources != nil {
-			d.errorf(rc.DefRange, "Duplicate resources block",
-				"A resources block was already declared for %s at %s. Merge both into one resources block.",
-				t.what(), pos(t.Resources.DefRange))
-			continue
+	case nameIdentifier:
+		switch {
+		case !hclsyntax.ValidIdentifier(m.Label):
+			d.errorf(m.LabelRange, "Invalid variable name",
+				"%q is not a valid name: it must start with a letter or '_' and hold only letters, digits, '_' and '-'.", m.Label)
+		case contains(reservedVariableNames, m.Label):
+			d.errorf(m.LabelRange, "Invalid variable name",
+				"%q is reserved by the spec language. Choose another name.", m.Label)
 		}
-		t.Resources = rc
-	}
-	return t
-}
-
-// checkName reports a block label that is not a DNS-1123 label: every name
-// becomes part of a Kubernetes object name.
-func (d *decoder) checkName(m blockMeta, what string) {
-	if problem := dnsLabelProblem(m.Label); problem != "" {
-		d.errorf(m.LabelRange, fmt.Sprintf("Invalid %s name", what),
-			"%q %s It names Kubernetes objects, so it must be a DNS-1123 label.%s",
-			m.Label, problem, suggestLabelSentence(m.Label))
+	case nameEnvVar:
+		if !envVarRe.MatchString(m.Label) {
+			d.errorf(m.LabelRange, "Invalid environment variable name",
+				"%q is not a valid environment variable name: use letters, digits and '_', not starting with a digit, such as \"LLM_API_KEY\".", m.Label)
+		}
 	}
 }
 
@@ -360,4 +390,13 @@ func errorDiag(subject hcl.Range, summary, format string, args ...any) *hcl.Diag
 // pos renders the start of r as file:line:col.
 func pos(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

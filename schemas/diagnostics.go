@@ -84,7 +84,8 @@ func (dw *diagWriter) write(w io.Writer, d *hcl.Diagnostic) {
 			where += ", in " + ctx
 		}
 		fmt.Fprintf(w, "  on %s:\n", where)
-		if f != nil {
+		// Vars files hold values that may be secret: never print their lines.
+		if f != nil && !strings.HasSuffix(s.Filename, VarsFileExt) {
 			writeSnippet(w, f.Bytes, *s)
 		}
 		fmt.Fprintln(w)

@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 // TestWriteDiagnosticsGolden pins the rendered diagnostics of every broken
 // example. After an intended change: go test ./schemas -run Golden -update
 func TestWriteDiagnosticsGolden(t *testing.T) {
-	for _, name := range []string{"typos", "references", "duplicates"} {
+	for _, name := range []string{"typos", "references", "duplicates", "variables", "blocks"} {
 		t.Run(name, func(t *testing.T) {
 			l := NewLoader()
 			_, diags := l.LoadDir(filepath.Join("../examples/invalid", name), LoadOptions{})
@@ -100,6 +100,7 @@ func TestContextString(t *testing.T) {
 		`effect   = "NoSched`:  `runtime_class "gvisor" > toleration`,
 		`name = "local-demo"`:  `platform`,
 		"# Paddock walking sk": ``,
+		`rule   = "PDK-603"`:   `waiver`,
 	} {
 		i := strings.Index(src, needle)
 		if i < 0 {

@@ -6,18 +6,38 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
 
-// newEvalContext builds the one context every expression of a load is
-// evaluated in. Today it holds the function table and an empty variable
-// scope; `var.*` and `local.*` go into Variables once the language has them.
+// Marks carried by cty values during evaluation.
+type valueMark string
+
+const (
+	// sensitiveMark marks a value derived from a sensitive variable.
+	sensitiveMark = valueMark("sensitive")
+	// brokenMark marks the unknown value that stands for a variable or local
+	// whose own evaluation failed, so that expressions using it fail silently
+	// instead of repeating the error.
+	brokenMark = valueMark("broken")
+)
+
+// brokenVal stands for a value whose evaluation already failed.
+var brokenVal = cty.DynamicVal.Mark(brokenMark)
+
+// newEvalContext builds the root context every expression of a load is
+// evaluated in: the function table and the var, local scopes (filled by
+// variables.go). Tenant for_each adds a child context holding each.
 func newEvalContext() *hcl.EvalContext {
 	return &hcl.EvalContext{
-		Variables: map[string]cty.Value{},
+		Variables: map[string]cty.Value{
+			"var":   cty.EmptyObjectVal,
+			"local": cty.EmptyObjectVal,
+		},
 		Functions: functions(),
 	}
 }
@@ -39,6 +59,11 @@ const (
 type evaluator struct {
 	ctx   *hcl.EvalContext
 	diags hcl.Diagnostics
+	// declared names, for "Did you mean" on var.x and local.x.
+	varNames, localNames []string
+	// sensitive collects every string that is, or is part of, a sensitive
+	// value: the model marks them, diagnostics are redacted of them.
+	sensitive map[string]struct{}
 }
 
 func (e *evaluator) errorf(subject hcl.Range, summary, format string, args ...any) {
@@ -56,12 +81,16 @@ func (e *evaluator) value(attr *hcl.Attribute, ty cty.Type) (cty.Value, state) {
 
 func (e *evaluator) exprValue(name string, expr hcl.Expression, ty cty.Type) (cty.Value, state) {
 	val, diags := expr.Value(e.ctx)
-	refineDiagnostics(diags, e.ctx)
+	e.refine(diags)
 	e.diags = append(e.diags, diags...)
 	if diags.HasErrors() {
 		return cty.NilVal, invalid
 	}
-	val, _ = val.UnmarkDeep()
+	val, marks := val.UnmarkDeep()
+	if _, broken := marks[brokenMark]; broken {
+		return cty.NilVal, invalid
+	}
+	_, sensitive := marks[sensitiveMark]
 	if val.IsNull() {
 		return cty.NilVal, unset
 	}
@@ -70,25 +99,85 @@ func (e *evaluator) exprValue(name string, expr hcl.Expression, ty cty.Type) (ct
 			"The value of %s can only be known later, but the spec must be fully known when it is loaded. Use a literal value or one computed from literals.", name)
 		return cty.NilVal, invalid
 	}
+	if containsHugeNumber(val) {
+		e.diags = append(e.diags, numberRangeDiag(expr.Range()))
+		return cty.NilVal, invalid
+	}
 	conv, err := convert.Convert(val, ty)
 	if err != nil {
 		e.errorf(expr.Range(), "Incorrect value type",
 			"Inappropriate value for %s: %s Expected %s.", name, convertError(err), friendlyType(ty))
 		return cty.NilVal, invalid
 	}
+	if sensitive {
+		e.markSensitive(conv)
+	}
 	return conv, set
 }
 
+// containsHugeNumber reports whether v holds a number beyond the spec's
+// bound (numbers.go), which converting to text would take too long on.
+func containsHugeNumber(v cty.Value) bool {
+	v, _ = v.Unmark()
+	if !v.IsKnown() || v.IsNull() {
+		return false
+	}
+	ty := v.Type()
+	switch {
+	case ty == cty.Number:
+		return hugeNumber(v)
+	case ty.IsCollectionType() || ty.IsTupleType() || ty.IsObjectType():
+		for it := v.ElementIterator(); it.Next(); {
+			if _, e := it.Element(); containsHugeNumber(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// markSensitive records every string in v as sensitive.
+func (e *evaluator) markSensitive(v cty.Value) {
+	if e.sensitive == nil {
+		e.sensitive = map[string]struct{}{}
+	}
+	_ = cty.Walk(v, func(_ cty.Path, v cty.Value) (bool, error) {
+		v, _ = v.Unmark()
+		if v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
+			if s := v.AsString(); s != "" {
+				e.sensitive[s] = struct{}{}
+			}
+		}
+		return true, nil
+	})
+}
+
+// markSensitivePaths records the strings under every sensitive path of a
+// value that still carries its marks (a variable or local).
+func (e *evaluator) markSensitivePaths(v cty.Value) {
+	unmarked, pvms := v.UnmarkDeepWithPaths()
+	for _, pvm := range pvms {
+		if _, ok := pvm.Marks[sensitiveMark]; !ok {
+			continue
+		}
+		if sub, err := pvm.Path.Apply(unmarked); err == nil {
+			e.markSensitive(sub)
+		}
+	}
+}
+
 var (
-	unknownFunctionRe = regexp.MustCompile(`^There is no function named "([^"]+)"\.`)
-	unknownVariableRe = regexp.MustCompile(`^There is no variable named "([^"]+)"\.$`)
+	unknownFunctionRe  = regexp.MustCompile(`^There is no function named "([^"]+)"\.`)
+	unknownVariableRe  = regexp.MustCompile(`^There is no variable named "([^"]+)"\.$`)
+	unsupportedAttrRe  = regexp.MustCompile(`^This object does not have an attribute named "([^"]+)"\.`)
+	languageRootScopes = []string{"var", "local", "each"}
 )
 
-// refineDiagnostics improves HCL's evaluation diagnostics in place: HCL picks
-// a "Did you mean" function from a map in random order, so the suggestion is
-// recomputed deterministically, and a reference to a variable says that the
-// language has none yet.
-func refineDiagnostics(diags hcl.Diagnostics, ctx *hcl.EvalContext) {
+// refine improves HCL's evaluation diagnostics in place: HCL picks a "Did you
+// mean" function from a map in random order, so the suggestion is recomputed
+// deterministically; references to undeclared variables and locals name the
+// declared ones; each outside for_each says where it belongs.
+func (e *evaluator) refine(diags hcl.Diagnostics) {
 	for _, d := range diags {
 		switch d.Summary {
 		case "Call to unknown function":
@@ -96,9 +185,11 @@ func refineDiagnostics(diags hcl.Diagnostics, ctx *hcl.EvalContext) {
 			if m == nil {
 				continue
 			}
-			names := make([]string, 0, len(ctx.Functions))
-			for name := range ctx.Functions {
-				names = append(names, name)
+			names := make([]string, 0, len(e.ctx.Functions))
+			for c := e.ctx; c != nil; c = c.Parent() {
+				for name := range c.Functions {
+					names = append(names, name)
+				}
 			}
 			sort.Strings(names)
 			if s := didYouMeanSentence(m[1], names); s != "" {
@@ -107,8 +198,39 @@ func refineDiagnostics(diags hcl.Diagnostics, ctx *hcl.EvalContext) {
 				d.Detail = fmt.Sprintf("There is no function named %q. The spec language has: %s.", m[1], strings.Join(names, ", "))
 			}
 		case "Unknown variable":
-			if len(ctx.Variables) == 0 && unknownVariableRe.MatchString(d.Detail) {
-				d.Detail += " The spec language has no variables yet: write the value itself, in quotes if it is a string."
+			m := unknownVariableRe.FindStringSubmatch(d.Detail)
+			if m == nil {
+				continue
+			}
+			if m[1] == "each" {
+				d.Detail = "each.key and each.value only exist inside a tenant block that has for_each."
+				continue
+			}
+			d.Detail = fmt.Sprintf("There is no variable named %q.%s References are var.<name> for a variable block, local.<name> for a locals value, and each.key or each.value inside a tenant with for_each.",
+				m[1], didYouMeanSentence(m[1], languageRootScopes))
+		case "Unsupported attribute":
+			tr, ok := d.Expression.(*hclsyntax.ScopeTraversalExpr)
+			m := unsupportedAttrRe.FindStringSubmatch(d.Detail)
+			if !ok || m == nil || len(tr.Traversal) < 2 {
+				continue
+			}
+			switch tr.Traversal.RootName() {
+			case "var":
+				d.Summary = "Reference to undeclared variable"
+				hint := fmt.Sprintf("Declare it with a variable %q { type = string } block.", m[1])
+				if len(e.varNames) > 0 {
+					hint = fmt.Sprintf("Declared variables: %s. %s", quotedList(e.varNames), hint)
+				}
+				d.Detail = fmt.Sprintf("No variable %q is declared.%s %s", m[1], didYouMeanSentence(m[1], e.varNames), hint)
+			case "local":
+				d.Summary = "Reference to undeclared local value"
+				hint := fmt.Sprintf("Declare it in a locals { %s = ... } block.", m[1])
+				if len(e.localNames) > 0 {
+					hint = fmt.Sprintf("Declared local values: %s. %s", quotedList(e.localNames), hint)
+				}
+				d.Detail = fmt.Sprintf("No local value %q is declared.%s %s", m[1], didYouMeanSentence(m[1], e.localNames), hint)
+			case "each":
+				d.Detail = fmt.Sprintf("each has no attribute %q.%s Use each.key or each.value.", m[1], didYouMeanSentence(m[1], []string{"key", "value"}))
 			}
 		}
 	}
@@ -132,8 +254,12 @@ func friendlyType(ty cty.Type) string {
 		return "a string"
 	case ty == cty.Number:
 		return "a number"
+	case ty == cty.Bool:
+		return "true or false"
 	case ty.Equals(cty.List(cty.String)):
 		return `a list of strings, such as ["sleep", "infinity"]`
+	case ty.Equals(cty.List(cty.Number)):
+		return `a list of numbers, such as [443]`
 	case ty.Equals(cty.Map(cty.String)):
 		return `an object of strings, such as { key = "value" }`
 	}
@@ -147,6 +273,15 @@ func (e *evaluator) str(attr *hcl.Attribute) (string, state) {
 		return "", st
 	}
 	return v.AsString(), set
+}
+
+// boolean evaluates attr as a bool.
+func (e *evaluator) boolean(attr *hcl.Attribute) (bool, state) {
+	v, st := e.value(attr, cty.Bool)
+	if st != set {
+		return false, st
+	}
+	return v.True(), set
 }
 
 // strList evaluates attr as a list of strings; an empty list is nil.
@@ -168,6 +303,30 @@ func (e *evaluator) strList(attr *hcl.Attribute) ([]string, state) {
 	return out, set
 }
 
+// intList evaluates attr as a list of whole numbers within [min, max].
+func (e *evaluator) intList(attr *hcl.Attribute, min, max int64) ([]int64, state) {
+	v, st := e.value(attr, cty.List(cty.Number))
+	if st != set {
+		return nil, st
+	}
+	var out []int64
+	for it := v.ElementIterator(); it.Next(); {
+		_, ev := it.Element()
+		if ev.IsNull() {
+			e.errorf(attr.Expr.Range(), "Invalid value", "Element %d of %s is null. Every element must be a number.", len(out), attr.Name)
+			return nil, invalid
+		}
+		bf := ev.AsBigFloat()
+		i, acc := bf.Int64()
+		if !bf.IsInt() || acc != big.Exact || i < min || i > max {
+			e.errorf(attr.Expr.Range(), "Value out of range", "Every element of %s must be a whole number between %d and %d, not %s.", attr.Name, min, max, numberText(bf))
+			return nil, invalid
+		}
+		out = append(out, i)
+	}
+	return out, set
+}
+
 // entry is one key = value pair of an object attribute, with both ranges so
 // a diagnostic can point at the exact key or value.
 type entry struct {
@@ -178,7 +337,7 @@ type entry struct {
 // strMap evaluates attr as an object (or map) of strings, keeping the pairs
 // in source order. Written as an object literal, every key and value is
 // evaluated on its own, for precise ranges; any other expression (a function
-// call, later a variable) is evaluated whole and sorted by key.
+// call, a variable) is evaluated whole and sorted by key.
 func (e *evaluator) strMap(attr *hcl.Attribute) ([]entry, state) {
 	if attr == nil {
 		return nil, unset
@@ -252,15 +411,81 @@ func (e *evaluator) integer(attr *hcl.Attribute, min, max int64) (int64, state) 
 	}
 	bf := v.AsBigFloat()
 	if !bf.IsInt() {
-		e.errorf(attr.Expr.Range(), "Invalid value", "%s must be a whole number between %d and %d, not %s.", attr.Name, min, max, bf.Text('g', 10))
+		e.errorf(attr.Expr.Range(), "Invalid value", "%s must be a whole number between %d and %d, not %s.", attr.Name, min, max, numberText(bf))
 		return 0, invalid
 	}
 	i, acc := bf.Int64()
 	if acc != big.Exact || i < min || i > max {
-		e.errorf(attr.Expr.Range(), "Value out of range", "%s must be between %d and %d, not %s.", attr.Name, min, max, bf.Text('g', 20))
+		e.errorf(attr.Expr.Range(), "Value out of range", "%s must be between %d and %d, not %s.", attr.Name, min, max, numberText(bf))
 		return 0, invalid
 	}
 	return i, set
+}
+
+// durationNone is the spelling of "no duration at all" where one is allowed.
+const durationNone = "none"
+
+// duration evaluates attr as a duration string ("10m", "1h30m", "2d") within
+// [min, max]. With allowNone, "none" gives 0.
+func (e *evaluator) duration(attr *hcl.Attribute, min, max time.Duration, allowNone bool) (time.Duration, state) {
+	s, st := e.str(attr)
+	if st != set {
+		return 0, st
+	}
+	if allowNone && s == durationNone {
+		return 0, set
+	}
+	d, err := parseDuration(s)
+	if err != nil {
+		alt := ""
+		if allowNone {
+			alt = `, or "none" for no limit at all`
+		}
+		e.errorf(attr.Expr.Range(), "Invalid duration",
+			"%q is not a duration. Write a number and a unit (s, m, h, d), such as \"10m\", \"1h30m\" or \"2d\"%s.", s, alt)
+		return 0, invalid
+	}
+	if d < min || d > max {
+		e.errorf(attr.Expr.Range(), "Value out of range", "%s must be between %s and %s, not %s.", attr.Name, fmtDuration(min), fmtDuration(max), s)
+		return 0, invalid
+	}
+	return d, set
+}
+
+var daysRe = regexp.MustCompile(`^([0-9]+)d(.*)$`)
+
+// parseDuration is time.ParseDuration with a "d" (24h) unit in front.
+func parseDuration(s string) (time.Duration, error) {
+	var days time.Duration
+	if m := daysRe.FindStringSubmatch(s); m != nil {
+		var n int64
+		if _, err := fmt.Sscan(m[1], &n); err != nil || n > 10000 {
+			return 0, fmt.Errorf("bad days")
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		if m[2] == "" {
+			return days, nil
+		}
+		s = m[2]
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bad duration")
+	}
+	return days + d, nil
+}
+
+// fmtDuration renders d the way a spec writes it ("10m", "24h").
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	s = strings.TrimSuffix(s, "0s")
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	if s == "" {
+		return "0s"
+	}
+	return s
 }
 
 // required reports a missing required attribute attrName of block m (absent

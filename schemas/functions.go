@@ -2,8 +2,10 @@ package schemas
 
 import (
 	"fmt"
+	"math/big"
 	"strconv"
 
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
@@ -15,14 +17,16 @@ import (
 // input (setproduct, unbounded format widths) are left out or guarded, so a
 // spec cannot make the loader allocate without bound.
 func functions() map[string]function.Function {
-	return map[string]function.Function{
+	fns := map[string]function.Function{
 		// strings
 		"chomp":      stdlib.ChompFunc,
 		"format":     guardFormat(stdlib.FormatFunc),
 		"formatlist": guardFormat(stdlib.FormatListFunc),
 		"join":       stdlib.JoinFunc,
 		"lower":      stdlib.LowerFunc,
+		"indent":     guardIndent(stdlib.IndentFunc),
 		"regex":      stdlib.RegexFunc,
+		"regexall":   stdlib.RegexAllFunc,
 		"replace":    stdlib.ReplaceFunc,
 		"split":      stdlib.SplitFunc,
 		"strlen":     stdlib.StrlenFunc,
@@ -35,23 +39,27 @@ func functions() map[string]function.Function {
 		"upper":      stdlib.UpperFunc,
 
 		// collections
-		"coalesce": stdlib.CoalesceFunc,
-		"compact":  stdlib.CompactFunc,
-		"concat":   stdlib.ConcatFunc,
-		"contains": stdlib.ContainsFunc,
-		"distinct": stdlib.DistinctFunc,
-		"element":  stdlib.ElementFunc,
-		"flatten":  stdlib.FlattenFunc,
-		"keys":     stdlib.KeysFunc,
-		"length":   stdlib.LengthFunc,
-		"lookup":   stdlib.LookupFunc,
-		"merge":    stdlib.MergeFunc,
-		"range":    stdlib.RangeFunc,
-		"reverse":  stdlib.ReverseListFunc,
-		"slice":    stdlib.SliceFunc,
-		"sort":     stdlib.SortFunc,
-		"values":   stdlib.ValuesFunc,
-		"zipmap":   stdlib.ZipmapFunc,
+		"coalesce":        stdlib.CoalesceFunc,
+		"coalescelist":    stdlib.CoalesceListFunc,
+		"compact":         stdlib.CompactFunc,
+		"concat":          stdlib.ConcatFunc,
+		"contains":        stdlib.ContainsFunc,
+		"distinct":        stdlib.DistinctFunc,
+		"element":         stdlib.ElementFunc,
+		"flatten":         stdlib.FlattenFunc,
+		"keys":            stdlib.KeysFunc,
+		"length":          stdlib.LengthFunc,
+		"lookup":          stdlib.LookupFunc,
+		"merge":           stdlib.MergeFunc,
+		"range":           newRangeBudget().wrap(stdlib.RangeFunc),
+		"reverse":         stdlib.ReverseListFunc,
+		"setintersection": stdlib.SetIntersectionFunc,
+		"setsubtract":     stdlib.SetSubtractFunc,
+		"setunion":        stdlib.SetUnionFunc,
+		"slice":           stdlib.SliceFunc,
+		"sort":            stdlib.SortFunc,
+		"values":          stdlib.ValuesFunc,
+		"zipmap":          stdlib.ZipmapFunc,
 
 		// numbers
 		"abs":      stdlib.AbsoluteFunc,
@@ -59,18 +67,137 @@ func functions() map[string]function.Function {
 		"floor":    stdlib.FloorFunc,
 		"max":      stdlib.MaxFunc,
 		"min":      stdlib.MinFunc,
-		"parseint": stdlib.ParseIntFunc,
+		"parseint": guardNumbers(stdlib.ParseIntFunc),
+
+		// errors: can(regex(...)) in variable validations, try(a, b) for fallbacks
+		"can": tryfunc.CanFunc,
+		"try": tryfunc.TryFunc,
 
 		// encoding and conversion
-		"jsondecode": stdlib.JSONDecodeFunc,
+		"jsondecode": guardNumbers(stdlib.JSONDecodeFunc),
 		"jsonencode": stdlib.JSONEncodeFunc,
 		"tobool":     stdlib.MakeToFunc(cty.Bool),
 		"tolist":     stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
 		"tomap":      stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
-		"tonumber":   stdlib.MakeToFunc(cty.Number),
+		"tonumber":   guardNumbers(stdlib.MakeToFunc(cty.Number)),
 		"toset":      stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
 		"tostring":   stdlib.MakeToFunc(cty.String),
 	}
+	for name, f := range fns {
+		if name != "can" && name != "try" { // they take unevaluated expressions
+			fns[name] = limitResult(f)
+		}
+	}
+	return fns
+}
+
+// Evaluation budget. A spec is small: these bounds are far above what one
+// needs, and far below what would make a load take seconds or gigabytes
+// (nested for expressions over range(1024), or locals that double a string
+// or list at every step).
+const (
+	// maxRangeTotal bounds the elements range() produces in one load.
+	maxRangeTotal = 10000
+	// maxValueSize bounds a function result or local value: its string bytes
+	// plus its elements.
+	maxValueSize = 1 << 17
+	// maxIndent bounds indent()'s spaces.
+	maxIndent = 1000
+)
+
+// valueSize is the string bytes plus elements of v, counted up to just past
+// limit (a hand-rolled walk: cty.Walk allocates a path per element).
+func valueSize(v cty.Value, limit int) int {
+	n := 0
+	var walk func(v cty.Value) bool
+	walk = func(v cty.Value) bool {
+		n++
+		v, _ = v.Unmark()
+		if n > limit || !v.IsKnown() || v.IsNull() {
+			return n <= limit
+		}
+		ty := v.Type()
+		switch {
+		case ty == cty.String:
+			n += len(v.AsString())
+		case ty.IsCollectionType() || ty.IsTupleType() || ty.IsObjectType():
+			if n+v.LengthInt() > limit {
+				n = limit + 1
+				return false
+			}
+			for it := v.ElementIterator(); it.Next(); {
+				if _, e := it.Element(); !walk(e) {
+					return false
+				}
+			}
+		}
+		return n <= limit
+	}
+	walk(v)
+	return n
+}
+
+// limitResult wraps f so that a result larger than maxValueSize is an error.
+func limitResult(f function.Function) function.Function {
+	return wrapImpl(f, func(args []cty.Value, call func() (cty.Value, error)) (cty.Value, error) {
+		v, err := call()
+		if err == nil && valueSize(v, maxValueSize) > maxValueSize {
+			return cty.NilVal, fmt.Errorf("the result is too large for a spec (more than %d elements and characters)", maxValueSize)
+		}
+		return v, err
+	})
+}
+
+// rangeBudget shares maxRangeTotal among the range() calls of one load.
+type rangeBudget struct{ left int }
+
+func newRangeBudget() *rangeBudget { return &rangeBudget{left: maxRangeTotal} }
+
+func (rb *rangeBudget) wrap(f function.Function) function.Function {
+	return wrapImpl(f, func(args []cty.Value, call func() (cty.Value, error)) (cty.Value, error) {
+		if rb.left < 0 {
+			return cty.NilVal, fmt.Errorf("range() calls of this spec produce more than %d numbers in all", maxRangeTotal)
+		}
+		v, err := call()
+		if err != nil {
+			return v, err
+		}
+		if v.IsKnown() && !v.IsNull() && v.CanIterateElements() {
+			rb.left -= v.LengthInt()
+		}
+		if rb.left < 0 {
+			return cty.NilVal, fmt.Errorf("range() calls of this spec produce more than %d numbers in all", maxRangeTotal)
+		}
+		return v, nil
+	})
+}
+
+// guardIndent bounds indent()'s number of spaces.
+func guardIndent(f function.Function) function.Function {
+	return wrapImpl(f, func(args []cty.Value, call func() (cty.Value, error)) (cty.Value, error) {
+		if len(args) > 0 && args[0].IsKnown() && !args[0].IsNull() && args[0].Type() == cty.Number {
+			if n := args[0].AsBigFloat(); n.Cmp(big.NewFloat(maxIndent)) > 0 {
+				return cty.NilVal, function.NewArgError(0, fmt.Errorf("indent takes at most %d spaces", maxIndent))
+			}
+		}
+		return call()
+	})
+}
+
+// wrapImpl returns f with its implementation wrapped: around gets the
+// arguments and a call of f.
+func wrapImpl(f function.Function, around func(args []cty.Value, call func() (cty.Value, error)) (cty.Value, error)) function.Function {
+	return function.New(&function.Spec{
+		Description: f.Description(),
+		Params:      f.Params(),
+		VarParam:    f.VarParam(),
+		Type: func(args []cty.Value) (cty.Type, error) {
+			return f.ReturnTypeForValues(args)
+		},
+		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
+			return around(args, func() (cty.Value, error) { return f.Call(args) })
+		},
+	})
 }
 
 // maxFormatWidth bounds the width and precision of format verbs: stdlib pads

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -99,7 +100,7 @@ func TestLoadExample(t *testing.T) {
 		{"warm pools", func() any { return p.Tenants[0].WarmPools }, []model.WarmPool{
 			{Name: "python", Template: "python", Replicas: 2, Src: srcOf(t, examplePath, `warm_pool "python"`)},
 		}},
-		{"waivers", func() any { return p.Waivers }, []model.Waiver(nil)},
+		{"waivers", func() any { return len(p.Waivers) }, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,9 +110,18 @@ func TestLoadExample(t *testing.T) {
 		})
 	}
 
-	// Then the whole model, so nothing unexpected sneaks in.
+	// Then the whole model, so nothing unexpected sneaks in. Source ranges of
+	// arguments are checked in TestAttrRanges.
+	tenant := model.DefaultTenant("team-a")
+	tenant.Src = srcOf(t, examplePath, `tenant "team-a"`)
+	python := model.DefaultTemplate("python")
+	python.Image, python.Command, python.RuntimeClass = "python:3.12-slim", []string{"sleep", "infinity"}, "gvisor"
+	python.Src = srcOf(t, examplePath, `template "python"`)
+	tenant.Templates = []model.Template{python}
+	tenant.WarmPools = []model.WarmPool{{Name: "python", Template: "python", Replicas: 2, Src: srcOf(t, examplePath, `warm_pool "python"`)}}
 	want := &model.Platform{
 		Name:   "local-demo",
+		Src:    srcOf(t, examplePath, "platform {"),
 		Target: model.Target{Kind: model.TargetLocal, Src: srcOf(t, examplePath, `target "local"`)},
 		AgentSandbox: model.AgentSandboxRelease{
 			Version: "v0.5.6",
@@ -125,26 +135,11 @@ func TestLoadExample(t *testing.T) {
 			Tolerations:  []model.Toleration{{Key: "sandbox.gke.io/runtime", Operator: "Equal", Value: "gvisor", Effect: "NoSchedule"}},
 			Src:          srcOf(t, examplePath, `runtime_class "gvisor"`),
 		}},
-		Tenants: []model.Tenant{{
-			Name:      "team-a",
-			Namespace: "agents-team-a",
-			Templates: []model.Template{{
-				Name:         "python",
-				Image:        "python:3.12-slim",
-				Command:      []string{"sleep", "infinity"},
-				RuntimeClass: "gvisor",
-				RunAsUser:    10001,
-				Resources: model.Resources{
-					RequestsCPU: "250m", RequestsMemory: "512Mi", RequestsEphemeralStorage: "1Gi",
-					LimitsCPU: "1", LimitsMemory: "1Gi", LimitsEphemeralStorage: "2Gi",
-				},
-				TmpSize: "512Mi",
-				Src:     srcOf(t, examplePath, `template "python"`),
-			}},
-			WarmPools: []model.WarmPool{{Name: "python", Template: "python", Replicas: 2, Src: srcOf(t, examplePath, `warm_pool "python"`)}},
-			Src:       srcOf(t, examplePath, `tenant "team-a"`),
-		}},
+		Tenants: []model.Tenant{tenant},
+		Waivers: []model.Waiver{{Rule: "PDK-603", Reason: "The local demo cluster is throwaway and holds no real data or credentials; real targets ship audit records to an audit_sink.",
+			Src: srcOf(t, examplePath, "waiver {")}},
 	}
+	stripAttrs(p)
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("model mismatch\n got: %+v\nwant: %+v", p, want)
 	}
@@ -196,7 +191,8 @@ func TestLoadMergesFiles(t *testing.T) {
 	if p.Name != "merged" {
 		t.Errorf("name = %q", p.Name)
 	}
-	if want := (model.Target{Kind: model.TargetKubeconfig, Context: "staging", Src: srcOf(t, file("00-platform.hcl"), "target")}); p.Target != want {
+	if want := (model.Target{Kind: model.TargetKubeconfig, Context: "staging", Src: srcOf(t, file("00-platform.hcl"), "target"),
+		Attrs: model.Attrs{"context": srcOf(t, file("00-platform.hcl"), "context")}}); !reflect.DeepEqual(p.Target, want) {
 		t.Errorf("target = %+v, want %+v", p.Target, want)
 	}
 	if p.AgentSandbox.Image != "mirror.example.com/agent-sandbox-controller:v0.5.6" {
@@ -235,7 +231,7 @@ func TestLoadMergesFiles(t *testing.T) {
 		t.Errorf("default replicas = %d", got)
 	}
 	wantWaivers := []model.Waiver{{
-		Rule: "PDK-002", Reason: "Team B's pool is deliberately small during the pilot.", Expires: "2026-12-31",
+		Rule: "PDK-603", Reason: "Staging ships audit through the cluster's own pipeline during the pilot.", Expires: "2026-12-31",
 		Src: srcOf(t, file("21-team-b.hcl"), "waiver"),
 	}}
 	if !reflect.DeepEqual(p.Waivers, wantWaivers) {
@@ -258,22 +254,39 @@ func TestLoadAppliesDefaults(t *testing.T) {
 	p := mustLoad(t, func(l *Loader) (*model.Platform, hcl.Diagnostics) {
 		return l.LoadSource("spec.hcl", []byte(minimalSpec), LoadOptions{})
 	})
-	var wantRes model.Resources
-	wantRes.ApplyResourceDefaults()
+	tenant := model.DefaultTenant("t")
+	tenant.Src = model.Range{Filename: "spec.hcl", Line: 5, Column: 1}
+	tpl := model.DefaultTemplate("x")
+	tpl.Image, tpl.Src = "busybox:1.36", model.Range{Filename: "spec.hcl", Line: 6, Column: 3}
+	tenant.Templates = []model.Template{tpl}
+	tenant.WarmPools = []model.WarmPool{{Name: "x", Template: "x", Replicas: model.DefaultWarmPoolReplicas, Src: model.Range{Filename: "spec.hcl", Line: 7, Column: 3}}}
 	want := &model.Platform{
 		Name:         "minimal",
+		Src:          model.Range{Filename: "spec.hcl", Line: 2, Column: 1},
 		Target:       model.Target{Kind: model.TargetLocal, Src: model.Range{Filename: "spec.hcl", Line: 3, Column: 1}},
 		AgentSandbox: model.AgentSandboxRelease{Version: "v1.2.3", Image: pins.AgentSandboxImage + ":v1.2.3", Src: model.Range{Filename: "spec.hcl", Line: 4, Column: 1}},
-		Tenants: []model.Tenant{{
-			Name:      "t",
-			Namespace: "agents-t",
-			Templates: []model.Template{{
-				Name: "x", Image: "busybox:1.36", RunAsUser: model.DefaultRunAsUser, Resources: wantRes,
-				TmpSize: model.DefaultTmpSize, Src: model.Range{Filename: "spec.hcl", Line: 6, Column: 3},
-			}},
-			WarmPools: []model.WarmPool{{Name: "x", Template: "x", Replicas: model.DefaultWarmPoolReplicas, Src: model.Range{Filename: "spec.hcl", Line: 7, Column: 3}}},
-			Src:       model.Range{Filename: "spec.hcl", Line: 5, Column: 1},
-		}},
+		Tenants:      []model.Tenant{tenant},
+	}
+	stripAttrs(p)
+	// The hardened defaults, spelled out once more so a change of a default
+	// is a deliberate change of this test.
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"pod security", tenant.PodSecurity, "restricted"},
+		{"quota", tenant.Quota, model.Quota{Pods: 20, LimitsCPU: "8", LimitsMemory: "16Gi", LimitsEphemeralStorage: "20Gi", PersistentVolumeClaims: 20, RequestsStorage: "100Gi"}},
+		{"limit range", tenant.LimitRange.Defaults, model.Resources{RequestsCPU: "250m", RequestsMemory: "512Mi", RequestsEphemeralStorage: "1Gi", LimitsCPU: "1", LimitsMemory: "1Gi", LimitsEphemeralStorage: "2Gi"}},
+		{"identity", tenant.Identity, model.Identity{Orchestrator: true}},
+		{"egress", tenant.Egress, model.Egress{DNS: true}},
+		{"claims", tenant.Claims, model.ClaimPolicy{TTL: 10 * time.Minute, MaxTTL: 4 * time.Hour, ShutdownPolicy: "Delete"}},
+		{"seccomp", tpl.Seccomp, "RuntimeDefault"},
+		{"run as user", tpl.RunAsUser, int64(10001)},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("default %s = %+v, want %+v", c.name, c.got, c.want)
+		}
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("got  %+v\nwant %+v", p, want)
@@ -427,7 +440,7 @@ func TestLoadInputErrors(t *testing.T) {
 			"No spec given", "Give the directory"},
 		{"undeclared var", func() (*model.Platform, hcl.Diagnostics) {
 			return LoadDir("../examples/local", LoadOptions{Vars: map[string]string{"region": "eu"}})
-		}, "Value for undeclared variable", `variable "region"`},
+		}, "Value for undeclared variable", `variable "region" by -var region, but the spec declares no such variable. The spec declares no variables.`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -444,4 +457,36 @@ func TestLoadInputErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stripAttrs zeroes every model.Attrs in v (a pointer), recursively, so whole
+// models compare without argument ranges.
+func stripAttrs(v any) {
+	var walk func(rv reflect.Value)
+	attrsType := reflect.TypeOf(model.Attrs(nil))
+	walk = func(rv reflect.Value) {
+		switch rv.Kind() {
+		case reflect.Pointer:
+			if !rv.IsNil() {
+				walk(rv.Elem())
+			}
+		case reflect.Struct:
+			for i := 0; i < rv.NumField(); i++ {
+				f := rv.Field(i)
+				if !f.CanSet() {
+					continue
+				}
+				if f.Type() == attrsType {
+					f.Set(reflect.Zero(attrsType))
+					continue
+				}
+				walk(f)
+			}
+		case reflect.Slice:
+			for i := 0; i < rv.Len(); i++ {
+				walk(rv.Index(i))
+			}
+		}
+	}
+	walk(reflect.ValueOf(v))
 }

@@ -16,14 +16,35 @@ import (
 	"github.com/paddock-platform/paddock/model"
 )
 
-// SpecFileExt is the extension of spec files in a directory.
-const SpecFileExt = ".hcl"
+// SpecFileExt is the extension of spec files in a directory;
+// SpecJSONFileExt that of specs in HCL's JSON syntax (for generators; `paddock
+// schema` prints their JSON Schema).
+const (
+	SpecFileExt     = ".hcl"
+	SpecJSONFileExt = ".hcl.json"
+)
+
+// VarsFileExt is the extension of vars files: `name = value` lines in HCL
+// syntax that set variables. They are never spec files. Those ending in
+// AutoVarsFileExt in a spec directory are loaded automatically (in name
+// order); others only when given as LoadOptions.VarFiles (--var-file).
+const (
+	VarsFileExt     = ".pvars.hcl"
+	AutoVarsFileExt = ".auto.pvars.hcl"
+)
 
 // LoadOptions tune a load.
 type LoadOptions struct {
-	// Vars are raw -var name=value assignments. The language has no variable
-	// blocks yet, so any entry is reported as an undeclared variable.
+	// Vars are raw -var name=value assignments, the highest precedence. A
+	// string variable takes the text as is; any other type parses it as an
+	// HCL expression ("[1, 2]", "{ a = 1 }", "true").
 	Vars map[string]string
+	// VarFiles are vars files (--var-file), in rising precedence, above the
+	// *.auto.pvars.hcl files of the spec directory and the environment.
+	VarFiles []string
+	// Environ is the environment to read PADDOCK_VAR_<name> from, as
+	// os.Environ() gives it; nil means os.Environ().
+	Environ []string
 }
 
 // Loader loads specs and keeps every file it parsed, so diagnostics can be
@@ -69,24 +90,34 @@ func (l *Loader) LoadDir(dir string, opts LoadOptions) (*model.Platform, hcl.Dia
 
 // LoadFiles is the package-level LoadFiles, keeping the parsed files.
 func (l *Loader) LoadFiles(paths []string, opts LoadOptions) (*model.Platform, hcl.Diagnostics) {
-	names, diags := specFiles(paths)
+	names, autoVars, diags := specFiles(paths)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	var files []*hcl.File
 	for _, name := range names {
-		f, fdiags := l.parser.ParseHCLFile(name)
+		parse := l.parser.ParseHCLFile
+		if strings.HasSuffix(name, SpecJSONFileExt) {
+			parse = l.parser.ParseJSONFile
+		}
+		f, fdiags := parse(name)
 		diags = append(diags, fdiags...)
 		if f != nil {
 			files = append(files, f)
 		}
 	}
+	opts.VarFiles = append(autoVars, opts.VarFiles...)
 	return l.load(files, diags, opts)
 }
 
-// LoadSource is the package-level LoadSource, keeping the parsed file.
+// LoadSource is the package-level LoadSource, keeping the parsed file. A
+// filename ending in .json selects HCL's JSON syntax.
 func (l *Loader) LoadSource(filename string, src []byte, opts LoadOptions) (*model.Platform, hcl.Diagnostics) {
-	f, diags := l.parser.ParseHCL(src, filename)
+	parse := l.parser.ParseHCL
+	if strings.HasSuffix(filename, ".json") {
+		parse = l.parser.ParseJSON
+	}
+	f, diags := parse(src, filename)
 	var files []*hcl.File
 	if f != nil {
 		files = append(files, f)
@@ -105,47 +136,144 @@ func (l *Loader) WriteDiagnostics(w io.Writer, diags hcl.Diagnostics) {
 	WriteDiagnostics(w, l.Files(), diags)
 }
 
-// load runs decode and build over parsed files. Syntax errors stop the load
-// before decoding: a half-parsed file would only add noise.
+// load runs decode, evaluation and build over parsed files. Syntax errors
+// stop the load before decoding: a half-parsed file would only add noise.
 func (l *Loader) load(files []*hcl.File, diags hcl.Diagnostics, opts LoadOptions) (*model.Platform, hcl.Diagnostics) {
 	if diags.HasErrors() || len(files) == 0 {
 		return nil, sortDiagnostics(diags)
 	}
+	for _, f := range files {
+		diags = append(diags, checkNumbers(f)...)
+	}
+	if diags.HasErrors() {
+		return nil, sortDiagnostics(diags)
+	}
+	in, idiags := l.inputs(opts)
+	diags = append(diags, idiags...)
+	if idiags.HasErrors() {
+		// A vars file that does not parse: its values are unknown, and every
+		// variable it sets would report a confusing follow-up error.
+		return nil, sortDiagnostics(diags)
+	}
 	cfg, ddiags := decode(files)
 	diags = append(diags, ddiags...)
-	diags = append(diags, checkVars(opts.Vars)...)
-	p, bdiags := build(cfg, newEvalContext())
-	diags = append(diags, bdiags...)
-	diags = sortDiagnostics(diags)
+	b := newBuilder(newEvalContext())
+	b.variables(cfg.Variables, in)
+	b.locals(cfg.Locals, cfg.LocalOrder)
+	p := b.build(cfg)
+	diags = append(diags, b.diags...)
+	diags = sortDiagnostics(dedupeDiagnostics(redactDiagnostics(diags, p.SensitiveValues())))
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return p, diags
 }
 
-// checkVars rejects -var values: no spec can declare a variable yet.
-func checkVars(vars map[string]string) hcl.Diagnostics {
-	names := make([]string, 0, len(vars))
-	for name := range vars {
+// inputs gathers the values given for variables from outside the spec, in
+// rising precedence: PADDOCK_VAR_*, vars files in order, -var.
+func (l *Loader) inputs(opts LoadOptions) (inputs, hcl.Diagnostics) {
+	var in inputs
+	var diags hcl.Diagnostics
+	env := opts.Environ
+	if env == nil {
+		env = os.Environ()
+	}
+	var envNames []string
+	envVals := map[string]string{}
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, EnvVarPrefix) || len(k) == len(EnvVarPrefix) {
+			continue
+		}
+		name := strings.TrimPrefix(k, EnvVarPrefix)
+		if _, dup := envVals[name]; !dup {
+			envNames = append(envNames, name)
+		}
+		envVals[name] = v
+	}
+	sort.Strings(envNames)
+	for _, name := range envNames {
+		in.add(name, varSource{origin: EnvVarPrefix + name, raw: envVals[name]})
+	}
+	for _, name := range opts.VarFiles {
+		f, fdiags := l.parser.ParseHCLFile(name)
+		diags = append(diags, fdiags...)
+		if f == nil || fdiags.HasErrors() {
+			if f == nil && !fdiags.HasErrors() {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read vars file", Detail: fmt.Sprintf("The vars file %q could not be read.", name)})
+			}
+			continue
+		}
+		if ndiags := checkNumbers(f); ndiags.HasErrors() {
+			diags = append(diags, ndiags...)
+			continue
+		}
+		attrs, adiags := f.Body.JustAttributes()
+		diags = append(diags, adiags...)
+		names := make([]string, 0, len(attrs))
+		for n := range attrs {
+			names = append(names, n)
+		}
+		sortByStart(names, attrs)
+		for _, n := range names {
+			a := attrs[n]
+			rng := a.Expr.Range()
+			in.add(n, varSource{origin: fmt.Sprintf("%s:%d", name, a.Range.Start.Line), expr: a.Expr, rng: &rng})
+		}
+	}
+	names := make([]string, 0, len(opts.Vars))
+	for name := range opts.Vars {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var diags hcl.Diagnostics
 	for _, name := range names {
-		diags = append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Value for undeclared variable",
-			Detail: fmt.Sprintf("A value was given for variable %q, but the spec declares no variables (the spec language has no variable blocks yet). Remove the -var option.",
-				name),
-		})
+		in.add(name, varSource{origin: "-var " + name, raw: opts.Vars[name]})
+	}
+	return in, diags
+}
+
+// redactDiagnostics replaces every sensitive value in the text of diags.
+func redactDiagnostics(diags hcl.Diagnostics, values []string) hcl.Diagnostics {
+	if len(values) == 0 {
+		return diags
+	}
+	for _, d := range diags {
+		d.Summary = model.RedactValues(d.Summary, values)
+		d.Detail = model.RedactValues(d.Detail, values)
+		d.Expression, d.EvalContext = nil, nil
 	}
 	return diags
 }
 
-// specFiles expands paths into the ordered list of files to parse.
-func specFiles(paths []string) ([]string, hcl.Diagnostics) {
+// dedupeDiagnostics drops exact repeats (a for_each tenant reports an error
+// of its body once per element).
+func dedupeDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
+	type key struct {
+		sev             hcl.DiagnosticSeverity
+		summary, detail string
+		subject         hcl.Range
+	}
+	seen := map[key]bool{}
+	out := diags[:0]
+	for _, d := range diags {
+		k := key{sev: d.Severity, summary: d.Summary, detail: d.Detail}
+		if d.Subject != nil {
+			k.subject = *d.Subject
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, d)
+	}
+	return out
+}
+
+// specFiles expands paths into the ordered list of files to parse, and the
+// *.auto.pvars.hcl files of the directories among them.
+func specFiles(paths []string) ([]string, []string, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	var out []string
+	var out, autoVars []string
 	seen := map[string]bool{}
 	add := func(name string) {
 		if clean := filepath.Clean(name); !seen[clean] {
@@ -154,7 +282,7 @@ func specFiles(paths []string) ([]string, hcl.Diagnostics) {
 		}
 	}
 	if len(paths) == 0 {
-		return nil, hcl.Diagnostics{{
+		return nil, nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "No spec given",
 			Detail:   "Give the directory that holds the platform's *.hcl files, or the spec files themselves.",
@@ -192,7 +320,14 @@ func specFiles(paths []string) ([]string, hcl.Diagnostics) {
 		}
 		var found int
 		for _, e := range entries { // os.ReadDir sorts by name
-			if e.IsDir() || !isSpecFile(e.Name()) {
+			if e.IsDir() {
+				continue
+			}
+			if isAutoVarsFile(e.Name()) {
+				autoVars = append(autoVars, filepath.Join(p, e.Name()))
+				continue
+			}
+			if !isSpecFile(e.Name()) {
 				continue
 			}
 			add(filepath.Join(p, e.Name()))
@@ -207,12 +342,18 @@ func specFiles(paths []string) ([]string, hcl.Diagnostics) {
 			})
 		}
 	}
-	return out, diags
+	return out, autoVars, diags
 }
 
-// isSpecFile selects *.hcl, skipping hidden files and editor leftovers.
+// isSpecFile selects *.hcl and *.hcl.json, skipping vars files, hidden files
+// and editor leftovers.
 func isSpecFile(name string) bool {
-	return strings.HasSuffix(name, SpecFileExt) &&
+	return (strings.HasSuffix(name, SpecFileExt) || strings.HasSuffix(name, SpecJSONFileExt)) && !strings.HasSuffix(name, VarsFileExt) &&
 		!strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "#") &&
 		!strings.HasSuffix(name, "~")
+}
+
+// isAutoVarsFile selects the vars files loaded without being asked.
+func isAutoVarsFile(name string) bool {
+	return strings.HasSuffix(name, AutoVarsFileExt) && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "#")
 }

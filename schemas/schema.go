@@ -1,25 +1,55 @@
 package schemas
 
-import "github.com/hashicorp/hcl/v2"
+import (
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// The spec language is declared once, here, as a tree of blockSpecs. The
+// decoder derives its hcl.BodySchemas from it, `paddock schema` derives the
+// JSON Schema from it (jsonschema.go), and the descriptions are the reference
+// documentation. Whether an argument is required, and what its value may be
+// beyond its type, is checked while building (build.go), so that a message
+// can say what to write instead of HCL's generic one.
 
 // Block type names of the spec language.
 const (
-	blockPlatform     = "platform"
-	blockTarget       = "target"
-	blockAgentSandbox = "agent_sandbox"
-	blockRuntimeClass = "runtime_class"
-	blockToleration   = "toleration"
-	blockTenant       = "tenant"
-	blockTemplate     = "template"
-	blockResources    = "resources"
-	blockWarmPool     = "warm_pool"
-	blockWaiver       = "waiver"
+	blockVariable         = "variable"
+	blockValidation       = "validation"
+	blockLocals           = "locals"
+	blockPlatform         = "platform"
+	blockTarget           = "target"
+	blockCluster          = "cluster"
+	blockNodePool         = "node_pool"
+	blockAutoscaling      = "autoscaling"
+	blockTaint            = "taint"
+	blockAgentSandbox     = "agent_sandbox"
+	blockRuntimeClass     = "runtime_class"
+	blockToleration       = "toleration"
+	blockTenant           = "tenant"
+	blockQuota            = "quota"
+	blockLimitRange       = "limit_range"
+	blockIdentity         = "identity"
+	blockToolGatewayToken = "tool_gateway_token"
+	blockEgress           = "egress"
+	blockAllow            = "allow"
+	blockProxy            = "proxy"
+	blockClaims           = "claims"
+	blockTemplate         = "template"
+	blockResources        = "resources"
+	blockWorkspace        = "workspace"
+	blockSecretEnv        = "secret_env"
+	blockWarmPool         = "warm_pool"
+	blockAuditSink        = "audit_sink"
+	blockWaiver           = "waiver"
 )
 
 // Target kinds, the label of a target block.
 const (
 	targetLocal      = "local"
 	targetKubeconfig = "kubeconfig"
+	targetGKE        = "gke"
 )
 
 // Keys of the requests and limits objects of a resources block.
@@ -31,78 +61,424 @@ const (
 
 var resourceKeys = []string{resourceCPU, resourceMemory, resourceEphemeralStorage}
 
-// The schemas below only declare which blocks and arguments exist. Whether an
-// argument is required is checked while building (build.go), so that the
-// message can say what to write instead of HCL's generic one.
+// valueKind is what an argument holds, for the JSON Schema and the reference.
+type valueKind int
 
-var rootSchema = &hcl.BodySchema{
-	Blocks: []hcl.BlockHeaderSchema{
-		{Type: blockPlatform},
-		{Type: blockTarget, LabelNames: []string{"kind"}},
-		{Type: blockAgentSandbox},
-		{Type: blockRuntimeClass, LabelNames: []string{"name"}},
-		{Type: blockTenant, LabelNames: []string{"name"}},
-		{Type: blockWaiver},
+const (
+	kString      valueKind = iota
+	kNumber                // a whole number
+	kBool                  //
+	kStringList            // list of strings
+	kNumberList            // list of whole numbers
+	kStringMap             // object of strings
+	kQuantity              // a Kubernetes quantity string ("250m", "2Gi")
+	kQuantityMap           // object of quantities keyed by resource name
+	kDuration              // a duration string ("10m", "1h30m") or "none"
+	kAny                   // any value (for_each, variable defaults)
+	kType                  // a type constraint (variable.type)
+)
+
+// nameRule says what a block's label must be.
+type nameRule int
+
+const (
+	nameFree       nameRule = iota // anything (target kind: checked against Variants)
+	nameDNSLabel                   // a DNS-1123 label: it names Kubernetes objects
+	nameIdentifier                 // an HCL identifier (variables)
+	nameEnvVar                     // an environment variable name
+)
+
+// attrSpec is one argument of a block.
+type attrSpec struct {
+	Name    string
+	Kind    valueKind
+	Doc     string
+	Enum    []string // allowed values, for strings
+	Default string   // the default, as the reference shows it ("" for none)
+}
+
+// blockSpec is one block type of the language.
+type blockSpec struct {
+	Type string
+	// Label is the name of the block's one label ("" for unlabelled blocks).
+	Label string
+	Name  nameRule
+	// What names the label in messages: "tenant", "runtime class".
+	What string
+	Doc  string
+	// Repeat allows more than one block of this type in its parent; labelled
+	// blocks must then have unique labels within Scope.
+	Repeat bool
+	Attrs  []attrSpec
+	Blocks []*blockSpec
+	// Variants are the bodies of a block whose label selects its kind (target).
+	Variants map[string]*blockSpec
+	// AnyAttrs accepts arguments of any name (locals).
+	AnyAttrs bool
+
+	once   sync.Once
+	schema *hcl.BodySchema
+}
+
+// bodySchema is the hcl.BodySchema of the block's body, built once.
+func (s *blockSpec) bodySchema() *hcl.BodySchema {
+	s.once.Do(func() {
+		bs := &hcl.BodySchema{}
+		for _, a := range s.Attrs {
+			bs.Attributes = append(bs.Attributes, hcl.AttributeSchema{Name: a.Name})
+		}
+		for _, b := range s.Blocks {
+			h := hcl.BlockHeaderSchema{Type: b.Type}
+			if b.Label != "" {
+				h.LabelNames = []string{b.Label}
+			}
+			bs.Blocks = append(bs.Blocks, h)
+		}
+		s.schema = bs
+	})
+	return s.schema
+}
+
+// child is the spec of nested block type typ (nil if there is none).
+func (s *blockSpec) child(typ string) *blockSpec {
+	for _, b := range s.Blocks {
+		if b.Type == typ {
+			return b
+		}
+	}
+	return nil
+}
+
+// attr is the spec of argument name (nil if there is none).
+func (s *blockSpec) attr(name string) *attrSpec {
+	for i := range s.Attrs {
+		if s.Attrs[i].Name == name {
+			return &s.Attrs[i]
+		}
+	}
+	return nil
+}
+
+var tolerationSpec = &blockSpec{
+	Type: blockToleration, Repeat: true,
+	Doc: "A toleration sandbox pods of this runtime class get, for the taint of the nodes that provide it.",
+	Attrs: []attrSpec{
+		{Name: "key", Kind: kString, Doc: "The taint key. Required unless operator is \"Exists\"."},
+		{Name: "operator", Kind: kString, Enum: tolerationOperators, Default: "Equal", Doc: "\"Equal\" matches the taint's value, \"Exists\" any value."},
+		{Name: "value", Kind: kString, Doc: "The taint value (operator \"Equal\")."},
+		{Name: "effect", Kind: kString, Enum: taintEffects, Doc: "The taint effect; leave out to tolerate every effect."},
 	},
 }
 
-var platformSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "name"}},
+var resourcesSpec = &blockSpec{
+	Type: blockResources,
+	Doc:  "Per-container requests and limits. Anything left out takes the hardened default.",
+	Attrs: []attrSpec{
+		{Name: "requests", Kind: kQuantityMap, Doc: "Requests by resource: cpu, memory, ephemeral_storage.", Default: `{ cpu = "250m", memory = "512Mi", ephemeral_storage = "1Gi" }`},
+		{Name: "limits", Kind: kQuantityMap, Doc: "Limits by resource: cpu, memory, ephemeral_storage.", Default: `{ cpu = "1", memory = "1Gi", ephemeral_storage = "2Gi" }`},
+		{Name: "unbounded", Kind: kStringList, Enum: resourceKeys, Doc: "LOOSENS: resources that get no limit at all. Policy flags it (PDK-111)."},
+	},
 }
 
-var targetSchemas = map[string]*hcl.BodySchema{
-	targetLocal: {},
-	targetKubeconfig: {
-		Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "context"}},
+var workspaceSpec = &blockSpec{
+	Type: blockWorkspace,
+	Doc:  "The sandbox's working volume, one per sandbox: never shared between sessions.",
+	Attrs: []attrSpec{
+		{Name: "kind", Kind: kString, Enum: []string{"ephemeral", "persistent"}, Default: "ephemeral", Doc: "\"ephemeral\": an emptyDir, gone with the pod. \"persistent\": a volume claim per sandbox, deleted with the sandbox."},
+		{Name: "size", Kind: kQuantity, Default: "5Gi", Doc: "Size limit (ephemeral) or requested size (persistent)."},
+		{Name: "mount_path", Kind: kString, Default: "/workspace", Doc: "Where the workspace is mounted."},
+		{Name: "storage_class", Kind: kString, Doc: "Storage class of a persistent workspace (default: the cluster's)."},
+	},
+}
+
+var secretEnvSpec = &blockSpec{
+	Type: blockSecretEnv, Label: "name", Name: nameEnvVar, What: "environment variable", Repeat: true,
+	Doc: "An environment variable read from a Secret in the tenant's namespace. It fails closed: no Secret, no sandbox.",
+	Attrs: []attrSpec{
+		{Name: "secret", Kind: kString, Doc: "The Secret's name."},
+		{Name: "key", Kind: kString, Doc: "The key in the Secret."},
+		{Name: "optional", Kind: kBool, Default: "false", Doc: "LOOSENS: start the sandbox without the Secret. Policy flags it (PDK-601)."},
+	},
+}
+
+var templateSpec = &blockSpec{
+	Type: blockTemplate, Label: "name", Name: nameDNSLabel, What: "template", Repeat: true,
+	Doc: "A hardened SandboxTemplate: non-root, seccomp RuntimeDefault, no privilege escalation, read-only root, no capabilities, no service account token. The arguments marked LOOSENS undo one of those; policy flags each.",
+	Attrs: []attrSpec{
+		{Name: "image", Kind: kString, Doc: "The agent runtime image. Pin a tag or digest."},
+		{Name: "command", Kind: kStringList, Doc: "The container's command."},
+		{Name: "args", Kind: kStringList, Doc: "The container's arguments."},
+		{Name: "runtime_class", Kind: kString, Doc: "The runtime_class sandboxes run under (gVisor or Kata). Leaving it out runs generated code on the host kernel: policy flags it (PDK-301)."},
+		{Name: "run_as_user", Kind: kNumber, Default: "10001", Doc: "The UID the sandbox runs as; never 0."},
+		{Name: "tmp_size", Kind: kQuantity, Default: "512Mi", Doc: "Size of the writable /tmp (the root filesystem is read-only)."},
+		{Name: "env", Kind: kStringMap, Doc: "Plain environment variables. Never put credentials here: use secret_env."},
+		{Name: "run_as_non_root", Kind: kBool, Default: "true", Doc: "LOOSENS when false: allow root (PDK-303)."},
+		{Name: "allow_privilege_escalation", Kind: kBool, Default: "false", Doc: "LOOSENS when true (PDK-305)."},
+		{Name: "privileged", Kind: kBool, Default: "false", Doc: "LOOSENS when true: a privileged container (PDK-305)."},
+		{Name: "read_only_root", Kind: kBool, Default: "true", Doc: "LOOSENS when false: a writable root filesystem (PDK-306)."},
+		{Name: "add_capabilities", Kind: kStringList, Doc: "LOOSENS: Linux capabilities added back after dropping ALL (PDK-307)."},
+		{Name: "seccomp_profile", Kind: kString, Default: "RuntimeDefault", Doc: "\"RuntimeDefault\", \"Localhost/<profile>\", or (LOOSENS) \"Unconfined\" (PDK-304)."},
+		{Name: "automount_token", Kind: kBool, Default: "false", Doc: "LOOSENS when true: mount the agent's service account token (PDK-201)."},
+	},
+	Blocks: []*blockSpec{resourcesSpec, workspaceSpec, secretEnvSpec},
+}
+
+var warmPoolSpec = &blockSpec{
+	Type: blockWarmPool, Label: "name", Name: nameDNSLabel, What: "warm pool", Repeat: true,
+	Doc: "Pre-created sandboxes of one template of this tenant. A claimed sandbox serves one session and is deleted, never returned.",
+	Attrs: []attrSpec{
+		{Name: "template", Kind: kString, Doc: "The template of this tenant it keeps warm."},
+		{Name: "replicas", Kind: kNumber, Default: "1", Doc: "How many sandboxes to keep ready (0 to 100)."},
+	},
+}
+
+var quotaSpec = &blockSpec{
+	Type: blockQuota,
+	Doc:  "The namespace's ResourceQuota: caps the tenant's whole fleet, so a runaway loop hurts only this tenant.",
+	Attrs: []attrSpec{
+		{Name: "pods", Kind: kNumber, Default: "20", Doc: "Maximum pods."},
+		{Name: "cpu", Kind: kQuantity, Default: "8", Doc: "Maximum sum of CPU limits."},
+		{Name: "memory", Kind: kQuantity, Default: "16Gi", Doc: "Maximum sum of memory limits."},
+		{Name: "ephemeral_storage", Kind: kQuantity, Default: "20Gi", Doc: "Maximum sum of ephemeral storage limits."},
+		{Name: "pvcs", Kind: kNumber, Default: "20", Doc: "Maximum persistent volume claims."},
+		{Name: "storage", Kind: kQuantity, Default: "100Gi", Doc: "Maximum sum of persistent storage requests."},
+		{Name: "enabled", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no quota at all (PDK-103)."},
+	},
+}
+
+var limitRangeSpec = &blockSpec{
+	Type: blockLimitRange,
+	Doc:  "The namespace's LimitRange: requests and limits of any container that sets none.",
+	Attrs: []attrSpec{
+		{Name: "default", Kind: kQuantityMap, Default: `{ cpu = "1", memory = "1Gi", ephemeral_storage = "2Gi" }`, Doc: "Default limits."},
+		{Name: "default_request", Kind: kQuantityMap, Default: `{ cpu = "250m", memory = "512Mi", ephemeral_storage = "1Gi" }`, Doc: "Default requests."},
+		{Name: "enabled", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no LimitRange (PDK-105)."},
+	},
+}
+
+var identitySpec = &blockSpec{
+	Type: blockIdentity,
+	Doc:  "The tenant's identities. The agent runtime always gets its own with zero Kubernetes permissions and no token.",
+	Attrs: []attrSpec{
+		{Name: "orchestrator", Kind: kBool, Default: "true", Doc: "Create the agent-orchestrator identity, allowed only to manage SandboxClaims and read Sandboxes of this namespace."},
+	},
+	Blocks: []*blockSpec{{
+		Type: blockToolGatewayToken,
+		Doc:  "Mount a projected, audience-bound, short-lived token into sandboxes, for an in-pod tool gateway that must call the API server.",
+		Attrs: []attrSpec{
+			{Name: "audience", Kind: kString, Default: "tool-gateway", Doc: "The only audience that accepts the token."},
+			{Name: "expiration", Kind: kDuration, Default: "1h", Doc: "Token lifetime, 10m to 24h; over 1h policy flags it (PDK-602)."},
+			{Name: "path", Kind: kString, Default: "/var/run/secrets/tokens", Doc: "Directory the token file is mounted in."},
+		},
+	}},
+}
+
+var egressSpec = &blockSpec{
+	Type: blockEgress,
+	Doc:  "Egress of the tenant's sandboxes. Ingress is always denied; egress is denied except what is listed here.",
+	Attrs: []attrSpec{
+		{Name: "dns", Kind: kBool, Default: "true", Doc: "Allow DNS to the cluster resolver (kube-system/kube-dns) only."},
+		{Name: "fqdns", Kind: kStringList, Doc: "Host names sandboxes may reach on TCP 443 (\"api.example.com\", \"*.example.com\"). Needs an FQDN-aware CNI."},
+		{Name: "default_deny", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no default-deny NetworkPolicy at all (PDK-501)."},
+	},
+	Blocks: []*blockSpec{
+		{
+			Type: blockAllow, Repeat: true,
+			Doc: "A CIDR and port hole in the default deny.",
+			Attrs: []attrSpec{
+				{Name: "cidr", Kind: kString, Doc: "Destination range, such as \"10.20.0.0/16\"."},
+				{Name: "ports", Kind: kNumberList, Doc: "Destination ports, such as [443]."},
+				{Name: "protocol", Kind: kString, Enum: protocols, Default: "TCP", Doc: "Protocol of the ports."},
+			},
+		},
+		{
+			Type: blockProxy,
+			Doc:  "The egress proxy sandboxes reach the outside through; they get HTTPS_PROXY and HTTP_PROXY.",
+			Attrs: []attrSpec{
+				{Name: "url", Kind: kString, Doc: "The proxy URL, such as \"http://squid.egress.svc.cluster.local:3128\"."},
+				{Name: "namespace", Kind: kString, Doc: "Namespace of the proxy pods (selects them in the NetworkPolicy)."},
+				{Name: "pod_labels", Kind: kStringMap, Doc: "Labels of the proxy pods within namespace."},
+				{Name: "cidr", Kind: kString, Doc: "Address range of a proxy outside the cluster (instead of namespace)."},
+			},
+		},
+	},
+}
+
+var claimsSpec = &blockSpec{
+	Type: blockClaims,
+	Doc:  "Lifecycle of every SandboxClaim of the tenant: sessions expire even if the orchestrator forgets.",
+	Attrs: []attrSpec{
+		{Name: "ttl", Kind: kDuration, Default: "10m", Doc: "How long a finished claim is kept (ttlSecondsAfterFinished); \"none\" LOOSENS (PDK-406)."},
+		{Name: "max_ttl", Kind: kDuration, Default: "4h", Doc: "Maximum session lifetime; \"none\" LOOSENS (PDK-406)."},
+		{Name: "shutdown_policy", Kind: kString, Enum: shutdownPolicies, Default: "Delete", Doc: "What happens at expiry; anything but Delete LOOSENS (PDK-407)."},
+	},
+}
+
+var tenantSpec = &blockSpec{
+	Type: blockTenant, Label: "name", Name: nameDNSLabel, What: "tenant", Repeat: true,
+	Doc: "One trust boundary: its own restricted namespace, quota, identities, network posture, templates and warm pools. With for_each, one tenant per element, named by each.key.",
+	Attrs: []attrSpec{
+		{Name: "for_each", Kind: kAny, Doc: "A map, or a set or list of strings: one tenant per element, named by its key (each.key, each.value)."},
+		{Name: "namespace", Kind: kString, Default: "agents-<tenant>", Doc: "The tenant's namespace."},
+		{Name: "pod_security", Kind: kString, Enum: podSecurityLevels, Default: "restricted", Doc: "Pod Security Standards level; anything but restricted LOOSENS (PDK-101)."},
+	},
+	Blocks: []*blockSpec{quotaSpec, limitRangeSpec, identitySpec, egressSpec, claimsSpec, templateSpec, warmPoolSpec},
+}
+
+var runtimeClassSpec = &blockSpec{
+	Type: blockRuntimeClass, Label: "name", Name: nameDNSLabel, What: "runtime class", Repeat: true,
+	Doc: "A sandbox runtime exposed to the scheduler (gVisor: handler \"runsc\", Kata: \"kata\"), pinned onto the nodes that provide it.",
+	Attrs: []attrSpec{
+		{Name: "handler", Kind: kString, Doc: "The runtime configured in containerd on the nodes."},
+		{Name: "node_pool", Kind: kString, Doc: "The node_pool that provides the runtime; node_selector and tolerations default to its labels and taints."},
+		{Name: "node_selector", Kind: kStringMap, Doc: "Node labels sandbox pods are scheduled onto."},
+		{Name: "overhead", Kind: kQuantityMap, Doc: "Pod overhead of the runtime: cpu, memory."},
+	},
+	Blocks: []*blockSpec{tolerationSpec},
+}
+
+var nodePoolSpec = &blockSpec{
+	Type: blockNodePool, Label: "name", Name: nameDNSLabel, What: "node pool", Repeat: true,
+	Doc: "A GKE node pool dedicated to sandboxes (target \"gke\" only).",
+	Attrs: []attrSpec{
+		{Name: "isolation", Kind: kString, Enum: isolations, Default: "gvisor", Doc: "\"gvisor\" (GKE Sandbox) or \"kvm\" (nested virtualization for Kata Containers)."},
+		{Name: "machine_type", Kind: kString, Default: "e2-standard-4 (kvm: n2-standard-4)", Doc: "The Compute Engine machine type."},
+		{Name: "labels", Kind: kStringMap, Doc: "Extra node labels."},
+		{Name: "dedicated", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no dedication taint, so other workloads share the nodes (PDK-701)."},
+	},
+	Blocks: []*blockSpec{
+		{
+			Type: blockAutoscaling,
+			Doc:  "Node count bounds.",
+			Attrs: []attrSpec{
+				{Name: "min", Kind: kNumber, Default: "1", Doc: "Minimum nodes."},
+				{Name: "max", Kind: kNumber, Default: "3", Doc: "Maximum nodes."},
+			},
+		},
+		{
+			Type: blockTaint, Repeat: true,
+			Doc: "An extra node taint.",
+			Attrs: []attrSpec{
+				{Name: "key", Kind: kString, Doc: "The taint key."},
+				{Name: "value", Kind: kString, Doc: "The taint value."},
+				{Name: "effect", Kind: kString, Enum: taintEffects, Default: "NoSchedule", Doc: "The taint effect."},
+			},
+		},
+	},
+}
+
+var targetSpec = &blockSpec{
+	Type: blockTarget, Label: "kind", Name: nameFree, What: "target kind",
+	Doc: "Where the platform goes: \"local\" (the embedded cluster), \"kubeconfig\" (an existing cluster) or \"gke\" (a GKE cluster Paddock creates).",
+	Variants: map[string]*blockSpec{
+		targetLocal: {Type: blockTarget, Doc: "The embedded local cluster started by `paddock local up`."},
+		targetKubeconfig: {Type: blockTarget, Doc: "An existing cluster.", Attrs: []attrSpec{
+			{Name: "path", Kind: kString, Default: "$KUBECONFIG, then ~/.kube/config", Doc: "The kubeconfig file."},
+			{Name: "context", Kind: kString, Default: "the current context", Doc: "The kubeconfig context."},
+		}},
+		targetGKE: {Type: blockTarget, Doc: "A GKE cluster Paddock creates.", Attrs: []attrSpec{
+			{Name: "project", Kind: kString, Doc: "The Google Cloud project ID."},
+			{Name: "location", Kind: kString, Doc: "A region (\"europe-west1\", regional cluster) or zone (\"europe-west1-b\")."},
+			{Name: "cluster_name", Kind: kString, Default: "the platform name", Doc: "The GKE cluster's name."},
+		}},
 	},
 }
 
 // targetKinds is the ordered list of valid target labels, for messages.
-var targetKinds = []string{targetLocal, targetKubeconfig}
+var targetKinds = []string{targetLocal, targetKubeconfig, targetGKE}
 
-var agentSandboxSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "version"}, {Name: "image"}},
-}
-
-var runtimeClassSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "handler"}, {Name: "node_selector"}},
-	Blocks:     []hcl.BlockHeaderSchema{{Type: blockToleration}},
-}
-
-var tolerationSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{
-		{Name: "key"}, {Name: "operator"}, {Name: "value"}, {Name: "effect"},
+var clusterSpec = &blockSpec{
+	Type: blockCluster,
+	Doc:  "Settings of the GKE cluster Paddock creates (target \"gke\" only).",
+	Attrs: []attrSpec{
+		{Name: "release_channel", Kind: kString, Enum: releaseChannels, Default: "regular", Doc: "The GKE release channel."},
+		{Name: "private_nodes", Kind: kBool, Default: "true", Doc: "Nodes without public IP addresses; false LOOSENS (PDK-702)."},
+		{Name: "authorized_networks", Kind: kStringList, Doc: "CIDRs allowed to reach the control plane; \"0.0.0.0/0\" LOOSENS (PDK-703)."},
+		{Name: "dataplane_v2", Kind: kBool, Default: "true", Doc: "GKE Dataplane V2, which enforces NetworkPolicy; false LOOSENS (PDK-704)."},
+		{Name: "workload_identity", Kind: kBool, Default: "true", Doc: "Workload Identity, which hides node credentials from pods; false LOOSENS (PDK-705)."},
 	},
 }
 
-var tenantSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "namespace"}},
-	Blocks: []hcl.BlockHeaderSchema{
-		{Type: blockTemplate, LabelNames: []string{"name"}},
-		{Type: blockWarmPool, LabelNames: []string{"name"}},
+var agentSandboxSpec = &blockSpec{
+	Type: blockAgentSandbox,
+	Doc:  "The pinned Kubernetes Agent Sandbox release (sigs.k8s.io/agent-sandbox).",
+	Attrs: []attrSpec{
+		{Name: "version", Kind: kString, Doc: "An exact release tag, vMAJOR.MINOR.PATCH."},
+		{Name: "image", Kind: kString, Default: "the release's controller image", Doc: "The controller image, for a mirror; keep the release tag."},
+		{Name: "digest", Kind: kString, Doc: "Pin the controller image by content: \"sha256:<64 hex digits>\"."},
 	},
 }
 
-var templateSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{
-		{Name: "image"},
-		{Name: "command"},
-		{Name: "args"},
-		{Name: "runtime_class"},
-		{Name: "run_as_user"},
-		{Name: "tmp_size"},
+var auditSinkSpec = &blockSpec{
+	Type: blockAuditSink, Label: "name", Name: nameDNSLabel, What: "audit sink", Repeat: true,
+	Doc: "Ships the audit trail out of the cluster, where a compromised sandbox cannot reach it.",
+	Attrs: []attrSpec{
+		{Name: "kind", Kind: kString, Enum: auditKinds, Doc: "\"bigquery\", \"storage\" or \"pubsub\"."},
+		{Name: "destination", Kind: kString, Doc: "BigQuery \"project.dataset\", Cloud Storage \"gs://bucket\", or Pub/Sub \"projects/p/topics/t\"."},
+		{Name: "filters", Kind: kStringList, Enum: auditFilters, Default: `["sandbox_lifecycle", "pod_logs", "network_drops", "admission"]`, Doc: "What the sink receives."},
+		{Name: "include_payloads", Kind: kBool, Default: "false", Doc: "LOOSENS when true: record request and response bodies (PDK-605)."},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: blockResources}},
 }
 
-var resourcesSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "requests"}, {Name: "limits"}},
+var waiverSpec = &blockSpec{
+	Type: blockWaiver, Repeat: true,
+	Doc: "An explicit, reasoned exception to one policy rule. Every report shows it; an expired one fails.",
+	Attrs: []attrSpec{
+		{Name: "rule", Kind: kString, Doc: "The rule ID, such as \"PDK-306\"."},
+		{Name: "reason", Kind: kString, Doc: "Why the exception is acceptable."},
+		{Name: "expires", Kind: kString, Doc: "Last day the waiver holds, YYYY-MM-DD."},
+		{Name: "scope", Kind: kString, Doc: "Limit the waiver to one object, by address: \"tenant.team-a\", \"tenant.team-a.template.python\"."},
+	},
 }
 
-var warmPoolSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "template"}, {Name: "replicas"}},
+var variableSpec = &blockSpec{
+	Type: blockVariable, Label: "name", Name: nameIdentifier, What: "variable", Repeat: true,
+	Doc: "An input of the spec, referenced as var.<name>. Values come from -var, --var-file, *.auto.pvars.hcl files and PADDOCK_VAR_<name>.",
+	Attrs: []attrSpec{
+		{Name: "type", Kind: kType, Default: "any", Doc: "A type constraint: string, number, bool, list(string), map(string), object({...})."},
+		{Name: "default", Kind: kAny, Doc: "The value when none is given; without it the variable is required."},
+		{Name: "description", Kind: kString, Doc: "What the variable is for."},
+		{Name: "sensitive", Kind: kBool, Default: "false", Doc: "Never show the value in diagnostics, reports or output."},
+	},
+	Blocks: []*blockSpec{{
+		Type: blockValidation, Repeat: true,
+		Doc: "A condition the value must meet.",
+		Attrs: []attrSpec{
+			{Name: "condition", Kind: kBool, Doc: "An expression over var.<name> that must be true."},
+			{Name: "error_message", Kind: kString, Doc: "The error when it is false."},
+		},
+	}},
 }
 
-var waiverSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "rule"}, {Name: "reason"}, {Name: "expires"}},
+var localsSpec = &blockSpec{
+	Type: blockLocals, Repeat: true, AnyAttrs: true,
+	Doc: "Named values computed once, referenced as local.<name>.",
 }
+
+var platformSpec = &blockSpec{
+	Type:  blockPlatform,
+	Doc:   "The platform's name, which labels every object Paddock creates.",
+	Attrs: []attrSpec{{Name: "name", Kind: kString, Doc: "A DNS label."}},
+}
+
+// rootSpec is the top level of a spec file.
+var rootSpec = &blockSpec{
+	Blocks: []*blockSpec{
+		variableSpec, localsSpec, platformSpec, targetSpec, clusterSpec, nodePoolSpec,
+		agentSandboxSpec, runtimeClassSpec, tenantSpec, auditSinkSpec, waiverSpec,
+	},
+}
+
+// Enumerations.
+var (
+	tolerationOperators = []string{"Equal", "Exists"}
+	taintEffects        = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+	protocols           = []string{"TCP", "UDP", "SCTP"}
+	shutdownPolicies    = []string{"Delete", "DeleteForeground", "Retain"}
+	podSecurityLevels   = []string{"restricted", "baseline", "privileged"}
+	isolations          = []string{"gvisor", "kvm"}
+	releaseChannels     = []string{"rapid", "regular", "stable"}
+	auditKinds          = []string{"bigquery", "storage", "pubsub"}
+	auditFilters        = []string{"sandbox_lifecycle", "pod_logs", "network_drops", "admission"}
+	workspaceKinds      = []string{"ephemeral", "persistent"}
+)

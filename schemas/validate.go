@@ -75,6 +75,20 @@ func suggestLabelSentence(s string) string {
 	return ""
 }
 
+// dnsSubdomainProblem checks an RFC 1123 subdomain (names of Secrets, storage
+// classes).
+func dnsSubdomainProblem(s string) string {
+	switch {
+	case s == "":
+		return "is empty."
+	case len(s) > 253:
+		return "is longer than 253 characters."
+	case !dnsSubdomainRe.MatchString(s):
+		return "may only contain lower case letters, digits, '-' and '.', and must start and end with a letter or digit."
+	}
+	return ""
+}
+
 // labelKeyProblem checks a Kubernetes label key or taint key: an optional DNS
 // subdomain prefix and "/", then a name of at most 63 characters.
 func labelKeyProblem(s string) string {

@@ -10,34 +10,40 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-platform/paddock/engine"
 	"github.com/paddock-platform/paddock/localcluster"
 	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/policy"
 	"github.com/paddock-platform/paddock/schemas"
 )
 
 // specFlags select a spec and its stack.
 type specFlags struct {
-	stack   string
-	backend string
-	vars    []string
+	stack    string
+	backend  string
+	vars     []string
+	varFiles []string
 }
 
 func (f *specFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.stack, "stack", "", "stack name (default: the platform's name)")
 	cmd.Flags().StringVar(&f.backend, "backend", "", "Pulumi backend URL (default: file://$PADDOCK_HOME/state)")
 	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "set a spec variable, NAME=VALUE (repeatable)")
+	cmd.Flags().StringArrayVar(&f.varFiles, "var-file", nil, "read variables from a vars file (*.pvars.hcl, repeatable)")
 }
 
 func (f *specFlags) engine(out io.Writer) *engine.Engine {
 	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out})
 }
 
-// loadSpec decodes the spec in dir (a directory of .hcl files or one file) and
-// prints its diagnostics; errors stop the command before anything is applied.
+// loadSpec decodes the spec in dir (a directory of .hcl files or one file),
+// prints its diagnostics and runs the hardening policy: spec errors and unwaived
+// policy errors stop the command before anything is applied, and every finding
+// and waiver is shown.
 func loadSpec(dir string, f *specFlags, errOut io.Writer) (*model.Platform, error) {
 	vars := map[string]string{}
 	for _, kv := range f.vars {
@@ -48,12 +54,19 @@ func loadSpec(dir string, f *specFlags, errOut io.Writer) (*model.Platform, erro
 		vars[k] = v
 	}
 	loader := schemas.NewLoader()
-	p, diags := loader.LoadDir(dir, schemas.LoadOptions{Vars: vars})
+	p, diags := loader.LoadDir(dir, schemas.LoadOptions{Vars: vars, VarFiles: f.varFiles})
 	if len(diags) > 0 {
 		loader.WriteDiagnostics(errOut, diags)
 	}
 	if diags.HasErrors() {
 		return nil, &exitError{code: 1, err: fmt.Errorf("%s has errors; nothing was applied", dir)}
+	}
+	report := policy.Check(p, time.Now())
+	if err := writePolicyReport(errOut, loader, report, false); err != nil {
+		return nil, err
+	}
+	if report.Blocking() {
+		return nil, &exitError{code: 1, err: fmt.Errorf("%s: policy errors block this; fix them or add a waiver with a reason (nothing was applied)", dir)}
 	}
 	return p, nil
 }
@@ -212,25 +225,6 @@ func newStatusCmd() *cobra.Command {
 				return nil
 			}
 			printOutputs(cmd.OutOrStdout(), outs)
-			return nil
-		},
-	}
-	f.register(cmd)
-	return cmd
-}
-
-func newValidateCmd() *cobra.Command {
-	var f specFlags
-	cmd := &cobra.Command{
-		Use:   "validate [SPEC]",
-		Short: "Decode and check a spec without touching any cluster",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loadSpec(specArg(args), &f, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: platform %q is valid (%d tenants, %d runtime classes)\n", specArg(args), p.Name, len(p.Tenants), len(p.RuntimeClasses))
 			return nil
 		},
 	}

@@ -3,6 +3,7 @@ package objects
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,7 +21,11 @@ type Group struct {
 
 // ReleaseOptions shapes the pinned Agent Sandbox release for the platform's target.
 func ReleaseOptions(p *model.Platform) agentsandbox.Options {
-	o := agentsandbox.Options{Image: p.AgentSandbox.Image, Labels: p.Labels("")}
+	image := p.AgentSandbox.Image
+	if d := p.AgentSandbox.Digest; d != "" && !strings.Contains(image, "@") {
+		image += "@" + d
+	}
+	o := agentsandbox.Options{Image: image, Labels: p.Labels("")}
 	if p.Target.Kind == model.TargetLocal {
 		// Nothing on the local target can run the controller image; the real
 		// controller runs outside the cluster against the same API server.

@@ -2,12 +2,14 @@
 # local cluster.
 #
 #   paddock local up               # start the local cluster (kwok nodes, real control plane)
+#   paddock validate examples/local
 #   paddock up examples/local      # provision this spec
 #
 # Every *.hcl file in this directory is part of the same spec, so a larger
 # platform can be split by concern (runtimes.hcl, one file per tenant, ...).
 # Anything left out takes Paddock's hardened default; the comments below say
-# which.
+# which. Loosening a default takes an explicit argument, which `paddock
+# validate` reports as a policy finding.
 
 # The platform's name labels every object Paddock creates
 # (paddock.dev/platform=local-demo), so status, drift checks and teardown can
@@ -17,19 +19,16 @@ platform {
 }
 
 # Where the in-cluster layer goes. "local" is the embedded cluster started by
-# `paddock local up`. For an existing cluster use instead:
-#
-#   target "kubeconfig" {
-#     path    = "~/.kube/config"   # default: $KUBECONFIG, then ~/.kube/config
-#     context = "my-cluster"       # default: the kubeconfig's current context
-#   }
+# `paddock local up`. See examples/kubeconfig for an existing cluster and
+# examples/gke-gvisor for a GKE cluster Paddock creates.
 target "local" {}
 
 # The Kubernetes Agent Sandbox controller (sigs.k8s.io/agent-sandbox) provides
 # the Sandbox, SandboxTemplate, SandboxWarmPool and SandboxClaim resources.
 # Always pin an exact release and read its notes before changing it. The
 # controller image defaults to the pinned image of that release; set `image`
-# only to pull it from a mirror (keep the same tag, or pin a digest).
+# only to pull it from a mirror (keep the same tag), and `digest` to pin it by
+# content.
 agent_sandbox {
   version = "v0.5.6"
 }
@@ -59,23 +58,39 @@ runtime_class "gvisor" {
   }
 }
 
-# A tenant is one trust boundary: its own namespace, its own agent identity
-# with zero Kubernetes permissions, its own templates and warm pools. Give each
-# team, or each product handling different data, a tenant of its own.
+# A tenant is one trust boundary: its own namespace (Pod Security "restricted"),
+# quota, identities, network posture, templates and warm pools. Give each team,
+# or each product handling different data, a tenant of its own.
 tenant "team-a" {
   # namespace = "agents-team-a"   # the default: "agents-<tenant name>"
 
-  # A template is a hardened SandboxTemplate. The security context is not
-  # negotiable here: sandboxes always run as non-root with seccomp
-  # RuntimeDefault, no privilege escalation, a read-only root filesystem and
-  # every capability dropped. Loosening any of that takes a policy waiver.
+  # Defaults, shown for reference:
+  # quota {                       # the namespace's ResourceQuota
+  #   pods = 20, cpu = "8", memory = "16Gi", ephemeral_storage = "20Gi", pvcs = 20, storage = "100Gi"
+  # }
+  # identity {
+  #   orchestrator = true         # agent-orchestrator: may manage claims, read sandboxes, nothing else
+  # }
+  # egress {                      # ingress is always denied
+  #   dns = true                  # the cluster resolver only; everything else is denied
+  #   # fqdns = ["api.example-llm-provider.com"]
+  # }
+  # claims {
+  #   ttl             = "10m"     # finished claims are reaped after 10 minutes
+  #   max_ttl         = "4h"      # no session outlives 4 hours
+  #   shutdown_policy = "Delete"  # an expired claim deletes its sandbox
+  # }
+
+  # A template is a hardened SandboxTemplate: non-root, seccomp
+  # RuntimeDefault, no privilege escalation, a read-only root filesystem,
+  # every capability dropped and no service account token.
   template "python" {
     # Stand-in workload: replace with your agent runtime image and entrypoint.
     image   = "python:3.12-slim"
     command = ["sleep", "infinity"]
 
     # Run under gVisor (the runtime_class above). Leaving it out runs
-    # generated code on the host kernel, which policy reports.
+    # generated code on the host kernel, which policy reports (PDK-301).
     runtime_class = "gvisor"
 
     # Defaults, shown for reference:
@@ -95,4 +110,11 @@ tenant "team-a" {
     template = "python"
     replicas = 2 # default 1; at most 100
   }
+}
+
+# Every exception to a policy rule is written down, with its reason, and shows
+# in every report. Run `paddock validate --rules` for the list of rules.
+waiver {
+  rule   = "PDK-603"
+  reason = "The local demo cluster is throwaway and holds no real data or credentials; real targets ship audit records to an audit_sink."
 }

@@ -15,7 +15,7 @@ tenant "team-b" {
 }
 
 waiver {
-  rule    = "PDK-002"
-  reason  = "Team B's pool is deliberately small during the pilot."
+  rule    = "PDK-603"
+  reason  = "Staging ships audit through the cluster's own pipeline during the pilot."
   expires = "2026-12-31"
 }

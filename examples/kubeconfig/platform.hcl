@@ -1,0 +1,98 @@
+# An existing cluster, reached through a kubeconfig, that already runs gVisor
+# on a dedicated, tainted node pool. Paddock installs the Agent Sandbox
+# controller and the tenants; it does not manage the cluster itself.
+#
+#   paddock validate examples/kubeconfig --var context=staging
+
+variable "context" {
+  type        = string
+  default     = "staging"
+  description = "The kubeconfig context of the cluster."
+}
+
+variable "squads" {
+  type        = set(string)
+  default     = ["checkout", "search"]
+  description = "One tenant per squad."
+}
+
+platform {
+  name = "agents-staging"
+}
+
+target "kubeconfig" {
+  context = var.context
+}
+
+agent_sandbox {
+  version = "v0.5.6"
+  # A mirror of the release image, pinned to the same tag.
+  image = "registry.example.com/mirror/agent-sandbox-controller:v0.5.6"
+}
+
+runtime_class "gvisor" {
+  handler = "runsc"
+
+  node_selector = {
+    "example.com/pool" = "sandboxes"
+  }
+
+  toleration {
+    key    = "example.com/pool"
+    value  = "sandboxes"
+    effect = "NoSchedule"
+  }
+}
+
+locals {
+  llm_host = "api.example-llm-provider.com"
+}
+
+tenant "squad" {
+  for_each = var.squads
+
+  identity {
+    orchestrator = true
+
+    # The in-pod tool gateway authenticates to the API server with a
+    # projected token only it accepts, valid for one hour.
+    tool_gateway_token {
+      audience   = "tool-gateway"
+      expiration = "1h"
+    }
+  }
+
+  egress {
+    fqdns = [local.llm_host]
+
+    # The squad's internal Git mirror.
+    allow {
+      cidr  = "10.40.12.0/24"
+      ports = [443, 22]
+    }
+  }
+
+  template "agent" {
+    image         = "registry.example.com/agents/runtime:2.3.0"
+    runtime_class = "gvisor"
+
+    workspace {
+      kind = "ephemeral"
+    }
+
+    secret_env "LLM_API_KEY" {
+      secret = "llm-credentials"
+      key    = "api-key"
+    }
+  }
+
+  warm_pool "agent" {
+    template = "agent"
+  }
+}
+
+audit_sink "siem" {
+  kind        = "pubsub"
+  destination = "projects/example-security/topics/k8s-audit"
+  filters     = ["sandbox_lifecycle", "pod_logs", "network_drops", "admission"]
+}

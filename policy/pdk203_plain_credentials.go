@@ -1,0 +1,44 @@
+package policy
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/paddock-platform/paddock/model"
+)
+
+var (
+	// credentialNameRe matches environment variable names that hold secrets.
+	credentialNameRe = regexp.MustCompile(`(?i)(^|_)(api_?key|secret|password|passwd|token|credentials?|private_?key|access_?key)($|_)`)
+	// credentialValueRe matches well-known key formats.
+	credentialValueRe = regexp.MustCompile(`^(sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[baprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}|-----BEGIN)`)
+)
+
+func init() {
+	register(Rule{
+		ID: "PDK-203", Title: "Credential in a plain environment variable", Severity: Error, Kind: Static,
+		Control:   "Credentials live in namespace-scoped Secrets, never in the spec or the template",
+		Checklist: []string{"H7", "H20", "L4"},
+		Fix:       "Move the value into a Secret of the tenant's namespace and read it with a secret_env block.",
+		check: func(c *checker) {
+			c.eachTemplate(func(t *model.Tenant, tpl *model.Template) {
+				names := make([]string, 0, len(tpl.Env))
+				for n := range tpl.Env {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				for _, n := range names {
+					v := tpl.Env[n]
+					if v == "" || strings.HasPrefix(v, "$(") {
+						continue
+					}
+					if credentialNameRe.MatchString(n) || credentialValueRe.MatchString(v) {
+						c.report(templateAddr(t, tpl), tpl.Attrs.At("env", tpl.Src),
+							"Template %q of tenant %q sets %s in plain env: the value is in the spec, the template and every pod description.", tpl.Name, t.Name, n)
+					}
+				}
+			})
+		},
+	})
+}

@@ -1,0 +1,38 @@
+package schemas
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/paddock-platform/paddock/schemas/schemastest"
+)
+
+func BenchmarkLoad(b *testing.B) {
+	for _, n := range []int{1000, 5000, 10000} {
+		src := []byte(schemastest.GenerateSpec(n))
+		b.Run(fmt.Sprintf("lines=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(src)))
+			for i := 0; i < b.N; i++ {
+				p, diags := LoadSource("bench.hcl", src, LoadOptions{Environ: []string{}})
+				if p == nil {
+					b.Fatal(diags)
+				}
+			}
+			b.ReportMetric(float64(strings.Count(string(src), "\n")), "lines")
+		})
+	}
+}
+
+func TestGeneratedSpecLoads(t *testing.T) {
+	for _, n := range []int{1000, 5000} {
+		src := schemastest.GenerateSpec(n)
+		if got := strings.Count(src, "\n"); got < n-50 || got > n {
+			t.Errorf("schemastest.GenerateSpec(%d) has %d lines", n, got)
+		}
+		if _, diags := LoadSource("bench.hcl", []byte(src), LoadOptions{Environ: []string{}}); diags.HasErrors() {
+			t.Fatal(diags)
+		}
+	}
+}

@@ -142,6 +142,8 @@ func (e *Engine) stack(ctx context.Context, p *model.Platform) (auto.Stack, erro
 	env["PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK"] = "true"
 	// Never reach for a plugin or language host we did not build.
 	env["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
+	// Use the provider installed in PULUMI_HOME, not the copy next to the CLI.
+	env["PULUMI_IGNORE_AMBIENT_PLUGINS"] = "true"
 
 	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: paths.Home(), SkipVersionCheck: true})
 	if err != nil {

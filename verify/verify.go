@@ -110,6 +110,10 @@ type Verifier struct {
 
 // New returns a verifier for platform p on the cluster cfg points at.
 func New(p *model.Platform, cfg *rest.Config, opts Options) (*Verifier, error) {
+	// Hundreds of SubjectAccessReviews: client-go's default 5 QPS would make a
+	// run take a minute for nothing.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -150,6 +150,18 @@ func (e *env) paddock(t *testing.T, args ...string) (string, time.Duration, erro
 	return out, time.Since(start), err
 }
 
+// paddockStdout runs the binary and returns its standard output only (reports
+// meant for machines), with stderr still logged by terratest.
+func (e *env) paddockStdout(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return shell.RunCommandAndGetStdOutE(t, shell.Command{
+		Command:    e.bin,
+		Args:       args,
+		WorkingDir: e.repo,
+		Env:        e.environ(),
+	})
+}
+
 func (e *env) mustPaddock(t *testing.T, args ...string) (string, time.Duration) {
 	t.Helper()
 	out, d, err := e.paddock(t, args...)

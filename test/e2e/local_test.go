@@ -281,8 +281,9 @@ func poolSandboxes(t *testing.T, e *env) map[string]bool {
 	return out
 }
 
-// managedObjects lists every object in the cluster carrying Paddock's label,
-// across all listable resource types.
+// managedObjects lists every object in the cluster carrying Paddock's labels for
+// this platform, across all listable resource types. (The local cluster's own
+// node is Paddock's too, but belongs to the cluster, not the platform.)
 func managedObjects(t *testing.T, e *env) []string {
 	t.Helper()
 	lists, err := e.kube.Discovery().ServerPreferredResources()
@@ -299,7 +300,7 @@ func managedObjects(t *testing.T, e *env) []string {
 			if !hasVerb(r.Verbs, "list") || strings.Contains(r.Name, "/") {
 				continue
 			}
-			items, err := e.dyn.Resource(gv.WithResource(r.Name)).List(ctxT(t, 10*time.Second), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=paddock"})
+			items, err := e.dyn.Resource(gv.WithResource(r.Name)).List(ctxT(t, 10*time.Second), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=paddock,paddock.dev/platform=local-demo"})
 			if err != nil {
 				continue
 			}

@@ -18,14 +18,9 @@ import (
 // runVerify runs `paddock verify --format json` and returns the report and exit error.
 func runVerify(t *testing.T, e *env) (*verify.Report, error) {
 	t.Helper()
-	out, _, err := e.paddock(t, "verify", example, "--format", "json")
-	start := strings.Index(out, "{")
-	if start < 0 {
-		t.Fatalf("verify printed no JSON report (err %v):\n%s", err, out)
-	}
+	out, err := e.paddockStdout(t, "verify", example, "--format", "json")
 	var rep verify.Report
-	dec := json.NewDecoder(strings.NewReader(out[start:]))
-	if derr := dec.Decode(&rep); derr != nil {
+	if derr := json.Unmarshal([]byte(out), &rep); derr != nil {
 		t.Fatalf("verify JSON: %v\n%s", derr, out)
 	}
 	return &rep, err

@@ -422,3 +422,28 @@ func TestGuardrailsHoldAfterPaddockExits(t *testing.T) {
 		wantString(t, b, "spec.matchResources.namespaceSelector.matchLabels[kubernetes.io/metadata.name]", "agents-team-a")
 	}
 }
+
+// On GKE the gvisor RuntimeClass is GKE's own (referenced, never created) and
+// FQDN allow-lists become GKE FQDNNetworkPolicies instead of Cilium's.
+func TestGKETargetAdoptsGVisorClassAndUsesGKEFQDNPolicy(t *testing.T) {
+	p := testPlatform(model.TargetGKE)
+	p.Target.FQDNPolicy = model.FQDNPolicyGKE
+	p.RuntimeClasses = append(p.RuntimeClasses, model.RuntimeClass{Name: "kata-qemu", Handler: "kata-qemu", OverheadCPU: "250m", OverheadMemory: "320Mi"})
+	m := run(t, p)
+	for _, r := range m.all {
+		if r.typ == "kubernetes:node.k8s.io/v1:RuntimeClass" && r.name == "gvisor" {
+			t.Errorf("paddock created the gvisor RuntimeClass GKE owns")
+		}
+		if r.typ == "kubernetes:cilium.io/v2:CiliumNetworkPolicy" {
+			t.Errorf("CiliumNetworkPolicy on a GKE target")
+		}
+	}
+	kata := m.find(t, "kubernetes:node.k8s.io/v1:RuntimeClass", "kata-qemu")
+	wantString(t, kata, "overhead.podFixed.cpu", "250m")
+	wantString(t, kata, "overhead.podFixed.memory", "320Mi")
+	fq := m.find(t, "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy", "agents-team-a/allow-fqdn")
+	wantString(t, fq, "spec.egress.0.matches.0.name", "api.example-llm.com")
+	wantNumber(t, fq, "spec.egress.0.ports.0.port", 443)
+	tpl := m.find(t, "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate", "agents-team-a/python")
+	wantString(t, tpl, "spec.podTemplate.spec.runtimeClassName", "gvisor")
+}

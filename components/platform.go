@@ -3,6 +3,7 @@ package components
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/paddock-platform/paddock/components/objects"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -34,6 +35,9 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 	}
 	deps := []pulumi.Resource{release}
 	for _, rc := range p.RuntimeClasses {
+		if !objects.ManagesRuntimeClass(p, rc) {
+			continue // GKE creates and owns it; templates just reference it
+		}
 		c, err := NewRuntimeClass(ctx, rc.Name, &RuntimeClassArgs{Platform: p, RuntimeClass: rc}, pulumi.Parent(root))
 		if err != nil {
 			return nil, err

@@ -59,9 +59,21 @@ type Target struct {
 	Project     string
 	Location    string
 	ClusterName string
+	// FQDNPolicy is how the target's CNI enforces FQDN egress allow-lists:
+	// FQDNPolicyCilium (CiliumNetworkPolicy toFQDNs), FQDNPolicyGKE (GKE Dataplane
+	// V2 FQDNNetworkPolicy) or FQDNPolicyNone (it cannot: a spec listing FQDNs is
+	// refused, use an egress proxy instead).
+	FQDNPolicy string
 	// Attrs are the source ranges of the target's arguments.
 	Attrs Attrs
 }
+
+// FQDN policy engines of a target.
+const (
+	FQDNPolicyCilium = "cilium"
+	FQDNPolicyGKE    = "gke"
+	FQDNPolicyNone   = "none"
+)
 
 // AgentSandboxRelease is the pinned sigs.k8s.io/agent-sandbox install.
 type AgentSandboxRelease struct {

@@ -152,6 +152,17 @@ var (
 func (b *builder) target(tc *node) model.Target {
 	t := model.Target{Kind: model.TargetKind(tc.Label), Src: tc.src(), Attrs: tc.attrs()}
 	switch tc.Label {
+	case targetLocal:
+		t.FQDNPolicy = model.FQDNPolicyCilium
+	case targetGKE:
+		t.FQDNPolicy = model.FQDNPolicyGKE
+	case targetKubeconfig:
+		t.FQDNPolicy = model.FQDNPolicyNone
+		if v, st := b.str(tc.attr("fqdn_policy")); st == set {
+			t.FQDNPolicy = v
+		}
+	}
+	switch tc.Label {
 	case targetKubeconfig:
 		// An empty path means $KUBECONFIG or ~/.kube/config, resolved at use time.
 		if p, st := b.str(tc.attr("path")); st == set {
@@ -786,6 +797,10 @@ func (b *builder) egress(n *node, eg model.Egress) model.Egress {
 			}
 		}
 		eg.FQDNs = names
+		if len(names) > 0 && b.p.Target.FQDNPolicy == model.FQDNPolicyNone {
+			b.errorf(n.attr("fqdns").Expr.Range(), "FQDN egress cannot be enforced on this target",
+				"target %q declares no FQDN-aware CNI, so an allow-list by host name would be a comment, not a boundary. Set fqdn_policy = \"cilium\" on the target if the cluster runs Cilium, or remove fqdns and route egress through egress { proxy { ... } }.", b.p.Target.Kind)
+		}
 	}
 	for _, an := range n.all(blockAllow) {
 		a := model.EgressAllow{Protocol: "TCP", Src: an.src(), Attrs: an.attrs()}

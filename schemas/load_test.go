@@ -122,7 +122,7 @@ func TestLoadExample(t *testing.T) {
 	want := &model.Platform{
 		Name:   "local-demo",
 		Src:    srcOf(t, examplePath, "platform {"),
-		Target: model.Target{Kind: model.TargetLocal, Src: srcOf(t, examplePath, `target "local"`)},
+		Target: model.Target{Kind: model.TargetLocal, FQDNPolicy: model.FQDNPolicyCilium, Src: srcOf(t, examplePath, `target "local"`)},
 		AgentSandbox: model.AgentSandboxRelease{
 			Version: "v0.5.6",
 			Image:   pins.AgentSandboxImage + ":v0.5.6",
@@ -191,7 +191,7 @@ func TestLoadMergesFiles(t *testing.T) {
 	if p.Name != "merged" {
 		t.Errorf("name = %q", p.Name)
 	}
-	if want := (model.Target{Kind: model.TargetKubeconfig, Context: "staging", Src: srcOf(t, file("00-platform.hcl"), "target"),
+	if want := (model.Target{Kind: model.TargetKubeconfig, FQDNPolicy: model.FQDNPolicyNone, Context: "staging", Src: srcOf(t, file("00-platform.hcl"), "target"),
 		Attrs: model.Attrs{"context": srcOf(t, file("00-platform.hcl"), "context")}}); !reflect.DeepEqual(p.Target, want) {
 		t.Errorf("target = %+v, want %+v", p.Target, want)
 	}
@@ -263,7 +263,7 @@ func TestLoadAppliesDefaults(t *testing.T) {
 	want := &model.Platform{
 		Name:         "minimal",
 		Src:          model.Range{Filename: "spec.hcl", Line: 2, Column: 1},
-		Target:       model.Target{Kind: model.TargetLocal, Src: model.Range{Filename: "spec.hcl", Line: 3, Column: 1}},
+		Target:       model.Target{Kind: model.TargetLocal, FQDNPolicy: model.FQDNPolicyCilium, Src: model.Range{Filename: "spec.hcl", Line: 3, Column: 1}},
 		AgentSandbox: model.AgentSandboxRelease{Version: "v1.2.3", Image: pins.AgentSandboxImage + ":v1.2.3", Src: model.Range{Filename: "spec.hcl", Line: 4, Column: 1}},
 		Tenants:      []model.Tenant{tenant},
 	}

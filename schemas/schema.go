@@ -371,10 +371,11 @@ var targetSpec = &blockSpec{
 	Type: blockTarget, Label: "kind", Name: nameFree, What: "target kind",
 	Doc: "Where the platform goes: \"local\" (the embedded cluster), \"kubeconfig\" (an existing cluster) or \"gke\" (a GKE cluster Paddock creates).",
 	Variants: map[string]*blockSpec{
-		targetLocal: {Type: blockTarget, Doc: "The embedded local cluster started by `paddock local up`."},
+		targetLocal: {Type: blockTarget, Doc: "The embedded local cluster started by `paddock local up` (FQDN policies are CiliumNetworkPolicies, validated by Cilium's CRDs but not enforced: no CNI runs there)."},
 		targetKubeconfig: {Type: blockTarget, Doc: "An existing cluster.", Attrs: []attrSpec{
 			{Name: "path", Kind: kString, Default: "$KUBECONFIG, then ~/.kube/config", Doc: "The kubeconfig file."},
 			{Name: "context", Kind: kString, Default: "the current context", Doc: "The kubeconfig context."},
+			{Name: "fqdn_policy", Kind: kString, Enum: []string{"cilium", "none"}, Default: "none", Doc: "How the cluster's CNI enforces FQDN egress allow-lists: \"cilium\" (CiliumNetworkPolicy toFQDNs) or \"none\" (tenants must use an egress proxy instead of fqdns)."},
 		}},
 		targetGKE: {Type: blockTarget, Doc: "A GKE cluster Paddock creates.", Attrs: []attrSpec{
 			{Name: "project", Kind: kString, Doc: "The Google Cloud project ID."},

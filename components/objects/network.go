@@ -146,13 +146,58 @@ func NetworkPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.Network
 	return out, nil
 }
 
-// FQDNPolicy is the tenant's host-name allow-list as a CiliumNetworkPolicy:
-// TCP 443 to exactly those names, plus the DNS rule through Cilium's DNS proxy
-// that makes FQDN policy work at all. nil when the tenant lists no FQDNs.
+// FQDNPolicy is the tenant's host-name allow-list in the form the target's CNI
+// enforces: a GKE FQDNNetworkPolicy on GKE Dataplane V2, else a
+// CiliumNetworkPolicy (see ciliumFQDNPolicy). nil when the tenant lists no FQDNs.
 func FQDNPolicy(p *model.Platform, t model.Tenant) *unstructured.Unstructured {
 	if len(t.Egress.FQDNs) == 0 || t.Egress.Unrestricted {
 		return nil
 	}
+	if p.Target.FQDNPolicy == model.FQDNPolicyGKE {
+		return gkeFQDNPolicy(p, t)
+	}
+	return ciliumFQDNPolicy(p, t)
+}
+
+// gkeFQDNPolicy is GKE's FQDNNetworkPolicy (Dataplane V2): TCP 443 to exactly the
+// listed names, for every pod of the namespace.
+func gkeFQDNPolicy(p *model.Platform, t model.Tenant) *unstructured.Unstructured {
+	names := append([]string(nil), t.Egress.FQDNs...)
+	sort.Strings(names)
+	var matches []any
+	for _, n := range names {
+		if strings.Contains(n, "*") {
+			matches = append(matches, map[string]any{"pattern": n})
+		} else {
+			matches = append(matches, map[string]any{"name": n})
+		}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "networking.gke.io/v1alpha1",
+		"kind":       "FQDNNetworkPolicy",
+		"metadata":   map[string]any{"name": AllowFQDNPolicy, "namespace": t.Namespace, "labels": labelsAny(p, t)},
+		"spec": map[string]any{
+			"podSelector": map[string]any{},
+			"egress": []any{map[string]any{
+				"matches": matches,
+				"ports":   []any{map[string]any{"protocol": "TCP", "port": int64(443)}},
+			}},
+		},
+	}}
+}
+
+func labelsAny(p *model.Platform, t model.Tenant) map[string]any {
+	out := map[string]any{}
+	for k, v := range p.Labels(t.Name) {
+		out[k] = v
+	}
+	return out
+}
+
+// ciliumFQDNPolicy is the tenant's host-name allow-list as a CiliumNetworkPolicy:
+// TCP 443 to exactly those names, plus the DNS rule through Cilium's DNS proxy
+// that makes FQDN policy work at all. nil when the tenant lists no FQDNs.
+func ciliumFQDNPolicy(p *model.Platform, t model.Tenant) *unstructured.Unstructured {
 	names := append([]string(nil), t.Egress.FQDNs...)
 	sort.Strings(names)
 	var fqdns []any
@@ -163,10 +208,7 @@ func FQDNPolicy(p *model.Platform, t model.Tenant) *unstructured.Unstructured {
 			fqdns = append(fqdns, map[string]any{"matchName": n})
 		}
 	}
-	labels := map[string]any{}
-	for k, v := range p.Labels(t.Name) {
-		labels[k] = v
-	}
+	labels := labelsAny(p, t)
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cilium.io/v2",
 		"kind":       "CiliumNetworkPolicy",

@@ -82,6 +82,16 @@ func AgentRuntimeServiceAccount(p *model.Platform, t model.Tenant) *corev1.Servi
 	}
 }
 
+// GKEManagedRuntimeClass is the RuntimeClass GKE Sandbox creates itself on a
+// cluster with a gVisor node pool. Paddock references it and never fights it.
+const GKEManagedRuntimeClass = "gvisor"
+
+// ManagesRuntimeClass reports whether Paddock creates rc on p's target (on GKE
+// the gvisor class belongs to GKE).
+func ManagesRuntimeClass(p *model.Platform, rc model.RuntimeClass) bool {
+	return !(p.Target.Kind == model.TargetGKE && rc.Name == GKEManagedRuntimeClass)
+}
+
 // RuntimeClass exposes a sandbox runtime with the scheduling that keeps its pods on
 // the nodes that provide it.
 func RuntimeClass(p *model.Platform, rc model.RuntimeClass) *nodev1.RuntimeClass {
@@ -89,6 +99,18 @@ func RuntimeClass(p *model.Platform, rc model.RuntimeClass) *nodev1.RuntimeClass
 		TypeMeta:   metav1.TypeMeta{APIVersion: "node.k8s.io/v1", Kind: "RuntimeClass"},
 		ObjectMeta: meta(rc.Name, "", p.Labels("")),
 		Handler:    rc.Handler,
+	}
+	if rc.OverheadCPU != "" || rc.OverheadMemory != "" {
+		// VM runtimes (Kata) cost memory and CPU per pod beyond the containers';
+		// the scheduler and quota must count it.
+		fixed := corev1.ResourceList{}
+		if q, err := resource.ParseQuantity(rc.OverheadCPU); err == nil && rc.OverheadCPU != "" {
+			fixed[corev1.ResourceCPU] = q
+		}
+		if q, err := resource.ParseQuantity(rc.OverheadMemory); err == nil && rc.OverheadMemory != "" {
+			fixed[corev1.ResourceMemory] = q
+		}
+		obj.Overhead = &nodev1.Overhead{PodFixed: fixed}
 	}
 	if len(rc.NodeSelector) > 0 || len(rc.Tolerations) > 0 {
 		obj.Scheduling = &nodev1.Scheduling{NodeSelector: rc.NodeSelector}

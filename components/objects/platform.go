@@ -46,6 +46,9 @@ func Platform(p *model.Platform) ([]Group, error) {
 	groups := []Group{{Name: "agent-sandbox", Objects: rel}}
 	var rcs []*unstructured.Unstructured
 	for _, rc := range p.RuntimeClasses {
+		if !ManagesRuntimeClass(p, rc) {
+			continue
+		}
 		u, err := ToUnstructured(RuntimeClass(p, rc))
 		if err != nil {
 			return nil, err

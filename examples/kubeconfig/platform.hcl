@@ -22,6 +22,9 @@ platform {
 
 target "kubeconfig" {
   context = var.context
+  # The cluster runs Cilium, so host-name allow-lists (fqdns) are enforced as
+  # CiliumNetworkPolicies. Without an FQDN-aware CNI Paddock refuses fqdns.
+  fqdn_policy = "cilium"
 }
 
 agent_sandbox {

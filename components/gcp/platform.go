@@ -5,10 +5,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/components/gcp/internal/k8sres"
 	"github.com/paddock-platform/paddock/components/gcp/kata"
 	"github.com/paddock-platform/paddock/components/gcp/rules"
 	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
 )
 
 // Platform is the root of the GCP layer: the cluster, the system and sandbox

@@ -375,6 +375,7 @@ func ToUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{Object: m}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
 	if spec, ok := u.Object["spec"].(map[string]any); ok && len(spec) == 0 {
 		delete(u.Object, "spec")
 	}

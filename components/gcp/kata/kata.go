@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/paddock-platform/paddock/components/gcp/internal/k8sres"
 	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
 )
 
 // The pinned kata-deploy release, in one place. The digest is the one public

@@ -1,8 +1,9 @@
-// Package k8sres registers typed Kubernetes objects (k8s.io/api values) as
-// pulumi-kubernetes resources under their canonical type tokens, the way
-// components/k8sobject.go does for the in-cluster layer. It is a separate copy
-// so that components/gcp does not import package components (which may one day
-// import the GCP layer); the two should move into one shared leaf package.
+// Package k8sres registers Kubernetes objects (typed k8s.io/api values or
+// unstructured) as pulumi-kubernetes resources under their canonical type tokens
+// (kubernetes:core/v1:Namespace, kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool, ...):
+// the same resources the typed SDK constructors register, built from the
+// upstream Go types rather than hand-copied Pulumi args. Both the in-cluster
+// components and the GCP layer register through it.
 package k8sres
 
 import (
@@ -13,6 +14,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/paddock-platform/paddock/components/objects"
 )
 
 // Object is one Kubernetes object registered with the kubernetes provider.
@@ -22,6 +25,7 @@ type Object struct {
 	ApiVersion pulumi.StringOutput `pulumi:"apiVersion"`
 	Kind       pulumi.StringOutput `pulumi:"kind"`
 	Metadata   pulumi.MapOutput    `pulumi:"metadata"`
+	Status     pulumi.AnyOutput    `pulumi:"status"`
 }
 
 // TypeToken is the kubernetes provider's token for an apiVersion and kind.
@@ -41,21 +45,9 @@ func Name(u *unstructured.Unstructured) string {
 	return u.GetName()
 }
 
-// ToUnstructured converts a typed object, dropping the fields a typed value
-// carries empty (creationTimestamp, status).
+// ToUnstructured converts a typed object into its wire form (objects.ToUnstructured).
 func ToUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	unstructured.RemoveNestedField(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
-	if u.GetKind() == "" || u.GetAPIVersion() == "" {
-		return nil, fmt.Errorf("object %T has no apiVersion/kind", obj)
-	}
-	return u, nil
+	return objects.ToUnstructured(obj)
 }
 
 // Register registers a typed object.

@@ -76,11 +76,16 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		return nil, err
 	}
 	start := time.Now()
-	ch := make(chan events.EngineEvent)
-	pr := newProgress(e.opts.Out, "up")
-	go pr.consume(ch)
-	res, err := s.Up(ctx, optup.Refresh(), optup.EventStreams(ch), optup.SuppressProgress())
-	pr.wait()
+	var res auto.UpResult
+	err = e.withLock(ctx, "up", s.Name(), func() error {
+		ch := make(chan events.EngineEvent)
+		pr := newProgress(e.opts.Out, "up")
+		go pr.consume(ch)
+		var err error
+		res, err = s.Up(ctx, optup.Refresh(), optup.EventStreams(ch), optup.SuppressProgress())
+		pr.waitAfter(err)
+		return err
+	})
 	if err != nil {
 		return nil, opError("up", s.Name(), err)
 	}
@@ -124,11 +129,16 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 		return nil, err
 	}
 	start := time.Now()
-	ch := make(chan events.EngineEvent)
-	pr := newProgress(e.opts.Out, "destroy")
-	go pr.consume(ch)
-	res, err := s.Destroy(ctx, optdestroy.Refresh(), optdestroy.EventStreams(ch), optdestroy.SuppressProgress())
-	pr.wait()
+	var res auto.DestroyResult
+	err = e.withLock(ctx, "destroy", s.Name(), func() error {
+		ch := make(chan events.EngineEvent)
+		pr := newProgress(e.opts.Out, "destroy")
+		go pr.consume(ch)
+		var err error
+		res, err = s.Destroy(ctx, optdestroy.Refresh(), optdestroy.EventStreams(ch), optdestroy.SuppressProgress())
+		pr.waitAfter(err)
+		return err
+	})
 	if err != nil {
 		return nil, opError("destroy", s.Name(), err)
 	}
@@ -160,8 +170,11 @@ func (e *Engine) Outputs(ctx context.Context, p *model.Platform) (map[string]any
 // what failed, so the CLI prints one clear error.
 func opError(op, stack string, err error) error {
 	msg := err.Error()
-	if auto.IsConcurrentUpdateError(err) {
+	if isLockError(err) {
 		return fmt.Errorf("%s of stack %q: another update is running on this stack; wait for it, or if it died run `paddock cancel --stack %s`", op, stack, stack)
+	}
+	if strings.Contains(msg, "another update is running on this stack") {
+		return err // withLock already said who holds it and what to do
 	}
 	lines := strings.Split(strings.TrimSpace(msg), "\n")
 	var keep []string

@@ -13,10 +13,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/model"
@@ -35,11 +37,23 @@ type Options struct {
 	Stack string
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
+	// ProjectDir is a Pulumi project directory (Pulumi.yaml and the stack
+	// config files under its stackConfigDir): the stack runs there, reading
+	// its config from its Pulumi.<stack>.yaml as `pulumi up` would. Empty
+	// means a throwaway workspace holding only the inline program.
+	ProjectDir string
+	// Program replaces the platform's program (program.New); the project's
+	// program (project.Program) reads the stack's config itself.
+	Program pulumi.RunFunc
+	// LockWait is how long Up and Destroy wait for another update of the same
+	// stack to finish before failing; zero retries briefly, then fails.
+	LockWait time.Duration
 }
 
 // Engine runs stacks for platforms.
 type Engine struct {
-	opts Options
+	opts   Options
+	opened map[string]auto.Stack
 }
 
 // New returns an engine with opts.
@@ -50,9 +64,29 @@ func New(opts Options) *Engine {
 	return &Engine{opts: opts}
 }
 
+// backendURL is where the stack's state lives: --backend, else the project's
+// backend.url (Pulumi.yaml), else PULUMI_BACKEND_URL, else the file backend
+// under $PADDOCK_HOME/state.
 func (e *Engine) backendURL() (string, error) {
-	if e.opts.Backend != "" {
+	projectURL := ""
+	if e.opts.ProjectDir != "" {
+		proj, err := workspace.LoadProject(filepath.Join(e.opts.ProjectDir, "Pulumi.yaml"))
+		if err != nil {
+			return "", fmt.Errorf("reading the project in %s: %w", e.opts.ProjectDir, err)
+		}
+		if proj.Backend != nil {
+			projectURL = proj.Backend.URL
+		}
+	}
+	switch {
+	case e.opts.Backend != "" && projectURL != "" && e.opts.Backend != projectURL:
+		return "", fmt.Errorf("--backend %s contradicts backend.url %s in %s/Pulumi.yaml, which Pulumi always uses", e.opts.Backend, projectURL, e.opts.ProjectDir)
+	case e.opts.Backend != "":
 		return e.opts.Backend, nil
+	case projectURL != "":
+		return projectURL, nil
+	case os.Getenv("PULUMI_BACKEND_URL") != "":
+		return os.Getenv("PULUMI_BACKEND_URL"), nil
 	}
 	dir := paths.StateDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -123,8 +157,26 @@ func (e *Engine) stackName(p *model.Platform) string {
 	return p.Name
 }
 
-// stack selects (creating if needed) the platform's stack with the inline program.
+// stack selects (creating if needed) the platform's stack with its program.
 func (e *Engine) stack(ctx context.Context, p *model.Platform) (auto.Stack, error) {
+	return e.open(ctx, e.stackName(p), e.programFor(p), true)
+}
+
+func (e *Engine) programFor(p *model.Platform) pulumi.RunFunc {
+	if e.opts.Program != nil {
+		return e.opts.Program
+	}
+	return program.New(p)
+}
+
+// open selects the stack called name with program prog, creating it first
+// when create is set (else a missing stack is an error that says so). An
+// engine opens each stack once and reuses it.
+func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, create bool) (auto.Stack, error) {
+	if s, ok := e.opened[name]; ok {
+		s.Workspace().SetProgram(prog)
+		return s, nil
+	}
 	if err := checkTools(); err != nil {
 		return auto.Stack{}, err
 	}
@@ -144,25 +196,55 @@ func (e *Engine) stack(ctx context.Context, p *model.Platform) (auto.Stack, erro
 	env["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
 	// Use the provider installed in PULUMI_HOME, not the copy next to the CLI.
 	env["PULUMI_IGNORE_AMBIENT_PLUGINS"] = "true"
+	// Paddock owns the fields it declares: when someone took one over out of
+	// band (kubectl edit, patch, set image), up takes it back instead of
+	// failing on the server-side apply conflict, and the drift preview shows
+	// the change instead of the conflict. Set it to false to keep conflicts.
+	if _, set := os.LookupEnv("PULUMI_K8S_ENABLE_PATCH_FORCE"); !set {
+		env["PULUMI_K8S_ENABLE_PATCH_FORCE"] = "true"
+	}
 
 	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: paths.Home(), SkipVersionCheck: true})
 	if err != nil {
 		return auto.Stack{}, fmt.Errorf("pulumi CLI: %w", err)
 	}
-	proj := workspace.Project{
-		Name:    tokens.PackageName(ProjectName),
-		Runtime: workspace.NewProjectRuntimeInfo("go", nil),
-		Backend: &workspace.ProjectBackend{URL: backend},
-	}
-	s, err := auto.UpsertStackInlineSource(ctx, e.stackName(p), ProjectName, program.New(p),
+	opts := []auto.LocalWorkspaceOption{
 		auto.Pulumi(cmd),
-		auto.Project(proj),
 		auto.EnvVars(env),
 		auto.PulumiHome(paths.PulumiHome()),
-		auto.SecretsProvider("passphrase"),
-	)
-	if err != nil {
-		return auto.Stack{}, fmt.Errorf("selecting stack %q in %s: %w", e.stackName(p), backend, err)
+		auto.SecretsProvider(e.secretsProvider(name)),
 	}
+	projectName := ProjectName
+	if e.opts.ProjectDir != "" {
+		// The project's own Pulumi.yaml and stack files: never rewritten.
+		proj, err := workspace.LoadProject(filepath.Join(e.opts.ProjectDir, "Pulumi.yaml"))
+		if err != nil {
+			return auto.Stack{}, err
+		}
+		projectName = string(proj.Name)
+		opts = append(opts, auto.WorkDir(e.opts.ProjectDir))
+	} else {
+		opts = append(opts, auto.Project(workspace.Project{
+			Name:    tokens.PackageName(ProjectName),
+			Runtime: workspace.NewProjectRuntimeInfo("go", nil),
+			Backend: &workspace.ProjectBackend{URL: backend},
+		}))
+	}
+	var s auto.Stack
+	if create {
+		s, err = auto.UpsertStackInlineSource(ctx, name, projectName, prog, opts...)
+	} else {
+		s, err = auto.SelectStackInlineSource(ctx, name, projectName, prog, opts...)
+		if err != nil && auto.IsSelectStack404Error(err) {
+			return auto.Stack{}, fmt.Errorf("stack %q does not exist in %s: run `paddock up` first", name, redactURL(backend))
+		}
+	}
+	if err != nil {
+		return auto.Stack{}, fmt.Errorf("selecting stack %q in %s: %w", name, redactURL(backend), err)
+	}
+	if e.opened == nil {
+		e.opened = map[string]auto.Stack{}
+	}
+	e.opened[name] = s
 	return s, nil
 }

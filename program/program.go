@@ -19,6 +19,9 @@ func New(p *model.Platform) pulumi.RunFunc {
 		if p.Target.Kubeconfig == "" {
 			return fmt.Errorf("target %s has no kubeconfig resolved", p.Target.Kind)
 		}
+		if err := keepSecrets(ctx, p); err != nil {
+			return err
+		}
 		// The provider is given the kubeconfig *path*, never its contents, so no
 		// cluster credential is written into the state.
 		args := &kubernetes.ProviderArgs{

@@ -53,6 +53,8 @@ func newRootCmd() *cobra.Command {
 		newUpCmd(),
 		newPreviewCmd(),
 		newDestroyCmd(),
+		newDriftCmd(),
+		newCancelCmd(),
 		newSpecValidateCmd(),
 		newFmtCmd(),
 		newSchemaCmd(),

@@ -3,70 +3,57 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-platform/paddock/engine"
-	"github.com/paddock-platform/paddock/localcluster"
 	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/policy"
-	"github.com/paddock-platform/paddock/schemas"
+	"github.com/paddock-platform/paddock/project"
 )
 
 // specFlags select a spec and its stack.
 type specFlags struct {
-	stack    string
-	backend  string
-	vars     []string
-	varFiles []string
+	stack      string
+	backend    string
+	vars       []string
+	varFiles   []string
+	projectDir string
+	lockWait   time.Duration
 }
 
 func (f *specFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.stack, "stack", "", "stack name (default: the platform's name)")
-	cmd.Flags().StringVar(&f.backend, "backend", "", "Pulumi backend URL (default: file://$PADDOCK_HOME/state)")
+	cmd.Flags().StringVar(&f.stack, "stack", "", "stack name (default: the platform's name); a stack with a config file (stacks/Pulumi.<stack>.yaml) takes its spec and variables from it")
+	cmd.Flags().StringVar(&f.backend, "backend", "", "Pulumi backend URL: file://, s3://, gs://, azblob:// or https://api.pulumi.com (default: the project's backend.url, $PULUMI_BACKEND_URL, else file://$PADDOCK_HOME/state)")
 	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "set a spec variable, NAME=VALUE (repeatable)")
 	cmd.Flags().StringArrayVar(&f.varFiles, "var-file", nil, "read variables from a vars file (*.pvars.hcl, repeatable)")
+	cmd.Flags().StringVar(&f.projectDir, "project-dir", "", "the Pulumi project (Pulumi.yaml) whose stack files --stack reads (default: the nearest one above the current directory)")
+}
+
+// registerLockWait adds --lock-wait to the commands that update a stack.
+func (f *specFlags) registerLockWait(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.lockWait, "lock-wait", 0, "when another update holds the stack, wait this long for it (e.g. 10m) instead of failing")
 }
 
 func (f *specFlags) engine(out io.Writer) *engine.Engine {
-	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out})
+	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait})
 }
 
 // loadSpec decodes the spec in dir (a directory of .hcl files or one file),
 // prints its diagnostics and runs the hardening policy: spec errors and unwaived
 // policy errors stop the command before anything is applied, and every finding
-// and waiver is shown.
+// and waiver is shown (project.LoadSpec, which the Pulumi program shares).
 func loadSpec(dir string, f *specFlags, errOut io.Writer) (*model.Platform, error) {
-	vars := map[string]string{}
-	for _, kv := range f.vars {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--var %q: expected NAME=VALUE", kv)
-		}
-		vars[k] = v
-	}
-	loader := schemas.NewLoader()
-	p, diags := loader.LoadDir(dir, schemas.LoadOptions{Vars: vars, VarFiles: f.varFiles})
-	if len(diags) > 0 {
-		loader.WriteDiagnostics(errOut, diags)
-	}
-	if diags.HasErrors() {
-		return nil, &exitError{code: 1, err: fmt.Errorf("%s has errors; nothing was applied", dir)}
-	}
-	report := policy.Check(p, time.Now())
-	if err := writePolicyReport(errOut, loader, report, false); err != nil {
+	vars, err := parseVarFlags(f.vars)
+	if err != nil {
 		return nil, err
 	}
-	if report.Blocking() {
-		return nil, &exitError{code: 1, err: fmt.Errorf("%s: policy errors block this; fix them or add a waiver with a reason (nothing was applied)", dir)}
+	p, err := project.LoadSpec(dir, project.SpecOptions{Vars: vars, VarFiles: f.varFiles}, errOut)
+	if err != nil {
+		return nil, specExit(err)
 	}
 	return p, nil
 }
@@ -74,37 +61,7 @@ func loadSpec(dir string, f *specFlags, errOut io.Writer) (*model.Platform, erro
 // resolveTarget fills the kubeconfig the engine uses for the platform's target,
 // and fails early with what to do when the target cannot be reached.
 func resolveTarget(ctx context.Context, p *model.Platform) error {
-	switch p.Target.Kind {
-	case model.TargetLocal:
-		st, err := localcluster.New(localcluster.Options{}).Status(ctx)
-		if err != nil {
-			return err
-		}
-		if !st.Exists || !st.APIServer.Ready {
-			return errors.New("the local cluster is not running: start it with `paddock local up` (see `paddock local status`)")
-		}
-		p.Target.Kubeconfig = st.Kubeconfig
-		if p.Target.Context == "" {
-			p.Target.Context = st.Context
-		}
-	case model.TargetKubeconfig:
-		if p.Target.Kubeconfig == "" {
-			if env := os.Getenv("KUBECONFIG"); env != "" {
-				p.Target.Kubeconfig = strings.Split(env, string(os.PathListSeparator))[0]
-			} else if h, err := os.UserHomeDir(); err == nil {
-				p.Target.Kubeconfig = filepath.Join(h, ".kube", "config")
-			}
-		}
-		if abs, err := filepath.Abs(p.Target.Kubeconfig); err == nil {
-			p.Target.Kubeconfig = abs
-		}
-		if _, err := os.Stat(p.Target.Kubeconfig); err != nil {
-			return fmt.Errorf("target kubeconfig %s: %w", p.Target.Kubeconfig, err)
-		}
-	default:
-		return fmt.Errorf("target %q cannot be provisioned by this build", p.Target.Kind)
-	}
-	return nil
+	return project.ResolveTarget(ctx, p)
 }
 
 func specArg(args []string) string {
@@ -125,6 +82,7 @@ func newUpCmd() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.registerLockWait(cmd)
 	return cmd
 }
 
@@ -153,25 +111,18 @@ func newDestroyCmd() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.registerLockWait(cmd)
 	return cmd
 }
 
 func runOp(cmd *cobra.Command, args []string, f *specFlags, op string) error {
 	ctx := cmd.Context()
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	dir := specArg(args)
-	p, err := loadSpec(dir, f, errOut)
+	l, err := f.load(ctx, args, out, errOut, op != "destroy", true)
 	if err != nil {
 		return err
 	}
-	if err := resolveTarget(ctx, p); err != nil {
-		return err
-	}
-	eng := f.engine(out)
-	stack := f.stack
-	if stack == "" {
-		stack = p.Name
-	}
+	p, eng, stack := l.p, l.eng, l.stack
 	fmt.Fprintf(out, "paddock %s: platform %q, stack %q, target %s\n", op, p.Name, stack, p.Target.Kind)
 	var res *engine.Result
 	switch op {
@@ -212,11 +163,12 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show the outputs of the platform's last successful update",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loadSpec(specArg(args), &f, cmd.ErrOrStderr())
+			l, err := f.load(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr(), false, false)
 			if err != nil {
 				return err
 			}
-			outs, err := f.engine(cmd.OutOrStdout()).Outputs(cmd.Context(), p)
+			p := l.p
+			outs, err := l.eng.Outputs(cmd.Context(), p)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -25,13 +26,15 @@ func newVerifyCmd() *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			p, err := loadSpec(specArg(args), &f, cmd.ErrOrStderr())
+			l, err := f.load(ctx, args, cmd.OutOrStdout(), cmd.ErrOrStderr(), false, true)
 			if err != nil {
-				return err
-			}
-			if err := resolveTarget(ctx, p); err != nil {
+				var ee *exitError
+				if errors.As(err, &ee) {
+					return err // the spec does not load or policy blocks it
+				}
 				return &exitError{code: 2, err: err}
 			}
+			p := l.p
 			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 				&clientcmd.ClientConfigLoadingRules{ExplicitPath: p.Target.Kubeconfig},
 				&clientcmd.ConfigOverrides{CurrentContext: p.Target.Context}).ClientConfig()

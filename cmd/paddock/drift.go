@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/paddock-platform/paddock/drift"
+)
+
+func newDriftCmd() *cobra.Command {
+	var (
+		f       specFlags
+		format  string
+		noSweep bool
+	)
+	cmd := &cobra.Command{
+		Use:   "drift [SPEC]",
+		Short: "Compare the live platform with its stack and report every difference (changes nothing)",
+		Long: `Drift refreshes the stack against the live cluster in preview mode (the state is
+not written) and reports each resource of the stack that differs: the changed field
+paths with the declared and the live value, or that the object was deleted. It then
+sweeps the cluster for objects outside the stack that weaken the platform: bindings
+that give the agent identity rights (S01), network policies in tenant namespaces that
+open all egress (S02) or that Paddock did not create (S03), pods in tenant namespaces
+without an allowed runtime class (S04).
+
+` + "`paddock up`" + ` repairs what the stack owns; objects outside it are reported for a person.
+
+Exit status: 0 no drift, 2 drift, 1 the check could not run.
+Formats: text (default), json, markdown (for CI job summaries and PR comments).`,
+		Example: `  paddock drift examples/local
+  paddock drift --stack team-a --format markdown >> "$GITHUB_STEP_SUMMARY"`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch format {
+			case "text", "json", "markdown":
+			default:
+				return fmt.Errorf("--format %q: use text, json or markdown", format)
+			}
+			ctx := cmd.Context()
+			start := time.Now()
+			l, err := f.load(ctx, args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), false, true)
+			if err != nil {
+				return err
+			}
+			rep, err := l.eng.Drift(ctx, l.p)
+			if err != nil {
+				return err
+			}
+			if !noSweep {
+				sweepStart := time.Now()
+				cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+					&clientcmd.ClientConfigLoadingRules{ExplicitPath: l.p.Target.Kubeconfig},
+					&clientcmd.ConfigOverrides{CurrentContext: l.p.Target.Context}).ClientConfig()
+				if err != nil {
+					return fmt.Errorf("kubeconfig %s: %w", l.p.Target.Kubeconfig, err)
+				}
+				kube, err := kubernetes.NewForConfig(cfg)
+				if err != nil {
+					return err
+				}
+				if rep.Unmanaged, err = drift.Sweep(ctx, l.p, kube); err != nil {
+					return fmt.Errorf("sweep: %w", err)
+				}
+				rep.Sweep = time.Since(sweepStart)
+			}
+			rep.Duration = time.Since(start)
+			rep.Sort()
+			out := cmd.OutOrStdout()
+			switch format {
+			case "json":
+				err = rep.WriteJSON(out)
+			case "markdown":
+				err = rep.WriteMarkdown(out)
+			default:
+				err = rep.WriteText(out)
+			}
+			if err != nil {
+				return err
+			}
+			if rep.Drifted() {
+				return &exitError{code: 2, err: errors.New("")}
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&format, "format", "text", "output: text, json or markdown")
+	cmd.Flags().BoolVar(&noSweep, "no-sweep", false, "compare the stack only; skip the sweep of objects outside it")
+	return cmd
+}

@@ -1,0 +1,278 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// This file is the engine's view of stacks as a platform repository has
+// them: a stack's config read from its stack file (Pulumi.<stack>.yaml, with
+// secrets decrypted by the stack's secrets provider), the lock that keeps two
+// updates of one stack apart, and cancelling a lock a dead process left.
+
+// ConfigValue is one config value of a stack: the text (JSON for objects)
+// and whether it is a secret.
+type ConfigValue struct {
+	Value  string
+	Secret bool
+}
+
+// StackConfig returns the config of the stack called name as Pulumi reads it
+// from the project (Options.ProjectDir): the stack file's values, secrets
+// decrypted. The stack is created in the backend when it does not exist yet
+// and create is set (Pulumi can only decrypt a stack's secrets once it
+// exists); the stack's program is set by the operation that follows.
+func (e *Engine) StackConfig(ctx context.Context, name string, create bool) (map[string]ConfigValue, error) {
+	if e.opts.ProjectDir == "" {
+		return nil, errors.New("no project directory: a stack's config is read from the project's stack files")
+	}
+	s, err := e.open(ctx, name, noProgram, create)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := s.GetAllConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the config of stack %q: %w", name, err)
+	}
+	out := make(map[string]ConfigValue, len(cfg))
+	for k, v := range cfg {
+		out[k] = ConfigValue{Value: v.Value, Secret: v.Secret}
+	}
+	return out, nil
+}
+
+// noProgram stands in until the operation sets the stack's real program.
+func noProgram(*pulumi.Context) error {
+	return errors.New("no program set for this stack")
+}
+
+// secretsProvider is the provider a new stack is created with: the one the
+// project's stack file names (secretsprovider:), else a passphrase.
+func (e *Engine) secretsProvider(name string) string {
+	if e.opts.ProjectDir == "" {
+		return "passphrase"
+	}
+	proj, err := workspace.LoadProject(filepath.Join(e.opts.ProjectDir, "Pulumi.yaml"))
+	if err != nil {
+		return "passphrase"
+	}
+	dir := e.opts.ProjectDir
+	if proj.StackConfigDir != "" {
+		dir = filepath.Join(dir, proj.StackConfigDir)
+	}
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:]
+	}
+	ps, err := workspace.LoadProjectStack(nil, proj, filepath.Join(dir, "Pulumi."+name+".yaml"))
+	if err != nil || ps.SecretsProvider == "" || ps.SecretsProvider == "default" {
+		return "passphrase"
+	}
+	return ps.SecretsProvider
+}
+
+// redactURL hides credentials in a backend URL.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = url.User("****")
+	return u.String()
+}
+
+// Lock is one update lock held on a stack of a file backend.
+type Lock struct {
+	File      string    `json:"file"`
+	PID       int       `json:"pid"`
+	Username  string    `json:"username"`
+	Hostname  string    `json:"hostname"`
+	Timestamp time.Time `json:"timestamp"`
+	// Stale is set when the holder ran on this host and is no longer running.
+	Stale bool `json:"stale"`
+}
+
+func (l Lock) String() string {
+	s := fmt.Sprintf("pid %d on %s (%s) since %s", l.PID, l.Hostname, l.Username, l.Timestamp.Local().Format(time.RFC3339))
+	if l.Stale {
+		s += " — that process is gone"
+	}
+	return s
+}
+
+// Locks lists the update locks held on the stack called name. Only file
+// backends can be read this way; others return nil.
+func (e *Engine) Locks(name string) ([]Lock, error) {
+	backend, err := e.backendURL()
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(backend)
+	if err != nil || u.Scheme != "file" {
+		return nil, nil
+	}
+	root := u.Path
+	if u.Host != "" && u.Host != "localhost" {
+		root = filepath.Join(u.Host, u.Path)
+	}
+	stack := name
+	if i := strings.LastIndex(stack, "/"); i >= 0 {
+		stack = stack[i+1:]
+	}
+	project := ProjectName
+	if e.opts.ProjectDir != "" {
+		if proj, err := workspace.LoadProject(filepath.Join(e.opts.ProjectDir, "Pulumi.yaml")); err == nil {
+			project = string(proj.Name)
+		}
+	}
+	// .pulumi/locks/<org>/<project>/<stack>/<lock id>.json (project-scoped layout).
+	files, _ := filepath.Glob(filepath.Join(root, ".pulumi", "locks", "*", project, stack, "*.json"))
+	host, _ := os.Hostname()
+	var out []Lock
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // released meanwhile
+		}
+		var l Lock
+		if err := json.Unmarshal(b, &l); err != nil {
+			continue
+		}
+		l.File = f
+		l.Stale = l.Hostname == host && l.PID > 0 && !alive(l.PID)
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Timestamp.Before(out[j].Timestamp) })
+	return out, nil
+}
+
+// alive reports whether process pid exists on this host.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// Cancel removes the update locks of the stack called name, after the
+// process holding them died. It refuses while a holder on this host is still
+// running, unless force is set: two updates of one stack at once can corrupt
+// its state.
+func (e *Engine) Cancel(ctx context.Context, name string, force bool) ([]Lock, error) {
+	locks, err := e.Locks(name)
+	if err != nil {
+		return nil, err
+	}
+	if !force {
+		for _, l := range locks {
+			if !l.Stale && l.Hostname == hostname() {
+				return locks, fmt.Errorf("stack %q is locked by a running update (%s): wait for it, or stop it first (--force removes the lock anyway)", name, l)
+			}
+		}
+	}
+	s, err := e.open(ctx, name, noProgram, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Cancel(ctx); err != nil {
+		return locks, fmt.Errorf("cancel of stack %q: %w", name, err)
+	}
+	return locks, nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// isLockError reports whether err says another update holds the stack.
+func isLockError(err error) bool {
+	if err == nil {
+		return false
+	}
+	return auto.IsConcurrentUpdateError(err) || strings.Contains(err.Error(), "the stack is currently locked")
+}
+
+// withLock runs an update, retrying while another update holds the stack,
+// for up to Options.LockWait. Without a wait it still retries once after a
+// short random pause: two updates that start at the same instant can each
+// see the other's lock and both back off.
+func (e *Engine) withLock(ctx context.Context, op, name string, run func() error) error {
+	deadline := time.Now().Add(e.opts.LockWait)
+	told := false
+	for attempt := 0; ; attempt++ {
+		err := run()
+		if !isLockError(err) {
+			return err
+		}
+		if attempt >= 1 && time.Now().After(deadline) {
+			return e.lockError(op, name, err)
+		}
+		wait := time.Duration(200+rand.IntN(800)) * time.Millisecond
+		if attempt >= 1 {
+			if !told {
+				fmt.Fprintf(e.opts.Out, "paddock %s: stack %q is locked by another update; waiting up to %s\n", op, name, time.Until(deadline).Round(time.Second))
+				told = true
+			}
+			wait = 2 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// lockError says who holds the stack and what to do.
+func (e *Engine) lockError(op, name string, err error) error {
+	locks, _ := e.Locks(name)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s of stack %q: another update is running on this stack, so nothing was changed", op, name)
+	for _, l := range locks {
+		fmt.Fprintf(&b, "\n  locked by %s", l)
+	}
+	if len(locks) == 0 {
+		// Not a file backend, or the lock went meanwhile: say what the backend said.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if i := strings.Index(line, ": created by "); i >= 0 {
+				fmt.Fprintf(&b, "\n  locked by %s", strings.TrimSpace(line[i+len(": created by "):]))
+			}
+		}
+	}
+	stale := len(locks) > 0
+	for _, l := range locks {
+		stale = stale && l.Stale
+	}
+	if stale {
+		fmt.Fprintf(&b, "\n  the update that held it died: run `paddock cancel --stack %s`, then %s again", name, op)
+	} else {
+		fmt.Fprintf(&b, "\n  wait for it (--lock-wait DURATION waits for it); if it died, run `paddock cancel --stack %s`", name)
+	}
+	return errors.New(b.String())
+}
+
+// waitAfter waits for the event stream of an operation to end. An operation
+// that failed before the engine started (another update holds the lock)
+// never opens the stream, so after a failure it waits only briefly.
+func (p *progress) waitAfter(err error) {
+	if err == nil {
+		p.wait()
+		return
+	}
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Second):
+	}
+}

@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBackendURL(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("PADDOCK_HOME", home)
+	t.Setenv("PULUMI_BACKEND_URL", "")
+	if got, _ := New(Options{}).backendURL(); got != "file://"+filepath.Join(home, "state") {
+		t.Errorf("default backend = %s", got)
+	}
+	t.Setenv("PULUMI_BACKEND_URL", "s3://bucket/paddock")
+	if got, _ := New(Options{}).backendURL(); got != "s3://bucket/paddock" {
+		t.Errorf("PULUMI_BACKEND_URL ignored: %s", got)
+	}
+	if got, _ := New(Options{Backend: "gs://b"}).backendURL(); got != "gs://b" {
+		t.Errorf("--backend ignored: %s", got)
+	}
+	proj := t.TempDir()
+	os.WriteFile(filepath.Join(proj, "Pulumi.yaml"), []byte("name: paddock\nruntime: go\nbackend:\n  url: azblob://container\n"), 0o644)
+	if got, _ := New(Options{ProjectDir: proj}).backendURL(); got != "azblob://container" {
+		t.Errorf("project backend.url ignored: %s", got)
+	}
+	if _, err := New(Options{ProjectDir: proj, Backend: "gs://b"}).backendURL(); err == nil {
+		t.Error("--backend that contradicts Pulumi.yaml accepted")
+	}
+	if got := redactURL("s3://key:secret@host/bucket"); strings.Contains(got, "secret") {
+		t.Errorf("redactURL kept the secret: %s", got)
+	}
+}
+
+func TestLocks(t *testing.T) {
+	state := t.TempDir()
+	e := New(Options{Backend: "file://" + state})
+	dir := filepath.Join(state, ".pulumi", "locks", "organization", ProjectName, "team-a")
+	os.MkdirAll(dir, 0o755)
+	host, _ := os.Hostname()
+	write := func(name string, pid int) {
+		b, _ := json.Marshal(map[string]any{"pid": pid, "username": "me", "hostname": host, "timestamp": time.Now()})
+		os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	write("a.json", os.Getpid()) // alive: this test
+	locks, err := e.Locks("team-a")
+	if err != nil || len(locks) != 1 || locks[0].Stale || locks[0].PID != os.Getpid() {
+		t.Fatalf("locks = %+v, %v", locks, err)
+	}
+	if _, err := e.Cancel(t.Context(), "team-a", false); err == nil || !strings.Contains(err.Error(), "locked by a running update") {
+		t.Fatalf("cancel of a live lock: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "a.json"))
+	write("b.json", 1<<22+12345) // no such process
+	locks, _ = e.Locks("team-a")
+	if len(locks) != 1 || !locks[0].Stale {
+		t.Fatalf("dead holder not stale: %+v", locks)
+	}
+	msg := e.lockError("up", "team-a", errors.New("the stack is currently locked by 1 lock(s)")).Error()
+	for _, want := range []string{"another update is running", "that process is gone", "paddock cancel --stack team-a"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("lock error lacks %q:\n%s", want, msg)
+		}
+	}
+	if !isLockError(errors.New("error: the stack is currently locked by 1 lock(s). Either wait")) {
+		t.Error("file backend lock error not recognised")
+	}
+}
+
+func TestLockErrorFromBackend(t *testing.T) {
+	e := New(Options{Backend: "s3://bucket"})
+	msg := e.lockError("up", "team-a", errors.New("error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.\n  s3://bucket/.pulumi/locks/organization/paddock/team-a/x.json: created by ci@runner (pid 42) at 2026-11-29T09:00:00Z")).Error()
+	if !strings.Contains(msg, "locked by ci@runner (pid 42) at 2026-11-29T09:00:00Z") {
+		t.Errorf("the holder the backend named is lost:\n%s", msg)
+	}
+}

@@ -3,6 +3,7 @@ package components
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/paddock-platform/paddock/components/internal/proppath"
 	"reflect"
 	"strings"
 	"sync"
@@ -92,35 +93,11 @@ func run(t *testing.T, p *model.Platform) *mocks {
 	return m
 }
 
-// splitPath splits "metadata.labels[app.kubernetes.io/name].x" into its keys; a
-// bracketed key is taken literally (label keys contain dots).
-func splitPath(path string) []string {
-	var parts []string
-	for path != "" {
-		switch {
-		case path[0] == '.':
-			path = path[1:]
-		case path[0] == '[':
-			end := strings.IndexByte(path, ']')
-			parts = append(parts, path[1:end])
-			path = path[end+1:]
-		default:
-			end := strings.IndexAny(path, ".[")
-			if end < 0 {
-				end = len(path)
-			}
-			parts = append(parts, path[:end])
-			path = path[end:]
-		}
-	}
-	return parts
-}
-
 // get walks a property path ("metadata.labels[app.kubernetes.io/name]", "spec.containers.0.image").
 func get(t *testing.T, pm resource.PropertyMap, path string) resource.PropertyValue {
 	t.Helper()
 	v := resource.NewObjectProperty(pm)
-	for _, part := range splitPath(path) {
+	for _, part := range proppath.Split(path) {
 		switch {
 		case v.IsObject():
 			v = v.ObjectValue()[resource.PropertyKey(part)]

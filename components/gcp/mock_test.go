@@ -9,6 +9,7 @@ package gcp
 
 import (
 	"fmt"
+	"github.com/paddock-platform/paddock/components/internal/proppath"
 	"sort"
 	"strconv"
 	"strings"
@@ -205,30 +206,6 @@ func tryPlatform(args PlatformArgs) (*mocks, *captured, error) {
 	return m, c, err
 }
 
-// splitPath splits "nodeConfig.labels[paddock.dev/isolation].x" into its
-// keys; a bracketed key is taken literally.
-func splitPath(path string) []string {
-	var parts []string
-	for path != "" {
-		switch {
-		case path[0] == '.':
-			path = path[1:]
-		case path[0] == '[':
-			end := strings.IndexByte(path, ']')
-			parts = append(parts, path[1:end])
-			path = path[end+1:]
-		default:
-			end := strings.IndexAny(path, ".[")
-			if end < 0 {
-				end = len(path)
-			}
-			parts = append(parts, path[:end])
-			path = path[end:]
-		}
-	}
-	return parts
-}
-
 func unwrap(v resource.PropertyValue) resource.PropertyValue {
 	for {
 		switch {
@@ -244,7 +221,7 @@ func unwrap(v resource.PropertyValue) resource.PropertyValue {
 
 func lookup(pm resource.PropertyMap, path string) (resource.PropertyValue, bool) {
 	v := resource.NewObjectProperty(pm)
-	for _, part := range splitPath(path) {
+	for _, part := range proppath.Split(path) {
 		v = unwrap(v)
 		switch {
 		case v.IsObject():

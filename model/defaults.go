@@ -113,9 +113,64 @@ func DefaultMachineType(isolation string) string {
 	return "e2-standard-4"
 }
 
-// DefaultAuditFilters is what a sink receives unless the spec says otherwise.
+// DefaultAuditFilters is what a sink receives unless the spec says otherwise:
+// everything, including the control-plane events the hardening guide names
+// (sandbox and claim lifecycle, RBAC changes).
 func DefaultAuditFilters() []string {
-	return []string{AuditSandboxLifecycle, AuditPodLogs, AuditNetworkDrops, AuditAdmission}
+	return []string{AuditSandboxLifecycle, AuditRBAC, AuditPodLogs, AuditNetworkDrops, AuditAdmission}
+}
+
+// DefaultKataOverhead is the pod overhead (cpu, memory) of a Kata handler
+// when the spec sets none: the VMM and guest kernel the scheduler and quota
+// must count on top of the pod's containers. The figures are kata-deploy's own
+// (QEMU at 320Mi, so the VMM is not OOM-killed inside small pod cgroups); the
+// GCP layer uses the same (components/gcp/spec.KataOverhead, a test holds them
+// equal). ok is false for handlers of unknown overhead.
+func DefaultKataOverhead(handler string) (cpu, memory string, ok bool) {
+	switch handler {
+	case "kata", "kata-qemu":
+		return "250m", "320Mi", true
+	case "kata-clh":
+		return "250m", "130Mi", true
+	}
+	return "", "", false
+}
+
+// KataShim is the Kata runtime (kata-deploy shim) a Kata handler names:
+// "qemu" for "kata" and "kata-qemu", "clh" for "kata-clh", "<x>" for
+// "kata-<x>"; "" for a handler that is not Kata.
+func KataShim(handler string) string {
+	switch {
+	case handler == "kata":
+		return "qemu"
+	case strings.HasPrefix(handler, "kata-"):
+		return strings.TrimPrefix(handler, "kata-")
+	}
+	return ""
+}
+
+// The GKE metadata server, as a NetworkPolicy must allow it for a pod to get
+// Workload Identity tokens on a cluster with GKE Dataplane V2: TCP 80 to
+// 169.254.169.254/32. GKE documents this hole for Dataplane V2 (other
+// datapaths use 169.254.169.252:988, which Paddock never opens: its GKE
+// clusters run Dataplane V2). The GKE metadata server hands a pod only the
+// tokens of its own Kubernetes service account's Google service account, never
+// the node's credentials.
+const (
+	GKEMetadataServerCIDR        = "169.254.169.254/32"
+	GKEMetadataServerPort  int32 = 80
+	GKEMetadataServerProto       = "TCP"
+)
+
+// AgentNeedsMetadataServer reports whether t's sandboxes must reach the GKE
+// metadata server: the agent runtime identity has a workload identity on a GKE
+// cluster with Workload Identity and Dataplane V2 on. Only then do the
+// tenant's network policies open exactly that hole.
+func (p *Platform) AgentNeedsMetadataServer(t Tenant) bool {
+	if p.Target.Kind != TargetGKE || p.Cluster == nil || p.Cluster.NoWorkloadIdentity || p.Cluster.NoDataplaneV2 {
+		return false
+	}
+	return t.Identity.WorkloadIdentity(AgentRuntimeServiceAccount) != nil
 }
 
 // DefaultQuota caps a tenant's fleet (the guide's pilot sizing).
@@ -292,4 +347,47 @@ func RedactValues(s string, values []string) string {
 		}
 	}
 	return s
+}
+
+// ParseAuditDestination splits an audit sink's destination, as the spec
+// writes it, into its project ("" when the form names none) and the
+// resource: BigQuery "project.dataset", Cloud Storage "gs://bucket" (the
+// resource is everything after gs://) or Pub/Sub "projects/p/topics/t".
+// Malformed destinations return ("", dest).
+func ParseAuditDestination(kind, dest string) (project, resource string) {
+	switch kind {
+	case AuditBigQuery:
+		if p, ds, ok := strings.Cut(dest, "."); ok {
+			return p, ds
+		}
+	case AuditStorage:
+		if b, ok := strings.CutPrefix(dest, "gs://"); ok {
+			return "", b
+		}
+	case AuditPubSub:
+		parts := strings.Split(dest, "/")
+		if len(parts) == 4 && parts[0] == "projects" && parts[2] == "topics" {
+			return parts[1], parts[3]
+		}
+	}
+	return "", dest
+}
+
+// AuditDestinationProject is the project an audit destination names ("" for
+// Cloud Storage, whose bucket names are global).
+func AuditDestinationProject(kind, dest string) string {
+	p, _ := ParseAuditDestination(kind, dest)
+	return p
+}
+
+// AuditDestinationIn is dest moved into project (for messages).
+func AuditDestinationIn(kind, dest, project string) string {
+	_, r := ParseAuditDestination(kind, dest)
+	switch kind {
+	case AuditBigQuery:
+		return project + "." + r
+	case AuditPubSub:
+		return "projects/" + project + "/topics/" + r
+	}
+	return dest
 }

@@ -262,8 +262,37 @@ type Identity struct {
 	// ToolGatewayToken, when set, mounts a projected, audience-bound service
 	// account token into sandboxes for an in-pod tool gateway.
 	ToolGatewayToken *ProjectedToken
-	Src              Range
-	Attrs            Attrs
+	// WorkloadIdentities give the tenant's Kubernetes service accounts Google
+	// Cloud roles through GKE Workload Identity (TargetGKE only), at most one
+	// per service account, in spec order.
+	WorkloadIdentities []WorkloadIdentity
+	Src                Range
+	Attrs              Attrs
+}
+
+// WorkloadIdentity gives one Kubernetes service account of a tenant cloud
+// access through GKE Workload Identity: a Google service account holding
+// exactly Roles, which only that Kubernetes service account may impersonate.
+// No key is ever created.
+type WorkloadIdentity struct {
+	// ServiceAccount is the Kubernetes service account:
+	// AgentOrchestratorServiceAccount or AgentRuntimeServiceAccount.
+	ServiceAccount string
+	// Roles are the project roles of the Google service account, and its only ones.
+	Roles []string
+	Src   Range
+	Attrs Attrs
+}
+
+// WorkloadIdentity returns the tenant's workload identity of the Kubernetes
+// service account ksa, or nil.
+func (id Identity) WorkloadIdentity(ksa string) *WorkloadIdentity {
+	for i := range id.WorkloadIdentities {
+		if id.WorkloadIdentities[i].ServiceAccount == ksa {
+			return &id.WorkloadIdentities[i]
+		}
+	}
+	return nil
 }
 
 // ProjectedToken is a projected serviceAccountToken volume.
@@ -424,6 +453,10 @@ const (
 	AuditNetworkDrops = "network_drops"
 	// AuditAdmission: admission rejections (Pod Security, quota).
 	AuditAdmission = "admission"
+	// AuditRBAC: Role and RoleBinding changes in the tenant namespaces, and
+	// ClusterRole and ClusterRoleBinding changes (a RoleBinding may reference
+	// a ClusterRole).
+	AuditRBAC = "rbac"
 )
 
 // AuditSink ships audit records out of the cluster.

@@ -51,6 +51,58 @@ func TestLoadGKEGVisorExample(t *testing.T) {
 	check(t, "workspace", *tpl.Workspace, model.Workspace{Kind: "ephemeral", Size: "5Gi", MountPath: "/workspace", Src: tpl.Workspace.Src, Attrs: tpl.Workspace.Attrs})
 	check(t, "secret env", []any{tpl.SecretEnv[0].Name, tpl.SecretEnv[0].Secret, tpl.SecretEnv[0].Key, tpl.SecretEnv[0].Optional}, []any{"LLM_API_KEY", "llm-credentials", "api-key", false})
 	check(t, "audit", []any{p.AuditSinks[0].Kind, p.AuditSinks[0].Destination, p.AuditSinks[0].Filters}, []any{"bigquery", "paddock-example-prod.agent_audit", model.DefaultAuditFilters()})
+	for _, tn := range p.Tenants {
+		wis := tn.Identity.WorkloadIdentities
+		if len(wis) != 1 {
+			t.Fatalf("tenant %s: %d workload identities, want 1", tn.Name, len(wis))
+		}
+		check(t, "workload identity", []any{wis[0].ServiceAccount, wis[0].Roles}, []any{model.AgentOrchestratorServiceAccount, []string{"roles/storage.objectViewer"}})
+		if !wis[0].Src.Known() || !wis[0].Attrs["roles"].Known() {
+			t.Errorf("workload identity of %s has no source range: %+v", tn.Name, wis[0])
+		}
+	}
+}
+
+// The default audit filters are the guide's control-plane events and more.
+func TestDefaultAuditFiltersIncludeLifecycleAndRBAC(t *testing.T) {
+	f := model.DefaultAuditFilters()
+	for _, want := range []string{model.AuditSandboxLifecycle, model.AuditRBAC} {
+		found := false
+		for _, x := range f {
+			found = found || x == want
+		}
+		if !found {
+			t.Errorf("default filters %v lack %s", f, want)
+		}
+	}
+	for _, x := range f {
+		found := false
+		for _, y := range auditFilters {
+			found = found || x == y
+		}
+		if !found {
+			t.Errorf("default filter %s is not in the language's enum %v", x, auditFilters)
+		}
+	}
+}
+
+// A Kata runtime class without overhead gets kata-deploy's; one that sets it
+// keeps its own; gVisor gets none.
+func TestKataOverheadDefault(t *testing.T) {
+	src := head + `runtime_class "kata" { handler = "kata-clh" }
+runtime_class "mine" {
+  handler  = "kata"
+  overhead = { cpu = "1", memory = "1Gi" }
+}
+`
+	p := mustLoad(t, func(l *Loader) (*model.Platform, hcl.Diagnostics) {
+		return l.LoadSource("spec.hcl", []byte(src), LoadOptions{Environ: []string{}})
+	})
+	got := map[string][2]string{}
+	for _, rc := range p.RuntimeClasses {
+		got[rc.Name] = [2]string{rc.OverheadCPU, rc.OverheadMemory}
+	}
+	check(t, "overheads", got, map[string][2]string{"gvisor": {"", ""}, "kata": {"250m", "130Mi"}, "mine": {"1", "1Gi"}})
 }
 
 func TestLoadGKEKataExample(t *testing.T) {
@@ -60,7 +112,7 @@ func TestLoadGKEKataExample(t *testing.T) {
 	rc := p.RuntimeClasses[0]
 	check(t, "derived node selector", rc.NodeSelector, map[string]string{"paddock.dev/isolation": "kvm", "example.com/team": "platform"})
 	check(t, "derived tolerations", rc.Tolerations, []model.Toleration{{Key: "paddock.dev/isolation", Operator: "Equal", Value: "kvm", Effect: "NoSchedule"}})
-	check(t, "overhead", []string{rc.OverheadCPU, rc.OverheadMemory}, []string{"250m", "160Mi"})
+	check(t, "default Kata overhead", []string{rc.OverheadCPU, rc.OverheadMemory}, []string{"250m", "320Mi"})
 	tn := p.Tenants[0]
 	check(t, "quota", []any{tn.Quota.Pods, tn.Quota.LimitsCPU, tn.Quota.LimitsMemory, tn.Quota.LimitsEphemeralStorage, tn.Quota.PersistentVolumeClaims, tn.Quota.RequestsStorage},
 		[]any{int32(40), "64", "128Gi", "200Gi", int32(40), "400Gi"})
@@ -134,10 +186,80 @@ func TestLoadErrorsV1(t *testing.T) {
 		{"release channel", gke(`cluster { release_channel = /*@*/"regualr" }`), "Invalid release channel", `Did you mean "regular"?`},
 		{"authorized network", gke(`cluster { authorized_networks = /*@*/["10.0.0.0"] }`), "Invalid CIDR", "CIDR notation"},
 		{"isolation", gke(`node_pool "p" { isolation = /*@*/"gvsior" }`), "Invalid isolation", `Did you mean "gvisor"?`},
-		{"kvm on e2", gke(`node_pool "p" {
-  isolation    = "kvm"
-  machine_type = /*@*/"e2-standard-4"
-}`), "Machine type without nested virtualization", `"n2-standard-4"`},
+		{"machine type", gke(`node_pool "p" { machine_type = /*@*/"n2_standard_4" }`), "Invalid machine type", `"e2-standard-4"`},
+		{"workload identity on local", ten(`identity {
+    /*@*/workload_identity "orchestrator" { roles = ["roles/storage.objectViewer"] }
+  }`), `workload_identity needs target "gke"`, `this spec's target is "local"`},
+		{"workload identity unknown account", gke(`tenant "t" {
+  identity {
+    workload_identity /*@*/"orchestrater" { roles = ["roles/storage.objectViewer"] }
+  }
+}`), "Invalid workload identity label", `Did you mean "orchestrator"?`},
+		{"workload identity full account name", gke(`tenant "t" {
+  identity {
+    workload_identity /*@*/"agent-orchestrator" { roles = ["roles/storage.objectViewer"] }
+  }
+}`), "Invalid workload identity label", `Did you mean "orchestrator"?`},
+		{"workload identity without orchestrator", gke(`tenant "t" {
+  identity {
+    orchestrator = false
+    workload_identity /*@*/"orchestrator" { roles = ["roles/storage.objectViewer"] }
+  }
+}`), "No orchestrator identity to bind", "orchestrator = false at spec.hcl:8:5"},
+		{"workload identity without roles", gke(`tenant "t" {
+  identity {
+    /*@*/workload_identity "agent" {}
+  }
+}`), "Missing required argument", "needs the roles it grants"},
+		{"workload identity empty roles", gke(`tenant "t" {
+  identity {
+    workload_identity "agent" { roles = /*@*/[] }
+  }
+}`), "No roles", "needs no workload identity"},
+		{"workload identity malformed role", gke(`tenant "t" {
+  identity {
+    workload_identity "orchestrator" { roles = /*@*/["storage.objectViewer"] }
+  }
+}`), "Invalid IAM role", `"roles/<name>"`},
+		{"workload identity owner", gke(`tenant "t" {
+  identity {
+    workload_identity "orchestrator" { roles = /*@*/["roles/owner"] }
+  }
+}`), "Basic role refused", "roles/owner is a basic role"},
+		{"workload identity viewer", gke(`tenant "t" {
+  identity {
+    workload_identity "orchestrator" { roles = /*@*/["roles/storage.objectViewer", "roles/viewer"] }
+  }
+}`), "Basic role refused", "roles/viewer is a basic role"},
+		{"workload identity duplicate role", gke(`tenant "t" {
+  identity {
+    workload_identity "orchestrator" { roles = /*@*/["roles/pubsub.subscriber", "roles/pubsub.subscriber"] }
+  }
+}`), "Duplicate role", "listed twice"},
+		{"workload identity twice", gke(`tenant "t" {
+  identity {
+    workload_identity "agent" { roles = ["roles/pubsub.subscriber"] }
+    workload_identity /*@*/"agent" { roles = ["roles/pubsub.viewer"] }
+  }
+}`), `Duplicate workload_identity "agent"`, "already declared"},
+		{"runsc on gke", gke(`runtime_class "sandboxed" { handler = /*@*/"runsc" }`), "Runtime handler not on GKE nodes", `Use handler = "gvisor"`},
+		{"gvisor class with kata handler on gke", gke(`runtime_class "gvisor" { handler = /*@*/"kata" }`), "RuntimeClass gvisor belongs to GKE", "give this runtime class another name"},
+		{"gvisor class scheduling on gke", gke(`runtime_class "gvisor" {
+  handler       = "gvisor"
+  /*@*/node_selector = { "a" = "b" }
+}`), "RuntimeClass gvisor belongs to GKE", "Remove node_selector"},
+		{"gvisor class toleration on gke", gke(`runtime_class "gvisor" {
+  handler = "gvisor"
+  /*@*/toleration { key = "a" }
+}`), "RuntimeClass gvisor belongs to GKE", "this toleration would be ignored"},
+		{"bigquery in another project", gke(`audit_sink "a" {
+  kind        = "bigquery"
+  destination = /*@*/"other-project.audit"
+}`), "Audit destination in another project", `Write "my-project.audit"`},
+		{"pubsub in another project", gke(`audit_sink "a" {
+  kind        = "pubsub"
+  destination = /*@*/"projects/other-project/topics/audit"
+}`), "Audit destination in another project", `Write "projects/my-project/topics/audit"`},
 		{"autoscaling bounds", gke(`node_pool "p" {
   autoscaling {
     min = /*@*/5

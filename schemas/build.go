@@ -269,13 +269,12 @@ func (b *builder) nodePool(n *node) (model.NodePool, bool) {
 	np := model.DefaultNodePool(n.Label, isolation)
 	np.Src, np.Attrs = n.src(), n.attrs()
 	if mt, st := b.str(n.attr("machine_type")); st == set {
-		switch {
-		case !machineTypeRe.MatchString(mt):
+		// Whether the series has nested virtualization (isolation "kvm") is
+		// the GCP layer's rule GCP-010, which policy runs with this argument's
+		// range: one list of series, in components/gcp/rules.
+		if !machineTypeRe.MatchString(mt) {
 			b.errorf(n.attr("machine_type").Expr.Range(), "Invalid machine type",
 				"%q is not a Compute Engine machine type such as \"e2-standard-4\".", mt)
-		case isolation == model.IsolationKVM && (strings.HasPrefix(mt, "e2-") || strings.HasPrefix(mt, "t2a-") || strings.HasPrefix(mt, "c4a-")):
-			b.errorf(n.attr("machine_type").Expr.Range(), "Machine type without nested virtualization",
-				"%q does not support nested virtualization, which Kata Containers (isolation = \"kvm\") needs. Use an Intel or AMD series such as %q.", mt, model.DefaultMachineType(model.IsolationKVM))
 		}
 		np.MachineType = mt
 	}
@@ -420,6 +419,16 @@ func (b *builder) runtimeClass(rc *node) model.RuntimeClass {
 			out.OverheadMemory = s.Value
 		}
 	}
+	if rc.attr("overhead") == nil {
+		// A Kata pod is a VM: its VMM and guest kernel are counted unless the
+		// spec says otherwise.
+		if cpu, mem, ok := model.DefaultKataOverhead(out.Handler); ok {
+			out.OverheadCPU, out.OverheadMemory = cpu, mem
+		}
+	}
+	if b.p.Target.Kind == model.TargetGKE {
+		b.gkeRuntimeClass(rc, out)
+	}
 	if name, st := b.str(rc.attr("node_pool")); st == set {
 		out.NodePool = name
 		pool, ok := b.nodePools[name]
@@ -453,6 +462,35 @@ func (b *builder) runtimeClass(rc *node) model.RuntimeClass {
 		}
 	}
 	return out
+}
+
+// gkeRuntimeClass checks a runtime class against what GKE provides: GKE
+// Sandbox configures gVisor as handler "gvisor" (never "runsc") and creates
+// and owns the RuntimeClass "gvisor" itself, which Paddock uses as it is.
+func (b *builder) gkeRuntimeClass(rc *node, out model.RuntimeClass) {
+	h := rc.attr("handler")
+	if h == nil {
+		return
+	}
+	switch {
+	case model.HandlerIsolation(out.Handler) == model.IsolationGVisor && out.Handler != "gvisor":
+		b.errorf(h.Expr.Range(), "Runtime handler not on GKE nodes",
+			"GKE Sandbox configures gVisor on its nodes as handler \"gvisor\"; no GKE node has a %q handler, so every sandbox of runtime class %q would fail to start. Use handler = \"gvisor\".", out.Handler, out.Name)
+	case out.Name == "gvisor" && out.Handler != "gvisor":
+		b.errorf(h.Expr.Range(), "RuntimeClass gvisor belongs to GKE",
+			"On GKE, GKE Sandbox creates and owns the RuntimeClass \"gvisor\" (handler \"gvisor\"), so runtime class \"gvisor\" cannot have handler %q. Set handler = \"gvisor\", or give this runtime class another name.", out.Handler)
+	case out.Name == "gvisor":
+		for _, name := range []string{"node_selector", "overhead"} {
+			if a := rc.attr(name); a != nil {
+				b.errorf(a.Range, "RuntimeClass gvisor belongs to GKE",
+					"On GKE, GKE Sandbox creates and owns the RuntimeClass \"gvisor\" with its own scheduling (node selector and toleration sandbox.gke.io/runtime=gvisor); Paddock uses it as it is, so %s here would be ignored. Remove %s (node_pool is enough).", name, name)
+			}
+		}
+		for _, tn := range rc.all(blockToleration) {
+			b.errorf(tn.DefRange, "RuntimeClass gvisor belongs to GKE",
+				"On GKE, GKE Sandbox creates and owns the RuntimeClass \"gvisor\" with its own toleration (sandbox.gke.io/runtime=gvisor:NoSchedule); Paddock uses it as it is, so this toleration would be ignored. Remove it (node_pool is enough).")
+		}
+	}
 }
 
 func (b *builder) toleration(tc *node) model.Toleration {
@@ -667,7 +705,7 @@ func (b *builder) tenant(tc *node, name string, namespaces map[string]hcl.Range)
 	}
 	t.Quota = b.quota(tc.one(blockQuota), t.Quota)
 	t.LimitRange = b.limitRange(tc.one(blockLimitRange), t.LimitRange)
-	t.Identity = b.identity(tc.one(blockIdentity), t.Identity)
+	t.Identity = b.identity(tc.one(blockIdentity), name, t.Identity)
 	t.Egress = b.egress(tc.one(blockEgress), t.Egress)
 	t.Claims = b.claims(tc.one(blockClaims), t.Claims)
 
@@ -735,13 +773,18 @@ func (b *builder) limitRange(n *node, lr model.LimitRange) model.LimitRange {
 	return lr
 }
 
-func (b *builder) identity(n *node, id model.Identity) model.Identity {
+func (b *builder) identity(n *node, tenant string, id model.Identity) model.Identity {
 	if n == nil {
 		return id
 	}
 	id.Src, id.Attrs = n.src(), n.attrs()
 	if v, st := b.boolean(n.attr("orchestrator")); st == set {
 		id.Orchestrator = v
+	}
+	for _, wn := range n.all(blockWorkloadIdentity) {
+		if wi, ok := b.workloadIdentity(n, wn, tenant, id.Orchestrator); ok {
+			id.WorkloadIdentities = append(id.WorkloadIdentities, wi)
+		}
 	}
 	if tn := n.one(blockToolGatewayToken); tn != nil {
 		tok := &model.ProjectedToken{
@@ -764,6 +807,75 @@ func (b *builder) identity(n *node, id model.Identity) model.Identity {
 		id.ToolGatewayToken = tok
 	}
 	return id
+}
+
+// workloadIdentityKSA maps a workload_identity label to the Kubernetes
+// service account it binds.
+var workloadIdentityKSA = map[string]string{
+	wiOrchestrator: model.AgentOrchestratorServiceAccount,
+	wiAgent:        model.AgentRuntimeServiceAccount,
+}
+
+var (
+	// iamRoleRe is an IAM role name: predefined, or custom of a project or
+	// an organization.
+	iamRoleRe = regexp.MustCompile(`^(roles/[A-Za-z0-9_.]+|(projects|organizations)/[^/\s]+/roles/[A-Za-z0-9_.]+)$`)
+	// basicRoles grant (or read) nearly everything in a project.
+	basicRoles = []string{"roles/owner", "roles/editor", "roles/viewer"}
+)
+
+// workloadIdentity builds one workload_identity block of tenant's identity
+// block idn. What GKE itself needs (the cluster's workload pool, roles that
+// hand out keys or impersonation) is checked by policy (GCP-005, GCP-014).
+func (b *builder) workloadIdentity(idn, wn *node, tenant string, orchestrator bool) (model.WorkloadIdentity, bool) {
+	ksa, known := workloadIdentityKSA[wn.Label]
+	if !known {
+		return model.WorkloadIdentity{}, false // the decoder reported the label
+	}
+	wi := model.WorkloadIdentity{ServiceAccount: ksa, Src: wn.src(), Attrs: wn.attrs()}
+	ok := true
+	if kind := b.p.Target.Kind; kind != "" && kind != model.TargetGKE {
+		b.errorf(wn.DefRange, "workload_identity needs target \"gke\"",
+			"GKE Workload Identity binds a Kubernetes service account to a Google service account on a GKE cluster Paddock creates, but this spec's target is %q. Remove the workload_identity block and give the workload its cloud access another way (never a key file), or use target \"gke\".", kind)
+		ok = false
+	}
+	if ksa == model.AgentOrchestratorServiceAccount && !orchestrator {
+		at := idn.DefRange
+		if a := idn.attr("orchestrator"); a != nil {
+			at = a.Range
+		}
+		b.errorf(wn.LabelRange, "No orchestrator identity to bind",
+			"Tenant %q turns the agent-orchestrator service account off (orchestrator = false at %s), so there is nothing to give cloud access to. Remove this workload_identity block, or set orchestrator = true.", tenant, pos(at))
+		ok = false
+	}
+	roles, st := b.strList(wn.attr("roles"))
+	if b.required(st, wn.attr("roles"), wn.blockMeta, "roles", "the roles it grants", `roles = ["roles/storage.objectViewer"]`) != set {
+		return wi, false
+	}
+	at := wn.attr("roles").Expr.Range()
+	if len(roles) == 0 {
+		b.errorf(at, "No roles", "roles is empty. A service account that needs no cloud access needs no workload identity: remove the block, or list the roles it needs, such as [\"roles/storage.objectViewer\"].")
+		ok = false
+	}
+	seen := map[string]bool{}
+	for _, r := range roles {
+		switch {
+		case slices.Contains(basicRoles, r):
+			b.errorf(at, "Basic role refused",
+				"%s is a basic role: it grants nearly everything in the project to %s of tenant %q. List the predefined roles the workload needs instead, such as \"roles/storage.objectViewer\" or \"roles/aiplatform.user\".", r, ksa, tenant)
+			ok = false
+		case !iamRoleRe.MatchString(r):
+			b.errorf(at, "Invalid IAM role",
+				"%q is not an IAM role. Write a predefined role as \"roles/<name>\" (such as \"roles/storage.objectViewer\"), or a custom one as \"projects/<project>/roles/<name>\" or \"organizations/<org>/roles/<name>\".", r)
+			ok = false
+		case seen[r]:
+			b.errorf(at, "Duplicate role", "%s is listed twice. List each role once.", r)
+			ok = false
+		}
+		seen[r] = true
+	}
+	wi.Roles = roles
+	return wi, ok
 }
 
 // mountPath reports a mount path that is not absolute and clean.
@@ -1270,6 +1382,12 @@ func (b *builder) auditSink(n *node) model.AuditSink {
 		if re != nil && !re.MatchString(dest) {
 			b.errorf(n.attr("destination").Expr.Range(), "Invalid audit destination",
 				"%q is not a %s destination. Write it as %s.", dest, kind, example)
+		} else if project := model.AuditDestinationProject(kind, dest); b.p.Target.Kind == model.TargetGKE && project != "" && b.p.Target.Project != "" && project != b.p.Target.Project {
+			// The sink reads the cluster project's audit logs, so it lives
+			// there, and Paddock creates its destination next to it.
+			b.errorf(n.attr("destination").Expr.Range(), "Audit destination in another project",
+				"%q is in project %q, but the cluster's project is %q: Paddock creates the log sink and its %s in the cluster's project. Write %q.",
+				dest, project, b.p.Target.Project, kind, model.AuditDestinationIn(kind, dest, b.p.Target.Project))
 		}
 		s.Destination = dest
 	}

@@ -346,6 +346,25 @@ func (d *decoder) checkLabel(m blockMeta, spec *blockSpec) {
 			d.errorf(m.LabelRange, "Invalid environment variable name",
 				"%q is not a valid environment variable name: use letters, digits and '_', not starting with a digit, such as \"LLM_API_KEY\".", m.Label)
 		}
+	case nameEnum:
+		if !contains(spec.Labels, m.Label) {
+			hint := didYouMeanSentence(m.Label, spec.Labels)
+			if hint == "" {
+				// "agent-orchestrator" for "orchestrator": the longest label the
+				// given one contains.
+				best := ""
+				for _, l := range spec.Labels {
+					if strings.Contains(m.Label, l) && len(l) > len(best) {
+						best = l
+					}
+				}
+				if best != "" {
+					hint = fmt.Sprintf(" Did you mean %q?", best)
+				}
+			}
+			d.errorf(m.LabelRange, fmt.Sprintf("Invalid %s label", spec.What),
+				"%q is not a valid label of a %s block.%s %s", m.Label, spec.Type, hint, spec.LabelHint)
+		}
 	}
 }
 

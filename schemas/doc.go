@@ -27,7 +27,11 @@
 //     between blocks) and laid over the defaults of model/defaults.go.
 //
 // Policy (package policy) runs on the model afterwards; nothing after this
-// package reads HCL.
+// package reads HCL. For target "gke" policy also runs the GCP layer's
+// validity rules (GCP-001..017, package components/gcp/rules) on the model
+// mapped to the GCP layer's inputs, with the ranges of the arguments they
+// concern; the decoder leaves those checks (nested virtualisation of a machine
+// series, FQDN policy without Dataplane V2, ...) to them.
 //
 // # Diagnostics
 //
@@ -82,7 +86,11 @@
 //	  pod_security = "restricted"
 //	  quota        { pods, cpu, memory, ephemeral_storage, pvcs, storage, enabled }
 //	  limit_range  { default = {...}, default_request = {...}, enabled }
-//	  identity     { orchestrator = true, tool_gateway_token { audience, expiration, path } }
+//	  identity {
+//	    orchestrator = true
+//	    tool_gateway_token { audience, expiration, path }
+//	    workload_identity "orchestrator" | "agent" { roles = ["roles/storage.objectViewer"] }   # gke only; "agent" is flagged (PDK-207)
+//	  }
 //	  egress       { dns = true, fqdns = [...], allow { cidr, ports, protocol }, proxy { url, namespace, pod_labels, cidr }, default_deny }
 //	  claims       { ttl = "10m", max_ttl = "4h", shutdown_policy = "Delete" }
 //	  template "python" {
@@ -95,7 +103,7 @@
 //	  }
 //	  warm_pool "python" { template = "python", replicas = 2 }
 //	}
-//	audit_sink "audit" { kind = "bigquery" | "storage" | "pubsub", destination, filters = [...], include_payloads }
+//	audit_sink "audit" { kind = "bigquery" | "storage" | "pubsub", destination, filters = [...], include_payloads }   # filters: sandbox_lifecycle, rbac, pod_logs, network_drops, admission
 //	waiver { rule = "PDK-306", reason = "...", expires = "2026-12-31", scope = "tenant.team-a" }
 //
 // Hardened values are the defaults; loosening one takes an explicit

@@ -76,6 +76,8 @@ func blockSchema(s *blockSpec) object {
 		o["propertyNames"] = object{"pattern": "^[A-Za-z_][-A-Za-z0-9_]*$"}
 	case nameEnvVar:
 		o["propertyNames"] = object{"pattern": envVarRe.String()}
+	case nameEnum:
+		o["propertyNames"] = object{"enum": s.Labels}
 	}
 	return o
 }

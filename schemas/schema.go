@@ -32,6 +32,7 @@ const (
 	blockLimitRange       = "limit_range"
 	blockIdentity         = "identity"
 	blockToolGatewayToken = "tool_gateway_token"
+	blockWorkloadIdentity = "workload_identity"
 	blockEgress           = "egress"
 	blockAllow            = "allow"
 	blockProxy            = "proxy"
@@ -86,6 +87,7 @@ const (
 	nameDNSLabel                   // a DNS-1123 label: it names Kubernetes objects
 	nameIdentifier                 // an HCL identifier (variables)
 	nameEnvVar                     // an environment variable name
+	nameEnum                       // one of blockSpec.Labels
 )
 
 // attrSpec is one argument of a block.
@@ -103,6 +105,10 @@ type blockSpec struct {
 	// Label is the name of the block's one label ("" for unlabelled blocks).
 	Label string
 	Name  nameRule
+	// Labels are the allowed labels of a nameEnum block; LabelHint says what
+	// they mean, for the diagnostic of a wrong one.
+	Labels    []string
+	LabelHint string
 	// What names the label in messages: "tenant", "runtime class".
 	What string
 	Doc  string
@@ -256,13 +262,33 @@ var limitRangeSpec = &blockSpec{
 	},
 }
 
+// Labels of a workload_identity block: the Kubernetes service account it
+// binds.
+const (
+	wiOrchestrator = "orchestrator"
+	wiAgent        = "agent"
+)
+
+var workloadIdentityLabels = []string{wiOrchestrator, wiAgent}
+
+var workloadIdentitySpec = &blockSpec{
+	Type: blockWorkloadIdentity, Label: "service_account", Name: nameEnum, Labels: workloadIdentityLabels, What: "workload identity", Repeat: true,
+	LabelHint: `The label names the tenant's Kubernetes service account that gets cloud access: "orchestrator" (agent-orchestrator) or "agent" (agent-runtime, the identity sandboxes run as).`,
+	Doc: "Google Cloud access for one of the tenant's Kubernetes service accounts, through GKE Workload Identity (target \"gke\" only): " +
+		"\"orchestrator\" (agent-orchestrator) or \"agent\" (agent-runtime, the sandboxes' own identity: LOOSENS, PDK-207). " +
+		"Paddock creates a Google service account holding exactly the roles listed, lets only that Kubernetes service account impersonate it, and annotates the Kubernetes service account. No key is ever created.",
+	Attrs: []attrSpec{
+		{Name: "roles", Kind: kStringList, Doc: "The project roles of the Google service account, and its only ones: predefined (\"roles/storage.objectViewer\") or custom (\"projects/<project>/roles/<name>\"). Basic roles (owner, editor, viewer) are refused."},
+	},
+}
+
 var identitySpec = &blockSpec{
 	Type: blockIdentity,
 	Doc:  "The tenant's identities. The agent runtime always gets its own with zero Kubernetes permissions and no token.",
 	Attrs: []attrSpec{
 		{Name: "orchestrator", Kind: kBool, Default: "true", Doc: "Create the agent-orchestrator identity, allowed only to manage SandboxClaims and read Sandboxes of this namespace."},
 	},
-	Blocks: []*blockSpec{{
+	Blocks: []*blockSpec{workloadIdentitySpec, {
 		Type: blockToolGatewayToken,
 		Doc:  "Mount a projected, audience-bound, short-lived token into sandboxes, for an in-pod tool gateway that must call the API server.",
 		Attrs: []attrSpec{
@@ -329,10 +355,10 @@ var runtimeClassSpec = &blockSpec{
 	Type: blockRuntimeClass, Label: "name", Name: nameDNSLabel, What: "runtime class", Repeat: true,
 	Doc: "A sandbox runtime exposed to the scheduler (gVisor: handler \"runsc\", Kata: \"kata\"), pinned onto the nodes that provide it.",
 	Attrs: []attrSpec{
-		{Name: "handler", Kind: kString, Doc: "The runtime configured in containerd on the nodes."},
+		{Name: "handler", Kind: kString, Doc: "The runtime configured in containerd on the nodes. On target \"gke\", gVisor is \"gvisor\" (GKE Sandbox creates and owns the RuntimeClass \"gvisor\"; Paddock uses it as it is) and Kata is \"kata\", \"kata-qemu\" or \"kata-clh\" (Paddock installs the pinned kata-deploy on the kvm pools)."},
 		{Name: "node_pool", Kind: kString, Doc: "The node_pool that provides the runtime; node_selector and tolerations default to its labels and taints."},
 		{Name: "node_selector", Kind: kStringMap, Doc: "Node labels sandbox pods are scheduled onto."},
-		{Name: "overhead", Kind: kQuantityMap, Doc: "Pod overhead of the runtime: cpu, memory."},
+		{Name: "overhead", Kind: kQuantityMap, Default: `Kata handlers: kata-deploy's figures ("kata", "kata-qemu": { cpu = "250m", memory = "320Mi" }; "kata-clh": { cpu = "250m", memory = "130Mi" }); none otherwise`, Doc: "Pod overhead of the runtime: cpu, memory. A Kata pod is a VM whose VMM and guest kernel the scheduler and quota must count."},
 	},
 	Blocks: []*blockSpec{tolerationSpec},
 }
@@ -416,7 +442,7 @@ var auditSinkSpec = &blockSpec{
 	Attrs: []attrSpec{
 		{Name: "kind", Kind: kString, Enum: auditKinds, Doc: "\"bigquery\", \"storage\" or \"pubsub\"."},
 		{Name: "destination", Kind: kString, Doc: "BigQuery \"project.dataset\", Cloud Storage \"gs://bucket\", or Pub/Sub \"projects/p/topics/t\"."},
-		{Name: "filters", Kind: kStringList, Enum: auditFilters, Default: `["sandbox_lifecycle", "pod_logs", "network_drops", "admission"]`, Doc: "What the sink receives."},
+		{Name: "filters", Kind: kStringList, Enum: auditFilters, Default: `["sandbox_lifecycle", "rbac", "pod_logs", "network_drops", "admission"]`, Doc: "What the sink receives: \"sandbox_lifecycle\" (Sandbox and SandboxClaim create and delete, template and warm pool changes), \"rbac\" (Role and RoleBinding changes in the tenant namespaces, ClusterRole and ClusterRoleBinding changes), \"pod_logs\" (sandbox stdout and stderr), \"network_drops\" (denied connections of sandboxes), \"admission\" (writes into tenant namespaces the API server refused)."},
 		{Name: "include_payloads", Kind: kBool, Default: "false", Doc: "LOOSENS when true: record request and response bodies (PDK-605)."},
 	},
 }
@@ -480,6 +506,6 @@ var (
 	isolations          = []string{"gvisor", "kvm"}
 	releaseChannels     = []string{"rapid", "regular", "stable"}
 	auditKinds          = []string{"bigquery", "storage", "pubsub"}
-	auditFilters        = []string{"sandbox_lifecycle", "pod_logs", "network_drops", "admission"}
+	auditFilters        = []string{"sandbox_lifecycle", "rbac", "pod_logs", "network_drops", "admission"}
 	workspaceKinds      = []string{"ephemeral", "persistent"}
 )

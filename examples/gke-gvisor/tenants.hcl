@@ -9,6 +9,17 @@ tenant "team" {
 
   namespace = "agents-${each.key}"
 
+  # The orchestrator (never the sandboxes) reads task inputs from Cloud
+  # Storage: Paddock creates a Google service account with exactly this role,
+  # lets only agents-<team>/agent-orchestrator impersonate it through GKE
+  # Workload Identity, and annotates that Kubernetes service account. No key
+  # file exists anywhere.
+  identity {
+    workload_identity "orchestrator" {
+      roles = ["roles/storage.objectViewer"]
+    }
+  }
+
   egress {
     dns   = true
     fqdns = each.value.fqdns

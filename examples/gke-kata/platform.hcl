@@ -41,12 +41,13 @@ agent_sandbox {
   version = "v0.5.6"
 }
 
-# kata-deploy installs the "kata-qemu" handler on the KVM nodes. The pod
-# overhead accounts for each sandbox's VM in scheduling and quota.
+# kata-deploy (pinned, installed by Paddock on the KVM pool) puts the
+# "kata-qemu" handler on the KVM nodes. Each sandbox's VM is counted in
+# scheduling and quota: the pod overhead defaults to kata-deploy's own figures
+# for QEMU (250m CPU, 320Mi memory); set overhead = { cpu, memory } to change it.
 runtime_class "kata" {
   handler   = "kata-qemu"
   node_pool = "kata"
-  overhead  = { cpu = "250m", memory = "160Mi" }
 }
 
 tenant "builds" {

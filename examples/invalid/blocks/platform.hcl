@@ -14,7 +14,7 @@ cluster {
 
 node_pool "kata" {
   isolation    = "kvm"
-  machine_type = "e2-standard-4"
+  machine_type = "N2-standard-4"
 }
 
 agent_sandbox {
@@ -23,7 +23,7 @@ agent_sandbox {
 }
 
 runtime_class "gvisor" {
-  handler   = "runsc"
+  handler   = "gvisor"
   node_pool = "kata"
 }
 
@@ -47,6 +47,16 @@ tenant "team-a" {
 
   claims {
     ttl = "10 min"
+  }
+
+  identity {
+    workload_identity "orchestrator" {
+      roles = ["roles/editor"]
+    }
+
+    workload_identity "agent-runtime" {
+      roles = ["storage.objectViewer"]
+    }
   }
 
   template "agent" {

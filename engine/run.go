@@ -76,6 +76,9 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		return nil, err
 	}
 	start := time.Now()
+	if err := e.prepare(ctx, "up", s); err != nil {
+		return nil, err
+	}
 	var res auto.UpResult
 	err = e.withLock(ctx, "up", s.Name(), func() error {
 		ch := make(chan events.EngineEvent)
@@ -129,6 +132,9 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 		return nil, err
 	}
 	start := time.Now()
+	if err := e.prepare(ctx, "destroy", s); err != nil {
+		return nil, err
+	}
 	var res auto.DestroyResult
 	err = e.withLock(ctx, "destroy", s.Name(), func() error {
 		ch := make(chan events.EngineEvent)

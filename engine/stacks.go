@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -116,30 +117,12 @@ func (l Lock) String() string {
 // Locks lists the update locks held on the stack called name. Only file
 // backends can be read this way; others return nil.
 func (e *Engine) Locks(name string) ([]Lock, error) {
-	backend, err := e.backendURL()
-	if err != nil {
+	root, project, err := e.fileBackend()
+	if err != nil || root == "" {
 		return nil, err
 	}
-	u, err := url.Parse(backend)
-	if err != nil || u.Scheme != "file" {
-		return nil, nil
-	}
-	root := u.Path
-	if u.Host != "" && u.Host != "localhost" {
-		root = filepath.Join(u.Host, u.Path)
-	}
-	stack := name
-	if i := strings.LastIndex(stack, "/"); i >= 0 {
-		stack = stack[i+1:]
-	}
-	project := ProjectName
-	if e.opts.ProjectDir != "" {
-		if proj, err := workspace.LoadProject(filepath.Join(e.opts.ProjectDir, "Pulumi.yaml")); err == nil {
-			project = string(proj.Name)
-		}
-	}
 	// .pulumi/locks/<org>/<project>/<stack>/<lock id>.json (project-scoped layout).
-	files, _ := filepath.Glob(filepath.Join(root, ".pulumi", "locks", "*", project, stack, "*.json"))
+	files, _ := filepath.Glob(filepath.Join(root, ".pulumi", "locks", "*", project, bareStack(name), "*.json"))
 	host, _ := os.Hostname()
 	var out []Lock
 	for _, f := range files {
@@ -152,19 +135,95 @@ func (e *Engine) Locks(name string) ([]Lock, error) {
 			continue
 		}
 		l.File = f
-		l.Stale = l.Hostname == host && l.PID > 0 && !alive(l.PID)
+		l.Stale = l.Hostname == host && l.PID > 0 && !holderAlive(l.PID, l.Timestamp)
 		out = append(out, l)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Timestamp.Before(out[j].Timestamp) })
 	return out, nil
 }
 
-// alive reports whether process pid exists on this host.
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+// fileBackend is the root directory of the stack's file backend and the
+// project name its paths use; root is "" for any other backend.
+func (e *Engine) fileBackend() (root, project string, err error) {
+	backend, err := e.backendURL()
+	if err != nil {
+		return "", "", err
+	}
+	u, err := url.Parse(backend)
+	if err != nil || u.Scheme != "file" {
+		return "", "", nil
+	}
+	root = u.Path
+	if u.Host != "" && u.Host != "localhost" {
+		root = filepath.Join(u.Host, u.Path)
+	}
+	project = ProjectName
+	if e.opts.ProjectDir != "" {
+		if proj, err := workspace.LoadProject(filepath.Join(e.opts.ProjectDir, "Pulumi.yaml")); err == nil {
+			project = string(proj.Name)
+		}
+	}
+	return root, project, nil
 }
 
+// bareStack drops an org/project prefix from a stack name.
+func bareStack(name string) string {
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// holderAlive reports whether the process pid that took a lock at since
+// still runs on this host. A pid now used by a process that started after
+// the lock was taken is another process: the holder is gone.
+func holderAlive(pid int, since time.Time) bool {
+	err := syscall.Kill(pid, 0)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if started, ok := processStart(pid); ok && !since.IsZero() && started.After(since.Add(time.Second)) {
+		return false
+	}
+	return true
+}
+
+// processStart is when process pid started, from /proc (Linux only): field 22
+// of /proc/PID/stat counts clock ticks (USER_HZ, 100 on every Linux ABI Go
+// supports) since boot, and /proc/stat's btime is the boot time.
+func processStart(pid int) (time.Time, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return time.Time{}, false
+	}
+	// The command name (field 2) may hold spaces: count fields after its ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return time.Time{}, false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 20 {
+		return time.Time{}, false
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	sys, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(sys), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			return time.Unix(boot, 0).Add(time.Duration(ticks) * 10 * time.Millisecond), true
+		}
+	}
+	return time.Time{}, false
+}
 // Cancel removes the update locks of the stack called name, after the
 // process holding them died. It refuses while a holder on this host is still
 // running, unless force is set: two updates of one stack at once can corrupt

@@ -180,6 +180,13 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 	if err := checkTools(); err != nil {
 		return auto.Stack{}, err
 	}
+	// A corrupt state stops every operation here, before Pulumi reads it.
+	if _, err := e.checkState(name); err != nil {
+		var corrupt *CorruptStateError
+		if errors.As(err, &corrupt) {
+			return auto.Stack{}, err
+		}
+	}
 	backend, err := e.backendURL()
 	if err != nil {
 		return auto.Stack{}, err

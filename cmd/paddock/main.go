@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newDestroyCmd(),
 		newDriftCmd(),
 		newCancelCmd(),
+		newStateCmd(),
 		newSpecValidateCmd(),
 		newFmtCmd(),
 		newSchemaCmd(),

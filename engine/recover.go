@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
+
+	"github.com/paddock-platform/paddock/internal/paths"
+)
+
+// This file is how an update recovers from the one before it dying: a lock
+// left by a process that is gone, pending operations the dead update never
+// finished, and a state file that no longer parses. The first two are
+// repaired before every up and destroy; the third stops the run before
+// anything is applied and names the recovery (RestoreState).
+
+// checkpoint is the part of a file backend's stack file Paddock reads.
+type checkpoint struct {
+	Checkpoint struct {
+		Latest *struct {
+			Resources []struct {
+				URN     string         `json:"urn"`
+				Type    string         `json:"type"`
+				ID      string         `json:"id"`
+				Outputs map[string]any `json:"outputs"`
+			} `json:"resources"`
+			PendingOperations []struct {
+				Type     string `json:"type"`
+				Resource struct {
+					URN  string `json:"urn"`
+					Type string `json:"type"`
+				} `json:"resource"`
+			} `json:"pending_operations"`
+		} `json:"latest"`
+	} `json:"checkpoint"`
+}
+
+// PendingOperation is an operation a dead update started and never finished.
+type PendingOperation struct {
+	Op  string // "creating", "updating", "deleting", ...
+	URN string
+}
+
+// stateFile is the stack file of stack name on a file backend: "" for other
+// backends or a stack that does not exist yet.
+func (e *Engine) stateFile(name string) (string, error) {
+	root, project, err := e.fileBackend()
+	if err != nil || root == "" {
+		return "", err
+	}
+	base := filepath.Join(root, ".pulumi", "stacks", project, bareStack(name))
+	for _, f := range []string{base + ".json", base + ".json.gz"} {
+		if _, err := os.Stat(f); err == nil {
+			return f, nil
+		}
+	}
+	return "", nil
+}
+
+// CorruptStateError is a stack file that does not parse: nothing was
+// applied, and RestoreState puts the last good checkpoint back.
+type CorruptStateError struct {
+	Stack string
+	File  string
+	Err   error
+}
+
+func (c *CorruptStateError) Error() string {
+	return fmt.Sprintf("the state of stack %q (%s) is corrupt: %v\n"+
+		"  nothing was applied. Recover the last good checkpoint with `paddock state restore --stack %s`\n"+
+		"  (it keeps the corrupt file next to it), then run up again: its refresh reconciles the\n"+
+		"  restored state with the cluster", c.Stack, c.File, c.Err, c.Stack)
+}
+
+// readCheckpoint parses a stack file (plain or gzipped JSON).
+func readCheckpoint(file string) (*checkpoint, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(file, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, err
+		}
+		defer gz.Close()
+		r = gz
+	}
+	var c checkpoint
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// checkState reads the stack file of a file backend: a corrupt one is a
+// CorruptStateError; otherwise the pending operations it holds.
+func (e *Engine) checkState(name string) ([]PendingOperation, error) {
+	file, err := e.stateFile(name)
+	if err != nil || file == "" {
+		return nil, err
+	}
+	c, err := readCheckpoint(file)
+	if err != nil {
+		return nil, &CorruptStateError{Stack: name, File: file, Err: err}
+	}
+	if c.Checkpoint.Latest == nil {
+		return nil, nil
+	}
+	var out []PendingOperation
+	for _, op := range c.Checkpoint.Latest.PendingOperations {
+		out = append(out, PendingOperation{Op: op.Type, URN: op.Resource.URN})
+	}
+	return out, nil
+}
+
+// prepare readies stack s for an update after a crash: it removes locks whose
+// holder is gone from this host and clears the pending operations a dead
+// update left, so the update that follows converges instead of failing or
+// carrying them forever. Kubernetes creates are server-side applies, so an
+// object a dead update created is adopted by the next one, never duplicated.
+func (e *Engine) prepare(ctx context.Context, op string, s auto.Stack) error {
+	name := s.Name()
+	reapOrphanedPlugins(e.opts.Out, op)
+	if locks, err := e.Locks(name); err == nil && len(locks) > 0 {
+		stale := true
+		for _, l := range locks {
+			stale = stale && l.Stale
+		}
+		if stale {
+			if err := s.Cancel(ctx); err != nil {
+				return fmt.Errorf("%s of stack %q: removing the lock a dead update left: %w", op, name, err)
+			}
+			for _, l := range locks {
+				fmt.Fprintf(e.opts.Out, "paddock %s: removed the lock of a dead update (%s)\n", op, l)
+			}
+		}
+	}
+	pending, err := e.checkState(name)
+	if err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	fmt.Fprintf(e.opts.Out, "paddock %s: the last update of stack %q was interrupted; clearing %d pending operation(s):\n", op, name, len(pending))
+	for _, p := range pending {
+		fmt.Fprintf(e.opts.Out, "  %s %s\n", p.Op, describe(urnType(p.URN), p.URN))
+	}
+	err = e.withLock(ctx, op, name, func() error {
+		_, err := s.Refresh(ctx, optrefresh.ClearPendingCreates(), optrefresh.SuppressProgress())
+		return err
+	})
+	if err != nil {
+		return opError("clearing the pending operations of", name, err)
+	}
+	return nil
+}
+
+// Backup is one saved checkpoint of a stack on a file backend.
+type Backup struct {
+	File string
+	Time time.Time
+	// Resources is how many resources it holds; -1 when it does not parse.
+	Resources int
+}
+
+// Backups lists the checkpoints the file backend kept of stack name (the
+// .bak of the last one and the per-update backups), newest first.
+func (e *Engine) Backups(name string) ([]Backup, error) {
+	root, project, err := e.fileBackend()
+	if err != nil {
+		return nil, err
+	}
+	if root == "" {
+		return nil, errors.New("only a file backend keeps checkpoint backups Paddock can read; restore a checkpoint of another backend with `pulumi stack import`")
+	}
+	stack := bareStack(name)
+	var files []string
+	files = append(files, filepath.Join(root, ".pulumi", "stacks", project, stack+".json.bak"))
+	more, _ := filepath.Glob(filepath.Join(root, ".pulumi", "backups", project, stack, stack+".*.json"))
+	files = append(files, more...)
+	var out []Backup
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			continue
+		}
+		b := Backup{File: f, Time: st.ModTime(), Resources: -1}
+		if c, err := readCheckpoint(f); err == nil {
+			b.Resources = 0
+			if c.Checkpoint.Latest != nil {
+				b.Resources = len(c.Checkpoint.Latest.Resources)
+			}
+		}
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
+	return out, nil
+}
+
+// RestoreState puts the newest checkpoint backup that parses back as the
+// state of stack name (a file backend only) and returns it. The file it
+// replaces is kept as <stack>.json.corrupt-<unix time>. A following up
+// refreshes the restored state against the cluster, so whatever changed
+// since the backup is reconciled, not lost.
+func (e *Engine) RestoreState(name string) (*Backup, string, error) {
+	backups, err := e.Backups(name)
+	if err != nil {
+		return nil, "", err
+	}
+	var good *Backup
+	for i := range backups {
+		if backups[i].Resources >= 0 {
+			good = &backups[i]
+			break
+		}
+	}
+	if good == nil {
+		return nil, "", fmt.Errorf("stack %q has no readable checkpoint backup to restore", name)
+	}
+	root, project, _ := e.fileBackend()
+	target := filepath.Join(root, ".pulumi", "stacks", project, bareStack(name)+".json")
+	kept := ""
+	if _, err := os.Stat(target); err == nil {
+		kept = fmt.Sprintf("%s.corrupt-%d", target, time.Now().Unix())
+		if err := os.Rename(target, kept); err != nil {
+			return nil, "", err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, "", err
+	}
+	data, err := os.ReadFile(good.File)
+	if err != nil {
+		return nil, "", err
+	}
+	tmp := target + ".restore"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return nil, "", err
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		return nil, "", err
+	}
+	return good, kept, nil
+}
+
+// reapOrphanedPlugins stops provider plugins a dead update left running. The
+// Pulumi CLI starts each plugin in a process group of its own, so a CLI killed
+// with SIGKILL leaves its plugins behind, each holding a few hundred MB for
+// good. A plugin from Paddock's PULUMI_HOME whose parent is no longer a Pulumi
+// CLI is such an orphan: a live update's plugins always have theirs.
+func reapOrphanedPlugins(out io.Writer, op string) {
+	plugins, err := filepath.EvalSymlinks(filepath.Join(paths.PulumiHome(), "plugins"))
+	if err != nil {
+		return
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", ent.Name(), "exe"))
+		if err != nil || !strings.HasPrefix(exe, plugins+string(filepath.Separator)) {
+			continue
+		}
+		ppid, ok := parentPID(pid)
+		if !ok {
+			continue
+		}
+		if parent, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(ppid), "exe")); err == nil && filepath.Base(parent) == "pulumi" {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGTERM); err == nil {
+			fmt.Fprintf(out, "paddock %s: stopped %s (pid %d), left running by a dead update\n", op, filepath.Base(exe), pid)
+		}
+	}
+}
+
+// parentPID is field 4 of /proc/PID/stat.
+func parentPID(pid int) (int, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	return ppid, err == nil
+}

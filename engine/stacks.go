@@ -224,6 +224,7 @@ func processStart(pid int) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
 // Cancel removes the update locks of the stack called name, after the
 // process holding them died. It refuses while a holder on this host is still
 // running, unless force is set: two updates of one stack at once can corrupt

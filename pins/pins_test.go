@@ -90,3 +90,17 @@ func TestParseIgnoresCommentsAndBlankLines(t *testing.T) {
 		}
 	}
 }
+
+// kata-deploy is pinned by tag and digest, in versions.env only.
+func TestKataDeployPinned(t *testing.T) {
+	if KataDeploy == "" || KataDeployImage == "" {
+		t.Fatalf("versions.env lacks KATA_DEPLOY_VERSION or KATA_DEPLOY_IMAGE")
+	}
+	d, ok := strings.CutPrefix(KataDeployDigest, "sha256:")
+	if !ok || len(d) != 64 || strings.Trim(d, "0123456789abcdef") != "" {
+		t.Errorf("KATA_DEPLOY_DIGEST %q is not sha256:<64 hex digits>", KataDeployDigest)
+	}
+	if strings.ContainsAny(KataDeployImage, ":@") {
+		t.Errorf("KATA_DEPLOY_IMAGE %q must be the repository only (the tag and digest have their own lines)", KataDeployImage)
+	}
+}

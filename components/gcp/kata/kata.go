@@ -22,17 +22,15 @@ import (
 
 	"github.com/paddock-platform/paddock/components/gcp/spec"
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
+	"github.com/paddock-platform/paddock/pins"
 )
 
-// The pinned kata-deploy release, in one place. The digest is the one public
-// node status reports show for quay.io/kata-containers/kata-deploy:3.20.0; it
-// could not be re-resolved from here (quay.io is unreachable), so check it
-// with `crane digest quay.io/kata-containers/kata-deploy:3.20.0` when bumping.
-// TODO(lead): move these into pins/versions.env (KATA_VERSION, KATA_DEPLOY_IMAGE).
-const (
-	Version = "3.20.0"
-	Image   = "quay.io/kata-containers/kata-deploy:" + Version +
-		"@sha256:12b7129cf708e60f881664053b8c5e6a8ffffffd638a5498b11d4091a355af5d"
+// The pinned kata-deploy release. The pin lives in pins/versions.env
+// (KATA_DEPLOY_VERSION, KATA_DEPLOY_IMAGE, KATA_DEPLOY_DIGEST) with every
+// other version; Image pulls it by tag and digest.
+var (
+	Version = pins.KataDeploy
+	Image   = pins.KataDeployImage + ":" + pins.KataDeploy + "@" + pins.KataDeployDigest
 )
 
 // Names of the objects kata-deploy runs as.
@@ -44,7 +42,7 @@ const (
 )
 
 // Objects are every object of the install, in creation order: RBAC, the
-// DaemonSet, the RuntimeClasses.
+// DaemonSet, the RuntimeClasses (none when args.ExternalRuntimeClasses).
 func Objects(args spec.KataArgs) []runtime.Object {
 	image := args.Image
 	if image == "" {
@@ -125,6 +123,9 @@ func Objects(args spec.KataArgs) []runtime.Object {
 				},
 			},
 		},
+	}
+	if args.ExternalRuntimeClasses {
+		return objs
 	}
 	for _, rc := range args.KataRuntimeClasses() {
 		objs = append(objs, RuntimeClass(rc, args.Labels))
@@ -216,8 +217,10 @@ func NewInstall(ctx *pulumi.Context, name string, args *spec.KataArgs, opts ...p
 		image = Image
 	}
 	var names pulumi.StringArray
-	for _, rc := range args.KataRuntimeClasses() {
-		names = append(names, pulumi.String(rc.Name))
+	if !args.ExternalRuntimeClasses {
+		for _, rc := range args.KataRuntimeClasses() {
+			names = append(names, pulumi.String(rc.Name))
+		}
 	}
 	k.Version = pulumi.String(Version).ToStringOutput()
 	k.Image = pulumi.String(image).ToStringOutput()

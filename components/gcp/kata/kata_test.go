@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/pins"
 )
 
 func kvm() spec.KataArgs {
@@ -79,6 +80,38 @@ func TestObjects(t *testing.T) {
 				t.Errorf("runtime class %s overhead %v", x.Name, x.Overhead)
 			}
 		}
+	}
+}
+
+// With ExternalRuntimeClasses the caller owns the RuntimeClasses: the
+// install still puts the runtime on the KVM nodes, and creates none.
+func TestObjectsExternalRuntimeClasses(t *testing.T) {
+	a := kvm()
+	a.ExternalRuntimeClasses = true
+	a.Shims = []string{"qemu"}
+	var ds *appsv1.DaemonSet
+	for _, o := range Objects(a) {
+		switch x := o.(type) {
+		case *nodev1.RuntimeClass:
+			t.Errorf("runtime class %s created though the caller owns them", x.Name)
+		case *appsv1.DaemonSet:
+			ds = x
+		}
+	}
+	if ds == nil {
+		t.Fatal("no kata-deploy DaemonSet")
+	}
+	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "SHIMS_X86_64" && e.Value != "qemu" {
+			t.Errorf("shims %q, want qemu", e.Value)
+		}
+	}
+}
+
+// The image is the pin of pins/versions.env, by tag and digest.
+func TestImageComesFromPins(t *testing.T) {
+	if Image != pins.KataDeployImage+":"+pins.KataDeploy+"@"+pins.KataDeployDigest || Version != pins.KataDeploy {
+		t.Errorf("Image %s / Version %s are not the pins", Image, Version)
 	}
 }
 

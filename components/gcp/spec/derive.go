@@ -395,6 +395,12 @@ func sanitizeID(s string) string {
 	return strings.Trim(b.String(), "-")
 }
 
+// ServiceAccountEmail is the email of the Google service account id of
+// project: what the KSA annotation iam.gke.io/gcp-service-account names.
+func ServiceAccountEmail(id, project string) string {
+	return id + "@" + project + ".iam.gserviceaccount.com"
+}
+
 // WorkloadPool is the cluster's Workload Identity pool.
 func WorkloadPool(project string) string { return project + ".svc.id.goog" }
 

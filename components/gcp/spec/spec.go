@@ -221,6 +221,13 @@ type KataArgs struct {
 	Scheduling Scheduling
 	// Labels are the ownership labels of every object.
 	Labels map[string]string
+	// ExternalRuntimeClasses leaves the RuntimeClasses to the caller: the
+	// install puts the Kata runtimes on the KVM nodes and creates no
+	// RuntimeClass. Paddock's program sets it when the spec declares its own
+	// Kata runtime classes (the in-cluster layer creates exactly those, with
+	// scheduling onto the KVM pools and pod overhead), so that no RuntimeClass
+	// is owned twice.
+	ExternalRuntimeClasses bool
 }
 
 // WorkloadIdentityArgs give one Kubernetes service account cloud access: a

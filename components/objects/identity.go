@@ -26,9 +26,11 @@ func Orchestrator(p *model.Platform, t model.Tenant) (*corev1.ServiceAccount, *r
 	}
 	name := model.AgentOrchestratorServiceAccount
 	l := p.Labels(t.Name)
+	sam := meta(name, t.Namespace, l)
+	sam.Annotations = WorkloadIdentityAnnotations(p, t, name)
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: meta(name, t.Namespace, l),
+		ObjectMeta: sam,
 	}
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},

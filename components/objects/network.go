@@ -22,6 +22,9 @@ const (
 	AllowEgressPolicy = "allow-egress"
 	AllowProxyPolicy  = "allow-egress-proxy"
 	AllowFQDNPolicy   = "allow-fqdn"
+	// AllowMetadataServerPolicy lets sandboxes reach the GKE metadata server,
+	// only when the agent runtime has a workload identity.
+	AllowMetadataServerPolicy = "allow-gke-metadata-server"
 	// MetadataCIDR is the cloud instance metadata address: excluded explicitly
 	// from every CIDR allow that would contain it.
 	MetadataCIDR = "169.254.169.254/32"
@@ -143,7 +146,27 @@ func NetworkPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.Network
 		}
 		egress(AllowProxyPolicy, r)
 	}
+	if r, ok := metadataServerRule(p, t); ok {
+		egress(AllowMetadataServerPolicy, r)
+	}
 	return out, nil
+}
+
+// metadataServerRule is the one hole a workload identity of the agent needs
+// on GKE Dataplane V2: TCP 80 to the GKE metadata server's 169.254.169.254/32
+// and nothing else of link-local space (GKE documents exactly this for
+// Workload Identity with network policy on Dataplane V2). With Workload
+// Identity on, that address answers with the pod's own Google service
+// account's tokens, never the node's. ok is false unless
+// model.Platform.AgentNeedsMetadataServer.
+func metadataServerRule(p *model.Platform, t model.Tenant) (networkingv1.NetworkPolicyEgressRule, bool) {
+	if !p.AgentNeedsMetadataServer(t) {
+		return networkingv1.NetworkPolicyEgressRule{}, false
+	}
+	return networkingv1.NetworkPolicyEgressRule{
+		To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: model.GKEMetadataServerCIDR}}},
+		Ports: []networkingv1.NetworkPolicyPort{port(model.GKEMetadataServerProto, model.GKEMetadataServerPort)},
+	}, true
 }
 
 // FQDNPolicy is the tenant's host-name allow-list in the form the target's CNI

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	gcpspec "github.com/paddock-platform/paddock/components/gcp/spec"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/pins"
 	corev1 "k8s.io/api/core/v1"
@@ -72,14 +73,31 @@ func Namespace(p *model.Platform, t model.Tenant) *corev1.Namespace {
 }
 
 // AgentRuntimeServiceAccount is the identity sandbox pods run as: no token is
-// mounted and nothing is ever bound to it.
+// mounted and nothing is ever bound to it. On GKE, a workload identity of the
+// agent (a waived PDK-207) annotates it.
 func AgentRuntimeServiceAccount(p *model.Platform, t model.Tenant) *corev1.ServiceAccount {
 	no := false
+	m := meta(model.AgentRuntimeServiceAccount, t.Namespace, p.Labels(t.Name))
+	m.Annotations = WorkloadIdentityAnnotations(p, t, model.AgentRuntimeServiceAccount)
 	return &corev1.ServiceAccount{
 		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta:                   meta(model.AgentRuntimeServiceAccount, t.Namespace, p.Labels(t.Name)),
+		ObjectMeta:                   m,
 		AutomountServiceAccountToken: &no,
 	}
+}
+
+// WorkloadIdentityAnnotations are the annotations of the tenant's Kubernetes
+// service account ksa: iam.gke.io/gcp-service-account naming the Google
+// service account the GCP layer creates for it (TargetGKE, when the tenant
+// gives ksa a workload identity), nil otherwise. The email is derived, not
+// read back from GCP: the same id the GCP layer gives the account
+// (spec.ServiceAccountID of platform, tenant and KSA), in the target's project.
+func WorkloadIdentityAnnotations(p *model.Platform, t model.Tenant, ksa string) map[string]string {
+	if p.Target.Kind != model.TargetGKE || t.Identity.WorkloadIdentity(ksa) == nil {
+		return nil
+	}
+	id := gcpspec.ServiceAccountID(p.Name, t.Name, ksa)
+	return map[string]string{gcpspec.KSAAnnotation: gcpspec.ServiceAccountEmail(id, p.Target.Project)}
 }
 
 // GKEManagedRuntimeClass is the RuntimeClass GKE Sandbox creates itself on a
@@ -250,7 +268,7 @@ func SandboxTemplate(p *model.Platform, t model.Tenant, tpl model.Template) (*ex
 		Containers: []corev1.Container{container},
 		Volumes:    volumes,
 	}
-	netpol, mgmt, err := templateNetworkPolicy(t)
+	netpol, mgmt, err := templateNetworkPolicy(p, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -287,7 +305,7 @@ func seccompProfile(s string) *corev1.SeccompProfile {
 // templateNetworkPolicy is the controller-managed policy of the template's
 // sandboxes, mirroring the namespace's egress holes (belt and braces: it
 // survives namespace policy edits). No ingress rule: nothing dials a sandbox.
-func templateNetworkPolicy(t model.Tenant) (*extv1beta1.NetworkPolicySpec, extv1beta1.NetworkPolicyManagement, error) {
+func templateNetworkPolicy(p *model.Platform, t model.Tenant) (*extv1beta1.NetworkPolicySpec, extv1beta1.NetworkPolicyManagement, error) {
 	if t.Egress.Unrestricted {
 		// The controller's secure default (public internet only; RFC 1918 and
 		// metadata blocked) is the least it gets.
@@ -302,6 +320,9 @@ func templateNetworkPolicy(t model.Tenant) (*extv1beta1.NetworkPolicySpec, extv1
 		return nil, "", err
 	}
 	np.Egress = append(np.Egress, rules...)
+	if r, ok := metadataServerRule(p, t); ok {
+		np.Egress = append(np.Egress, r)
+	}
 	if t.Egress.Proxy != nil {
 		r, err := proxyRule(t.Egress.Proxy)
 		if err != nil {

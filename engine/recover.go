@@ -19,6 +19,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 
+	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/internal/paths"
 )
 
@@ -313,4 +314,47 @@ func parentPID(pid int) (int, bool) {
 	}
 	ppid, err := strconv.Atoi(fields[1])
 	return ppid, err == nil
+}
+
+// ObjectRef names one Kubernetes object.
+type ObjectRef = drift.ObjectRef
+
+// Inventory lists the Kubernetes objects the state of stack name holds and
+// the operations a dead update left pending (a file backend only; nil for
+// others).
+func (e *Engine) Inventory(name string) ([]ObjectRef, []PendingOperation, error) {
+	file, err := e.stateFile(name)
+	if err != nil || file == "" {
+		return nil, nil, err
+	}
+	c, err := readCheckpoint(file)
+	if err != nil {
+		return nil, nil, &CorruptStateError{Stack: name, File: file, Err: err}
+	}
+	if c.Checkpoint.Latest == nil {
+		return nil, nil, nil
+	}
+	var objs []ObjectRef
+	for _, r := range c.Checkpoint.Latest.Resources {
+		if !strings.HasPrefix(r.Type, "kubernetes:") || strings.HasPrefix(r.Type, "pulumi:providers:") {
+			continue
+		}
+		meta, _ := r.Outputs["metadata"].(map[string]any)
+		o := ObjectRef{}
+		o.APIVersion, _ = r.Outputs["apiVersion"].(string)
+		o.Kind, _ = r.Outputs["kind"].(string)
+		if meta != nil {
+			o.Name, _ = meta["name"].(string)
+			o.Namespace, _ = meta["namespace"].(string)
+		}
+		if o.Kind == "" || o.Name == "" {
+			continue
+		}
+		objs = append(objs, o)
+	}
+	var pending []PendingOperation
+	for _, op := range c.Checkpoint.Latest.PendingOperations {
+		pending = append(pending, PendingOperation{Op: op.Type, URN: op.Resource.URN})
+	}
+	return objs, pending, nil
 }

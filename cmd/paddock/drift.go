@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddock-platform/paddock/drift"
@@ -60,12 +62,29 @@ Formats: text (default), json, markdown (for CI job summaries and PR comments).`
 				if err != nil {
 					return fmt.Errorf("kubeconfig %s: %w", l.p.Target.Kubeconfig, err)
 				}
+				// A sweep lists every resource type: client-go's default 5 QPS would
+				// queue it for seconds on end.
+				cfg.QPS, cfg.Burst = 50, 100
+				cfg.WarningHandler = rest.NoWarnings{}
 				kube, err := kubernetes.NewForConfig(cfg)
 				if err != nil {
 					return err
 				}
 				if rep.Unmanaged, err = drift.Sweep(ctx, l.p, kube); err != nil {
 					return fmt.Errorf("sweep: %w", err)
+				}
+				// S05: objects labelled as the platform's that its stack does not hold.
+				if inStack, _, err := l.eng.Inventory(rep.Stack); err == nil && inStack != nil {
+					dyn, err := dynamic.NewForConfig(cfg)
+					if err != nil {
+						return err
+					}
+					labelled, err := drift.Labelled(ctx, kube.Discovery(), dyn, l.p.Name)
+					if err != nil {
+						return fmt.Errorf("sweep: %w", err)
+					}
+					orphans, _ := drift.Orphans(labelled, inStack)
+					rep.Unmanaged = append(rep.Unmanaged, orphans...)
 				}
 				rep.Sweep = time.Since(sweepStart)
 			}

@@ -1,0 +1,204 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Run is one measured process run: its wall time and the peak resident
+// memory of each program in its process tree.
+type Run struct {
+	Wall time.Duration `json:"wallNs"`
+	// PeakRSS is the highest resident set of each program of the tree, by
+	// executable name (paddock, pulumi, pulumi-resource-kubernetes, kubectl).
+	PeakRSS map[string]int64 `json:"peakRssBytes"`
+	// TreePeak is the highest sum over the whole tree at one sample.
+	TreePeak int64 `json:"treePeakRssBytes"`
+	// MaxRSS is the kernel's ru_maxrss of the direct child (and the
+	// descendants it waited for), a cross-check of the sampled PeakRSS.
+	MaxRSS int64  `json:"maxRssBytes"`
+	Output string `json:"-"`
+}
+
+// sampleEvery is how often the process tree's memory is read.
+const sampleEvery = 25 * time.Millisecond
+
+// Measure runs cmd to completion, sampling the resident memory of it and
+// every descendant from /proc (plugins the Pulumi CLI starts run in their own
+// process group, but are still its children). A non-zero exit is an error
+// that carries the output's tail.
+func Measure(ctx context.Context, cmd *exec.Cmd) (*Run, error) {
+	var out bytes.Buffer
+	if cmd.Stdout == nil {
+		cmd.Stdout = &out
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = &out
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	r := &Run{PeakRSS: map[string]int64{}}
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(sampleEvery)
+		defer t.Stop()
+		for {
+			total := int64(0)
+			for _, p := range tree(cmd.Process.Pid) {
+				total += p.rss
+				mu.Lock()
+				if p.rss > r.PeakRSS[p.name] {
+					r.PeakRSS[p.name] = p.rss
+				}
+				mu.Unlock()
+			}
+			mu.Lock()
+			if total > r.TreePeak {
+				r.TreePeak = total
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
+	r.Wall = time.Since(start)
+	close(stop)
+	<-sampled
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	r.Output = out.String()
+	if err != nil {
+		return r, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, tailLines(r.Output, 25))
+	}
+	return r, nil
+}
+
+type proc struct {
+	pid  int
+	name string
+	rss  int64
+}
+
+// tree lists root and its descendants with their resident memory.
+func tree(root int) []proc {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := ppidOf(pid); ok {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []proc
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		queue = append(queue, children[pid]...)
+		rss, name, ok := statusOf(pid)
+		if ok {
+			out = append(out, proc{pid: pid, name: name, rss: rss})
+		}
+	}
+	return out
+}
+
+func ppidOf(pid int) (int, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
+
+// statusOf reads VmRSS and the executable's name of pid.
+func statusOf(pid int) (int64, string, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, "", false
+	}
+	var rss int64
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				rss = kb * 1024
+			}
+		}
+	}
+	name := ""
+	if exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe")); err == nil {
+		name = filepath.Base(exe)
+	}
+	if name == "" {
+		return 0, "", false
+	}
+	return rss, name, true
+}
+
+// PeakSummary renders PeakRSS as "name 123 MiB, ..." sorted by size.
+func (r *Run) PeakSummary() string {
+	type kv struct {
+		k string
+		v int64
+	}
+	var list []kv
+	for k, v := range r.PeakRSS {
+		list = append(list, kv{k, v})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v })
+	var parts []string
+	for _, e := range list {
+		parts = append(parts, fmt.Sprintf("%s %s", e.k, MiB(e.v)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// MiB formats bytes as mebibytes.
+func MiB(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,465 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/paddock-platform/paddock/bench"
+	"github.com/paddock-platform/paddock/drift"
+	"github.com/paddock-platform/paddock/engine"
+	"github.com/paddock-platform/paddock/model"
+)
+
+// faultPlatform is the platform (and stack) the fault tests provision.
+const faultPlatform = "fault"
+
+// faultSpecs writes two specs of the same platform, one with small tenants
+// and one with large: switching between them makes every up create or delete
+// whole tenants, so a kill lands in the middle of real work.
+func faultSpecs(t *testing.T, small, large int) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(n int) string {
+		d := filepath.Join(dir, fmt.Sprintf("tenants-%d", n))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		spec := bench.Spec(bench.SpecOptions{Platform: faultPlatform, Tenants: n})
+		if err := os.WriteFile(filepath.Join(d, "platform.hcl"), []byte(spec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return write(small), write(large)
+}
+
+func faultNamespaces(n int) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, model.DefaultNamespacePrefix+bench.TenantName(i))
+	}
+	return out
+}
+
+// started is a paddock run in its own process group, to be killed.
+type started struct {
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan error
+}
+
+func (e *env) startPaddock(t *testing.T, args ...string) *started {
+	t.Helper()
+	cmd := exec.Command(e.bin, args...)
+	cmd.Dir = e.repo
+	cmd.Env = append(os.Environ(), "PADDOCK_HOME="+e.home)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &started{cmd: cmd, out: &out, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	return s
+}
+
+// engineFor reads the isolated home's file backend.
+func (e *env) engineFor() *engine.Engine {
+	return engine.New(engine.Options{Backend: "file://" + filepath.Join(e.home, "state")})
+}
+
+// assertConverged checks the stack holds no pending operation and that the
+// cluster and the state agree both ways: every object labelled as the
+// platform's is in the state, and every object of the state is in the cluster.
+func assertConverged(t *testing.T, e *env, stack, platform string) {
+	t.Helper()
+	inStack, pending, err := e.engineFor().Inventory(stack)
+	if err != nil {
+		t.Fatalf("reading the state of %s: %v", stack, err)
+	}
+	if len(pending) > 0 {
+		t.Errorf("stack %s still holds %d pending operation(s): %v", stack, len(pending), pending)
+	}
+	if len(inStack) == 0 {
+		t.Fatalf("stack %s holds no Kubernetes object", stack)
+	}
+	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, platform)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphans, missing := drift.Orphans(labelled, inStack)
+	for _, o := range orphans {
+		t.Errorf("orphan: %s %s/%s is labelled as %s's but not in its stack", o.Kind, o.Namespace, o.Name, platform)
+	}
+	for _, m := range missing {
+		t.Errorf("missing: %s is in the stack but not in the cluster", m)
+	}
+}
+
+// leftoverPlugins lists provider plugins of the isolated home whose parent is
+// not a Pulumi CLI: what a killed update left running.
+func leftoverPlugins(t *testing.T, e *env) []string {
+	t.Helper()
+	plugins, err := filepath.EvalSymlinks(filepath.Join(e.home, "pulumi", "plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, ent := range entries {
+		if _, err := strconv.Atoi(ent.Name()); err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", ent.Name(), "exe"))
+		if err != nil || !strings.HasPrefix(exe, plugins+"/") {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 {
+			parent, _ := os.Readlink(filepath.Join("/proc", fields[1], "exe"))
+			if filepath.Base(parent) == "pulumi" {
+				continue
+			}
+		}
+		out = append(out, ent.Name()+" "+filepath.Base(exe))
+	}
+	return out
+}
+
+// TestFaultKillUp kills `paddock up` with SIGKILL at seeded random points —
+// the paddock process alone (its Pulumi CLI then fails on its own) or its
+// whole process group (a CI runner's timeout) — while it creates or deletes
+// whole tenants. The next up must clear what the dead one left (lock,
+// pending operations, provider plugins) and converge, with nothing orphaned
+// either way. PADDOCK_FAULT_SEED and PADDOCK_FAULT_TRIALS replay or extend it.
+func TestFaultKillUp(t *testing.T) {
+	e := live
+	seed := uint64(20261129)
+	if s := os.Getenv("PADDOCK_FAULT_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("PADDOCK_FAULT_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	trials := 10
+	if s := os.Getenv("PADDOCK_FAULT_TRIALS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("PADDOCK_FAULT_TRIALS=%q: want a positive number", s)
+		}
+		trials = v
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	t.Logf("seed %d, %d trials (replay with PADDOCK_FAULT_SEED=%d)", seed, trials, seed)
+
+	small, large := faultSpecs(t, 1, 3)
+	e.mustPaddock(t, "up", small)
+	defer e.destroyAndWait(t, nil, faultNamespaces(3), small)
+
+	for i := 0; i < trials; i++ {
+		spec, other := large, small
+		if i%2 == 1 {
+			spec, other = small, large
+		}
+		_ = other
+		delay := time.Duration(200+rng.IntN(9800)) * time.Millisecond
+		group := rng.IntN(2) == 0
+		what := "paddock alone"
+		if group {
+			what = "its process group"
+		}
+		t.Logf("trial %d: up %s, SIGKILL to %s after %s", i+1, filepath.Base(spec), what, delay)
+
+		run := e.startPaddock(t, "up", spec)
+		select {
+		case err := <-run.done:
+			t.Logf("trial %d: up finished before the kill (%v)", i+1, err)
+		case <-time.After(delay):
+			pid := run.cmd.Process.Pid
+			if group {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			} else {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			<-run.done
+		}
+
+		// The next up recovers and converges; a CLI the kill orphaned may
+		// still hold the lock for a moment, which --lock-wait rides out.
+		r := e.runPaddock(t, nil, "up", spec, "--lock-wait", "2m")
+		if r.code != 0 {
+			t.Fatalf("trial %d: the up after the kill failed (exit %d):\n%s\n%s", i+1, r.code, r.stdout, tail(r.stderr, 30))
+		}
+		if !strings.Contains(r.stdout, "paddock up: ") {
+			t.Fatalf("trial %d: no summary line:\n%s", i+1, r.stdout)
+		}
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.Contains(line, "pending operation") || strings.Contains(line, "dead update") {
+				t.Logf("trial %d: %s", i+1, strings.TrimSpace(line))
+			}
+		}
+		assertConverged(t, e, faultPlatform, faultPlatform)
+		if left := leftoverPlugins(t, e); len(left) > 0 {
+			t.Errorf("trial %d: provider plugins left running after the recovering up: %v", i+1, left)
+		}
+		if t.Failed() {
+			t.Fatalf("trial %d did not converge (seed %d)", i+1, seed)
+		}
+	}
+}
+
+// killLocal kills one component of the local cluster by the pid file kwokctl
+// keeps, and returns its pid.
+func killLocal(t *testing.T, e *env, component string) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(e.home, "local", "kwok", "clusters", "*", "pids", component+".pid"))
+	if len(files) != 1 {
+		t.Fatalf("pid file of %s: found %v", component, files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s (pid %d): %v", component, pid, err)
+	}
+	return pid
+}
+
+// TestFaultAPIServerStopped stops the API server while up creates tenants:
+// up must fail with a clear error (not hang), and once `paddock local up`
+// brought the API server back, the next up converges.
+func TestFaultAPIServerStopped(t *testing.T) {
+	e := live
+	small, large := faultSpecs(t, 1, 3)
+	e.mustPaddock(t, "up", small)
+	defer e.destroyAndWait(t, nil, faultNamespaces(3), small)
+
+	run := e.startPaddock(t, "up", large)
+	time.Sleep(4 * time.Second)
+	pid := killLocal(t, e, "kube-apiserver")
+	t.Logf("killed kube-apiserver (pid %d) 4s into up", pid)
+	var err error
+	select {
+	case err = <-run.done:
+	case <-time.After(5 * time.Minute):
+		_ = syscall.Kill(-run.cmd.Process.Pid, syscall.SIGKILL)
+		<-run.done
+		t.Fatalf("up did not give up within 5m of the API server going away:\n%s", tail(run.out.String(), 30))
+	}
+	out := run.out.String()
+	if err == nil {
+		t.Fatalf("up succeeded with the API server down:\n%s", tail(out, 30))
+	}
+	t.Logf("up failed as it should (%v):\n%s", err, tail(out, 8))
+	if !strings.Contains(out, `up of stack "fault" failed`) {
+		t.Errorf("the failure does not say which stack and operation failed:\n%s", tail(out, 20))
+	}
+	if strings.Contains(out, "panic:") || strings.Contains(out, "goroutine ") {
+		t.Errorf("up panicked:\n%s", tail(out, 40))
+	}
+
+	if out, err := e.paddockRaw("local", "up"); err != nil {
+		t.Fatalf("local up did not repair the API server: %v\n%s", err, out)
+	}
+	r := e.runPaddock(t, nil, "up", large, "--lock-wait", "2m")
+	if r.code != 0 {
+		t.Fatalf("up after the API server came back: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 30))
+	}
+	assertConverged(t, e, faultPlatform, faultPlatform)
+}
+
+// supervisorState is the part of local/supervisor.json the test reads.
+type supervisorState struct {
+	Self       struct{ PID int } `json:"self"`
+	Controller struct{ PID int } `json:"controller"`
+}
+
+// TestFaultControllerKilled kills the Agent Sandbox controller and the
+// supervisor that would restart it: verify must report the outage (V11), a
+// warm pool sandbox deleted meanwhile stays gone, and once `paddock local up`
+// restarted the controller the pool is back at its replicas and verify is
+// clean.
+func TestFaultControllerKilled(t *testing.T) {
+	e := live
+	small, _ := faultSpecs(t, 1, 1)
+	e.mustPaddock(t, "up", small)
+	defer e.destroyAndWait(t, nil, faultNamespaces(1), small)
+	ns := faultNamespaces(1)[0]
+	sandboxes := schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
+	poolSandboxes := func() ([]string, error) {
+		l, err := e.dyn.Resource(sandboxes).Namespace(ns).List(ctxTimeout(10*time.Second), metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, s := range l.Items {
+			if s.GetDeletionTimestamp() == nil {
+				names = append(names, s.GetName())
+			}
+		}
+		return names, nil
+	}
+	eventually(t, "warm pool filled", 2*time.Minute, func() error {
+		names, err := poolSandboxes()
+		if err == nil && len(names) != 1 {
+			err = fmt.Errorf("%d sandboxes, want 1", len(names))
+		}
+		return err
+	})
+
+	b, err := os.ReadFile(filepath.Join(e.home, "local", "supervisor.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sup supervisorState
+	if err := json.Unmarshal(b, &sup); err != nil {
+		t.Fatal(err)
+	}
+	if sup.Self.PID == 0 || sup.Controller.PID == 0 {
+		t.Fatalf("supervisor.json names no supervisor or controller pid:\n%s", b)
+	}
+	_ = syscall.Kill(sup.Self.PID, syscall.SIGKILL)
+	_ = syscall.Kill(sup.Controller.PID, syscall.SIGKILL)
+	t.Logf("killed the supervisor (pid %d) and the controller (pid %d)", sup.Self.PID, sup.Controller.PID)
+
+	r := e.runPaddock(t, nil, "verify", small, "--format", "json")
+	if r.code == 0 {
+		t.Fatalf("verify passed with the controller dead:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, `"V11"`) || !strings.Contains(r.stdout, `"fail"`) {
+		t.Errorf("verify does not report the controller outage as a V11 failure:\n%s", r.stdout)
+	}
+
+	names, err := poolSandboxes()
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no pool sandbox to delete: %v", err)
+	}
+	if err := e.dyn.Resource(sandboxes).Namespace(ns).Delete(ctxTimeout(10*time.Second), names[0], metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
+	if now, _ := poolSandboxes(); len(now) != 0 {
+		t.Fatalf("the pool was refilled with the controller dead (%v): is something else reconciling it?", now)
+	}
+
+	if out, err := e.paddockRaw("local", "up"); err != nil {
+		t.Fatalf("local up did not restart the controller: %v\n%s", err, out)
+	}
+	eventually(t, "warm pool refilled after the controller restarted", 2*time.Minute, func() error {
+		names, err := poolSandboxes()
+		if err == nil && len(names) != 1 {
+			err = fmt.Errorf("%d sandboxes, want 1", len(names))
+		}
+		return err
+	})
+	eventually(t, "verify clean again", time.Minute, func() error {
+		r := e.runPaddock(t, nil, "verify", small)
+		if r.code != 0 {
+			return fmt.Errorf("verify exit %d:\n%s", r.code, tail(r.stdout, 15))
+		}
+		return nil
+	})
+}
+
+// TestFaultCorruptAndLockedState corrupts the stack's state file: up, drift
+// and destroy must refuse with a clear error naming the recovery and change
+// nothing; `paddock state restore` then brings the last checkpoint back and
+// up converges. A lock held by a live process makes up fail without
+// applying, naming the holder.
+func TestFaultCorruptAndLockedState(t *testing.T) {
+	e := live
+	small, large := faultSpecs(t, 1, 2)
+	e.mustPaddock(t, "up", small)
+	defer e.destroyAndWait(t, nil, faultNamespaces(2), small)
+
+	stateFile := filepath.Join(e.home, "state", ".pulumi", "stacks", "paddock", faultPlatform+".json")
+	good, err := os.ReadFile(stateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A torn write: the file cut off in the middle.
+	if err := os.WriteFile(stateFile, good[:len(good)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newNS := faultNamespaces(2)[1]
+	for _, args := range [][]string{{"up", large}, {"drift", large}, {"destroy", small}} {
+		r := e.runPaddock(t, nil, args...)
+		if r.code == 0 {
+			t.Fatalf("paddock %s succeeded on a corrupt state", strings.Join(args, " "))
+		}
+		msg := r.stdout + r.stderr
+		for _, want := range []string{"is corrupt", "nothing was applied", "paddock state restore --stack fault"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("paddock %s on a corrupt state: the error lacks %q:\n%s", args[0], want, tail(msg, 15))
+			}
+		}
+	}
+	if _, err := e.kube.CoreV1().Namespaces().Get(ctxTimeout(5*time.Second), newNS, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("up on a corrupt state applied something: namespace %s exists (%v)", newNS, err)
+	}
+	if _, err := e.kube.CoreV1().Namespaces().Get(ctxTimeout(5*time.Second), faultNamespaces(1)[0], metav1.GetOptions{}); err != nil {
+		t.Errorf("destroy on a corrupt state deleted something: %v", err)
+	}
+
+	r := e.runPaddock(t, nil, "state", "restore", "--stack", faultPlatform)
+	if r.code != 0 {
+		t.Fatalf("state restore: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "restored from") {
+		t.Errorf("state restore does not say what it restored:\n%s", r.stdout)
+	}
+	kept, _ := filepath.Glob(stateFile + ".corrupt-*")
+	if len(kept) != 1 {
+		t.Errorf("the corrupt state was not kept aside: %v", kept)
+	}
+	e.mustPaddock(t, "up", large)
+	assertConverged(t, e, faultPlatform, faultPlatform)
+
+	// A live holder: a lock file naming this very test process.
+	lockDir := filepath.Join(e.home, "state", ".pulumi", "locks", "organization", "paddock", faultPlatform)
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	lock, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "username": "e2e", "hostname": host, "timestamp": time.Now().Add(-time.Minute)})
+	lockFile := filepath.Join(lockDir, "e2e-held.json")
+	if err := os.WriteFile(lockFile, lock, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = e.runPaddock(t, nil, "up", small)
+	os.Remove(lockFile)
+	if r.code == 0 {
+		t.Fatalf("up ran through a lock held by a live process:\n%s", r.stdout)
+	}
+	msg := r.stdout + r.stderr
+	if !strings.Contains(msg, "another update is running") || !strings.Contains(msg, fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("the lock error does not name the holder:\n%s", tail(msg, 10))
+	}
+	if _, err := e.kube.CoreV1().Namespaces().Get(ctxTimeout(5*time.Second), newNS, metav1.GetOptions{}); err != nil {
+		t.Errorf("up behind a lock changed the cluster: %v", err)
+	}
+}

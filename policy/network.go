@@ -1,6 +1,10 @@
 package policy
 
-import "net"
+import (
+	"net"
+
+	"github.com/paddock-platform/paddock/model"
+)
 
 // metadataAddresses are the cloud instance metadata endpoints.
 var metadataAddresses = []net.IP{
@@ -45,4 +49,17 @@ func hasPort(ports []int32, p int32) bool {
 		}
 	}
 	return false
+}
+
+// isMetadataServerHole reports whether a is exactly the one hole Paddock
+// itself opens for a workload identity of the agent (TCP 80 to the GKE
+// metadata server, 169.254.169.254/32), on a platform where it opens it
+// (model.Platform.AgentNeedsMetadataServer). Anything wider is not.
+func isMetadataServerHole(p *model.Platform, t *model.Tenant, a *model.EgressAllow) bool {
+	proto := a.Protocol
+	if proto == "" {
+		proto = "TCP"
+	}
+	return p.AgentNeedsMetadataServer(*t) && a.CIDR == model.GKEMetadataServerCIDR && proto == model.GKEMetadataServerProto &&
+		len(a.Ports) == 1 && a.Ports[0] == model.GKEMetadataServerPort
 }

@@ -12,7 +12,7 @@ func init() {
 			c.eachTenant(func(t *model.Tenant) {
 				for i := range t.Egress.Allows {
 					a := &t.Egress.Allows[i]
-					if hasPort(a.Ports, 80) {
+					if hasPort(a.Ports, 80) && !isMetadataServerHole(c.p, t, a) {
 						c.report(tenantAddr(t), a.Attrs.At("ports", a.Src), "Tenant %q allows egress to %s on port 80.", t.Name, a.CIDR)
 					}
 				}

@@ -18,12 +18,18 @@ func init() {
 		ID: "PDK-503", Title: "Egress to the cloud metadata address", Severity: Error, Kind: Static,
 		Control:   "Sandboxes never reach the instance metadata service (169.254.169.254 and friends), the highest-value target in any pod",
 		Checklist: []string{"H17", "L5"},
-		Fix:       "Narrow the allow's cidr so it excludes 169.254.0.0/16 and drop port 80; what the agent needs from the cloud goes through an identity and a tool gateway.",
+		Fix:       "Narrow the allow's cidr so it excludes 169.254.0.0/16 and drop port 80; what the agent needs from the cloud goes through an identity and a tool gateway. (A workload_identity \"agent\" on GKE opens exactly TCP 80 to 169.254.169.254/32 by itself.)",
 		check: func(c *checker) {
 			c.eachTenant(func(t *model.Tenant) {
 				for i := range t.Egress.Allows {
 					a := &t.Egress.Allows[i]
 					if !covers(a.CIDR, metadataAddresses) {
+						continue
+					}
+					// The one exception: exactly the hole Paddock opens itself
+					// for a workload identity of the agent (PDK-207 reports that
+					// identity), spelled out. Anything wider still fires.
+					if isMetadataServerHole(c.p, t, a) {
 						continue
 					}
 					// A range that merely spans the metadata address on 443 does

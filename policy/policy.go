@@ -50,13 +50,19 @@ const (
 	// Process rules are organisational controls no tool can check: they are
 	// listed so every checklist item is accounted for.
 	Process Kind = "process"
+	// Validity rules are the GCP layer's rules (GCP-001..., package
+	// components/gcp/rules), checked from the spec of target "gke" like
+	// static rules: a configuration GKE would refuse, or one that would not
+	// do what it says. They are errors no waiver can silence.
+	Validity Kind = "validity"
 )
 
 // Rule is one policy rule.
 type Rule struct {
 	// ID is stable: PDK-0xx waivers, 1xx namespace and resources, 2xx
 	// identity, 3xx kernel and pod, 4xx lifecycle, 5xx network, 6xx secrets
-	// and audit, 7xx cluster, 8xx launch process.
+	// and audit, 7xx cluster, 8xx launch process; GCP-xxx the GCP layer's
+	// validity rules.
 	ID       string
 	Title    string
 	Severity Severity
@@ -102,7 +108,7 @@ func register(r Rule) {
 }
 
 func ruleIDRe(id string) bool {
-	if len(id) != 7 || !strings.HasPrefix(id, "PDK-") {
+	if len(id) != 7 || !strings.HasPrefix(id, "PDK-") && !strings.HasPrefix(id, "GCP-") {
 		return false
 	}
 	for _, c := range id[4:] {
@@ -215,8 +221,10 @@ func Check(p *model.Platform, now time.Time) *Report {
 			r.check(c)
 		}
 	}
+	c.checkGCP()
 	rep := &Report{Platform: p.Name, Checked: now}
 	applyWaivers(rep, p, c.findings, now)
+	rep.Findings = supersede(rep.Findings)
 	sortFindings(rep.Findings)
 	sortFindings(rep.Waived)
 	return rep

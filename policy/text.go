@@ -209,6 +209,8 @@ func WriteRules(w io.Writer, verbose bool) error {
 	}
 	fmt.Fprintln(bw, "\nKinds: static rules are checked from the spec by `paddock validate` and before `paddock up`;")
 	fmt.Fprintln(bw, "live rules are verified on the running cluster by `paddock verify`; process rules are")
-	fmt.Fprintln(bw, "organisational controls no tool can check, listed so every checklist item is covered.")
+	fmt.Fprintln(bw, "organisational controls no tool can check, listed so every checklist item is covered;")
+	fmt.Fprintln(bw, "validity rules (GCP-xxx) are the GCP layer's: checked from a target \"gke\" spec like static")
+	fmt.Fprintln(bw, "rules, errors that no waiver silences (GKE would refuse the spec, or it would not do what it says).")
 	return bw.Flush()
 }

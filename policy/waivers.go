@@ -88,6 +88,8 @@ func applyWaivers(rep *Report, p *model.Platform, findings []Finding, now time.T
 				why = "is verified on the running cluster, not from the spec"
 			case Process:
 				why = "is an organisational control, not checked from the spec"
+			case Validity:
+				why = "checks what the GCP layer can create (GKE would refuse it, or it would not do what it says)"
 			}
 			meta(ruleWaiverInvalid, "The waiver names %s (%s), which %s: there is nothing to waive.", r.ID, r.Title, why)
 		case w.Expires != "" && w.Expires < today:

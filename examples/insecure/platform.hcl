@@ -22,7 +22,7 @@ target "gke" {
 
 cluster {
   private_nodes       = false         # PDK-702 (waived below, expiring soon: PDK-004)
-  authorized_networks = ["0.0.0.0/0"] # PDK-703
+  authorized_networks = ["0.0.0.0/1"] # PDK-703 (0.0.0.0/0 itself the GCP layer refuses: GCP-003)
   dataplane_v2        = false         # PDK-704
   workload_identity   = false         # PDK-705
 }
@@ -57,6 +57,12 @@ tenant "team-a" {
 
   identity {
     orchestrator = false # PDK-202
+
+    # PDK-207: the sandboxes' own identity gets cloud roles. (And since the
+    # cluster turns Workload Identity off, the GCP layer refuses it: GCP-005.)
+    workload_identity "agent" {
+      roles = ["roles/storage.admin"]
+    }
 
     tool_gateway_token {
       expiration = "12h" # PDK-602

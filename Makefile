@@ -48,6 +48,10 @@ demo: tools build ## fresh machine to a running local platform: tools, local clu
 	$(PADDOCK) local status
 	$(PADDOCK) status $(EXAMPLE)
 
+.PHONY: bench
+bench: tools build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, claims -> bench/results/
+	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out bench/results $(BENCH_FLAGS)
+
 .PHONY: unit
 unit: ## unit tests (no cluster)
 	go test -count=1 ./...

@@ -140,20 +140,7 @@ func (e *Engine) checkState(name string) ([]PendingOperation, error) {
 func (e *Engine) prepare(ctx context.Context, op string, s auto.Stack) error {
 	name := s.Name()
 	reapOrphanedPlugins(e.opts.Out, op)
-	if locks, err := e.Locks(name); err == nil && len(locks) > 0 {
-		stale := true
-		for _, l := range locks {
-			stale = stale && l.Stale
-		}
-		if stale {
-			if err := s.Cancel(ctx); err != nil {
-				return fmt.Errorf("%s of stack %q: removing the lock a dead update left: %w", op, name, err)
-			}
-			for _, l := range locks {
-				fmt.Fprintf(e.opts.Out, "paddock %s: removed the lock of a dead update (%s)\n", op, l)
-			}
-		}
-	}
+	e.removeStaleLocks(op, name)
 	pending, err := e.checkState(name)
 	if err != nil {
 		return err
@@ -173,6 +160,30 @@ func (e *Engine) prepare(ctx context.Context, op string, s auto.Stack) error {
 		return opError("clearing the pending operations of", name, err)
 	}
 	return nil
+}
+
+// removeStaleLocks removes the update locks of stack name when every holder
+// is a process of this host that is gone, and reports whether it did. A
+// live holder, or one on another host, is never second-guessed.
+func (e *Engine) removeStaleLocks(op, name string) bool {
+	locks, err := e.Locks(name)
+	if err != nil || len(locks) == 0 {
+		return false
+	}
+	for _, l := range locks {
+		if !l.Stale {
+			return false
+		}
+	}
+	for _, l := range locks {
+		if err := os.Remove(l.File); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(e.opts.Out, "paddock %s: cannot remove the lock of a dead update (%s): %v\n", op, l, err)
+			return false
+		}
+		_ = os.Remove(l.File + ".attrs")
+		fmt.Fprintf(e.opts.Out, "paddock %s: removed the lock of a dead update (%s)\n", op, l)
+	}
+	return true
 }
 
 // Backup is one saved checkpoint of a stack on a file backend.

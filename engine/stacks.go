@@ -276,6 +276,10 @@ func (e *Engine) withLock(ctx context.Context, op, name string, run func() error
 		if !isLockError(err) {
 			return err
 		}
+		// The holder may have died since: its lock goes, and the run retries.
+		if e.removeStaleLocks(op, name) {
+			continue
+		}
 		if attempt >= 1 && time.Now().After(deadline) {
 			return e.lockError(op, name, err)
 		}

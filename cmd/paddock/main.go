@@ -56,6 +56,7 @@ func newRootCmd() *cobra.Command {
 		newDriftCmd(),
 		newCancelCmd(),
 		newStateCmd(),
+		newBenchCmd(),
 		newSpecValidateCmd(),
 		newFmtCmd(),
 		newSchemaCmd(),

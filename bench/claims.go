@@ -1,0 +1,368 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+)
+
+var (
+	claimsGVR    = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxclaims"}
+	warmPoolsGVR = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxwarmpools"}
+	sandboxesGVR = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
+)
+
+// Agent Sandbox's record of how a claim's sandbox started.
+const (
+	launchTypeLabel = "agents.x-k8s.io/launch-type"
+	launchWarm      = "warm"
+	// benchRunLabel marks the claims of one run, so they are watched and
+	// cleaned up together and never mistaken for a user's.
+	benchRunLabel = "paddock.dev/bench-run"
+)
+
+// Claim modes.
+const (
+	// ModeWarm: one claim at a time, each once the pool is full again: every
+	// claim can be served by a pre-warmed sandbox.
+	ModeWarm = "warm"
+	// ModeCold: one claim at a time, each setting env, which the controller
+	// documents as always cold-starting from the pool's template: the path of
+	// a claim that finds no warm sandbox.
+	ModeCold = "cold"
+	// ModeBurst: Burst claims at once, more than the pool holds.
+	ModeBurst = "burst"
+)
+
+// ClaimsOptions configure Claims.
+type ClaimsOptions struct {
+	Namespace string
+	WarmPool  string
+	// Count is how many sequential claims the warm and cold modes make.
+	Count int
+	// Burst is how many claims the burst mode makes at once (0 = twice the
+	// pool's replicas plus one).
+	Burst int
+	// TTL is the claims' ttlSecondsAfterFinished, MaxTTL their lifetime:
+	// the tenant's admission guardrails require both.
+	TTL, MaxTTL time.Duration
+	// Timeout bounds the wait for one claim to become Ready.
+	Timeout time.Duration
+	Out     io.Writer
+}
+
+// ClaimsResult is one mode's measurements.
+type ClaimsResult struct {
+	Mode     string  `json:"mode"`
+	Pool     string  `json:"pool"`
+	Replicas int64   `json:"poolReplicas"`
+	Claims   int     `json:"claims"`
+	P50      float64 `json:"p50Seconds"`
+	P95      float64 `json:"p95Seconds"`
+	Max      float64 `json:"maxSeconds"`
+	// WarmHits is how many claims got a sandbox from the pool (its
+	// launch-type label says warm); HitRate is WarmHits / Claims.
+	WarmHits int     `json:"warmHits"`
+	HitRate  float64 `json:"hitRate"`
+	// Seconds are the claim → Ready times in creation order.
+	Seconds []float64 `json:"seconds"`
+}
+
+// Claims measures claim → Ready on a provisioned warm pool: warm hits one at
+// a time, cold starts one at a time, and a burst larger than the pool. Every
+// claim it makes is labelled with the run, and deleted before it returns.
+func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]ClaimsResult, error) {
+	if o.Count <= 0 {
+		o.Count = 10
+	}
+	if o.TTL == 0 {
+		o.TTL = 5 * time.Minute
+	}
+	if o.MaxTTL == 0 {
+		o.MaxTTL = time.Hour
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	pool, err := dyn.Resource(warmPoolsGVR).Namespace(o.Namespace).Get(ctx, o.WarmPool, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("warm pool %s/%s: %w", o.Namespace, o.WarmPool, err)
+	}
+	replicas, _, _ := unstructured.NestedInt64(pool.Object, "spec", "replicas")
+	if replicas < 1 {
+		return nil, fmt.Errorf("warm pool %s/%s keeps no sandbox warm (replicas %d): nothing to measure a hit on", o.Namespace, o.WarmPool, replicas)
+	}
+	if o.Burst <= 0 {
+		o.Burst = int(2*replicas + 1)
+	}
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000_000)
+	c := &claimer{dyn: dyn, o: o, run: run, ready: map[string]chan struct{}{}}
+	stopWatch, err := c.watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopWatch()
+	defer c.cleanup()
+
+	var out []ClaimsResult
+	for _, mode := range []string{ModeWarm, ModeCold, ModeBurst} {
+		if err := c.waitPoolFull(ctx, replicas); err != nil {
+			return out, err
+		}
+		var times []float64
+		var hits int
+		switch mode {
+		case ModeWarm, ModeCold:
+			for i := 0; i < o.Count; i++ {
+				if mode == ModeWarm {
+					if err := c.waitPoolFull(ctx, replicas); err != nil {
+						return out, err
+					}
+				}
+				d, warm, err := c.one(ctx, fmt.Sprintf("%s-%d", mode, i), mode == ModeCold)
+				if err != nil {
+					return out, err
+				}
+				times = append(times, d.Seconds())
+				if warm {
+					hits++
+				}
+				if err := c.delete(ctx); err != nil {
+					return out, err
+				}
+			}
+		case ModeBurst:
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			errs := make(chan error, o.Burst)
+			times = make([]float64, o.Burst)
+			for i := 0; i < o.Burst; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					d, warm, err := c.one(ctx, fmt.Sprintf("burst-%d", i), false)
+					if err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					times[i] = d.Seconds()
+					if warm {
+						hits++
+					}
+					mu.Unlock()
+				}(i)
+			}
+			wg.Wait()
+			close(errs)
+			if err := <-errs; err != nil {
+				return out, err
+			}
+			if err := c.delete(ctx); err != nil {
+				return out, err
+			}
+		}
+		r := summarize(mode, o.WarmPool, replicas, times, hits)
+		fmt.Fprintf(o.Out, "bench claims: %-5s %3d claims  P50 %.3fs  P95 %.3fs  max %.3fs  warm hits %d/%d\n", mode, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func summarize(mode, pool string, replicas int64, times []float64, hits int) ClaimsResult {
+	sorted := append([]float64(nil), times...)
+	sort.Float64s(sorted)
+	r := ClaimsResult{Mode: mode, Pool: pool, Replicas: replicas, Claims: len(times), WarmHits: hits, Seconds: times}
+	if len(sorted) > 0 {
+		r.P50 = Percentile(sorted, 50)
+		r.P95 = Percentile(sorted, 95)
+		r.Max = sorted[len(sorted)-1]
+		r.HitRate = float64(hits) / float64(len(times))
+	}
+	return r
+}
+
+// Percentile is the nearest-rank percentile of sorted values.
+func Percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	if rank < 1 {
+		rank = 1
+	}
+	return sorted[rank-1]
+}
+
+// claimer makes claims and learns of their readiness from one watch.
+type claimer struct {
+	dyn dynamic.Interface
+	o   ClaimsOptions
+	run string
+
+	mu    sync.Mutex
+	ready map[string]chan struct{} // closed when the claim is Ready
+}
+
+func (c *claimer) watch(ctx context.Context) (func(), error) {
+	wctx, cancel := context.WithCancel(ctx)
+	w, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Watch(wctx, metav1.ListOptions{LabelSelector: benchRunLabel + "=" + c.run})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("watching claims: %w", err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || !claimReady(u) {
+				continue
+			}
+			c.mu.Lock()
+			if ch, ok := c.ready[u.GetName()]; ok {
+				close(ch)
+				delete(c.ready, u.GetName())
+			}
+			c.mu.Unlock()
+		}
+	}()
+	return func() { w.Stop(); cancel() }, nil
+}
+
+func claimReady(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// one makes a claim and waits for it to be Ready: how long it took and
+// whether its sandbox came from the pool.
+func (c *claimer) one(ctx context.Context, suffix string, cold bool) (time.Duration, bool, error) {
+	name := fmt.Sprintf("bench-%s-%s", c.run, suffix)
+	spec := map[string]any{
+		"warmPoolRef": map[string]any{"name": c.o.WarmPool},
+		"lifecycle": map[string]any{
+			"shutdownPolicy":          "Delete",
+			"ttlSecondsAfterFinished": int64(c.o.TTL.Seconds()),
+			"shutdownTime":            time.Now().Add(c.o.MaxTTL).UTC().Format(time.RFC3339),
+		},
+	}
+	if cold {
+		spec["env"] = []any{map[string]any{"name": "PADDOCK_BENCH", "value": "cold"}}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+		"kind":       "SandboxClaim",
+		"metadata":   map[string]any{"name": name, "namespace": c.o.Namespace, "labels": map[string]any{benchRunLabel: c.run}},
+		"spec":       spec,
+	}}
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.ready[name] = ch
+	c.mu.Unlock()
+	start := time.Now()
+	if _, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		return 0, false, fmt.Errorf("creating claim %s: %w", name, err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(c.o.Timeout):
+		return 0, false, fmt.Errorf("claim %s/%s not Ready within %s", c.o.Namespace, name, c.o.Timeout)
+	case <-ctx.Done():
+		return 0, false, ctx.Err()
+	}
+	took := time.Since(start)
+	claim, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return took, false, err
+	}
+	sb, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
+	if sb == "" {
+		return took, false, nil
+	}
+	s, err := c.dyn.Resource(sandboxesGVR).Namespace(c.o.Namespace).Get(ctx, sb, metav1.GetOptions{})
+	if err != nil {
+		return took, false, fmt.Errorf("sandbox %s of claim %s: %w", sb, name, err)
+	}
+	return took, s.GetLabels()[launchTypeLabel] == launchWarm, nil
+}
+
+// waitPoolFull waits until the pool reports all its replicas ready.
+func (c *claimer) waitPoolFull(ctx context.Context, replicas int64) error {
+	deadline := time.Now().Add(c.o.Timeout)
+	for {
+		pool, err := c.dyn.Resource(warmPoolsGVR).Namespace(c.o.Namespace).Get(ctx, c.o.WarmPool, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ready, _, _ := unstructured.NestedInt64(pool.Object, "status", "readyReplicas")
+		if ready >= replicas {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("warm pool %s/%s has %d of %d sandboxes ready after %s: is the Agent Sandbox controller running?", c.o.Namespace, c.o.WarmPool, ready, replicas, c.o.Timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// delete removes the run's claims and waits until they are gone.
+func (c *claimer) delete(ctx context.Context) error {
+	ri := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace)
+	sel := metav1.ListOptions{LabelSelector: benchRunLabel + "=" + c.run}
+	if err := ri.DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the bench claims: %w", err)
+	}
+	deadline := time.Now().Add(c.o.Timeout)
+	for time.Now().Before(deadline) {
+		l, err := ri.List(ctx, sel)
+		if err != nil {
+			return err
+		}
+		if len(l.Items) == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("bench claims of run %s still there after %s", c.run, c.o.Timeout)
+}
+
+// cleanup deletes whatever claims of the run are left, whatever happened.
+func (c *claimer) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: benchRunLabel + "=" + c.run})
+}
+
+// WriteClaimsTable writes claim results as a markdown table.
+func WriteClaimsTable(w io.Writer, rs []ClaimsResult) {
+	fmt.Fprintf(w, "| mode | pool replicas | claims | P50 (s) | P95 (s) | max (s) | warm hits |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %s | %d | %d | %.3f | %.3f | %.3f | %d/%d (%.0f%%) |\n", r.Mode, r.Replicas, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims, 100*r.HitRate)
+	}
+}

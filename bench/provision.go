@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/render"
+)
+
+// Tools and operations the provisioning benchmark measures.
+const (
+	ToolPaddock = "paddock"
+	ToolKubectl = "kubectl"
+	ToolFloor   = "ssa-floor"
+
+	OpCreate  = "create"
+	OpNoop    = "no-op up"
+	OpDrift   = "drift"
+	OpDestroy = "destroy"
+)
+
+// Sample is one measured operation.
+type Sample struct {
+	Tool    string `json:"tool"`
+	Op      string `json:"op"`
+	Tenants int    `json:"tenants"`
+	// Objects is how many Kubernetes objects the spec renders to; Resources
+	// how many Pulumi resources paddock's stack holds (objects plus
+	// components and the provider).
+	Objects   int     `json:"objects"`
+	Resources int     `json:"resources,omitempty"`
+	Seconds   float64 `json:"seconds"`
+	// PeakRSS is the peak resident memory per program of the tool's process
+	// tree; TreePeakRSS the peak of their sum (none for the in-process floor).
+	PeakRSS     map[string]int64 `json:"peakRssBytes,omitempty"`
+	TreePeakRSS int64            `json:"treePeakRssBytes,omitempty"`
+}
+
+// ProvisionOptions configure Provision.
+type ProvisionOptions struct {
+	Paddock    string // the paddock binary
+	Kubectl    string // the pinned kubectl
+	Kubeconfig string // the running local cluster
+	Env        []string
+	Tenants    []int
+	WorkDir    string
+	Out        io.Writer
+}
+
+var (
+	summaryRe = regexp.MustCompile(`paddock (?:up|destroy): (.*) in [0-9.]+m?s`)
+	countRe   = regexp.MustCompile(`(\d+) (created|updated|unchanged|deleted|replaced|same)`)
+)
+
+// resourcesOf sums the counts of paddock's summary line.
+func resourcesOf(out string) int {
+	m := summaryRe.FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	n := 0
+	for _, c := range countRe.FindAllStringSubmatch(m[1], -1) {
+		v, _ := strconv.Atoi(c[1])
+		n += v
+	}
+	return n
+}
+
+// Provision measures, for each tenant count: paddock up (create), a second
+// up (no-op), drift and destroy; kubectl apply --server-side of the same
+// rendered objects; and the parallel server-side-apply Floor. Between tools
+// the cluster is cleaned of the platform's objects and waited on, so every
+// create starts from the same empty cluster.
+func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.WarningHandler = rest.NoWarnings{}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []Sample
+	for _, n := range o.Tenants {
+		dir := filepath.Join(o.WorkDir, fmt.Sprintf("tenants-%d", n))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(Spec(SpecOptions{Platform: "bench", Tenants: n})), 0o644); err != nil {
+			return nil, err
+		}
+		p, err := project.LoadSpec(dir, project.SpecOptions{}, io.Discard)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := render.All(p)
+		if err != nil {
+			return nil, err
+		}
+		sample := func(tool, op string, r *Run, resources int) Sample {
+			s := Sample{Tool: tool, Op: op, Tenants: n, Objects: len(objs), Resources: resources, Seconds: r.Wall.Seconds(), PeakRSS: r.PeakRSS, TreePeakRSS: r.TreePeak}
+			fmt.Fprintf(o.Out, "bench: %-9s %-8s %4d tenants %5d objects: %7.2fs  peak %s\n", tool, op, n, len(objs), s.Seconds, r.PeakSummary())
+			return s
+		}
+
+		// paddock: create, no-op, drift, destroy.
+		resources := 0
+		for _, op := range []string{OpCreate, OpNoop, OpDrift, OpDestroy} {
+			args := map[string][]string{
+				OpCreate: {"up", dir}, OpNoop: {"up", dir}, OpDrift: {"drift", dir}, OpDestroy: {"destroy", dir},
+			}[op]
+			cmd := exec.CommandContext(ctx, o.Paddock, args...)
+			cmd.Env = append(os.Environ(), o.Env...)
+			r, err := Measure(ctx, cmd)
+			if err != nil {
+				return out, err
+			}
+			if op == OpCreate || op == OpNoop {
+				if c := resourcesOf(r.Output); c > 0 {
+					resources = c
+				}
+			}
+			out = append(out, sample(ToolPaddock, op, r, resources))
+		}
+		if err := clean(ctx, dyn, kube, objs); err != nil {
+			return out, err
+		}
+
+		// kubectl: the same objects, in the same two stages.
+		first, rest := Stages(objs)
+		firstFile, restFile := filepath.Join(dir, "stage1.yaml"), filepath.Join(dir, "stage2.yaml")
+		for f, list := range map[string][]*unstructured.Unstructured{firstFile: first, restFile: rest} {
+			fh, err := os.Create(f)
+			if err != nil {
+				return out, err
+			}
+			err = render.WriteYAML(fh, list)
+			fh.Close()
+			if err != nil {
+				return out, err
+			}
+		}
+		k := fmt.Sprintf("%q --kubeconfig %q", o.Kubectl, o.Kubeconfig)
+		script := fmt.Sprintf("set -e; %s apply --server-side --force-conflicts -f %q >/dev/null; "+
+			"%s wait --for condition=established --timeout=120s crd --all >/dev/null; "+
+			"%s apply --server-side --force-conflicts -f %q >/dev/null", k, firstFile, k, k, restFile)
+		r, err := Measure(ctx, exec.CommandContext(ctx, "sh", "-c", script))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, sample(ToolKubectl, OpCreate, r, 0))
+		if err := clean(ctx, dyn, kube, objs); err != nil {
+			return out, err
+		}
+
+		// The floor, in this process.
+		d, err := Floor(ctx, cfg, objs)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, sample(ToolFloor, OpCreate, &Run{Wall: d}, 0))
+		if err := clean(ctx, dyn, kube, objs); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// clean deletes the rendered objects a kubectl or floor run created (the
+// namespaced ones go with their namespaces) and waits until the namespaces
+// and CRDs are gone, so the next run starts from an empty cluster.
+func clean(ctx context.Context, dyn dynamic.Interface, kube kubernetes.Interface, objs []*unstructured.Unstructured) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	lists, err := kube.Discovery().ServerPreferredResources()
+	if err != nil && len(lists) == 0 {
+		return err
+	}
+	gvr := map[schema.GroupKind]schema.GroupVersionResource{}
+	for _, l := range lists {
+		gv, _ := schema.ParseGroupVersion(l.GroupVersion)
+		for _, r := range l.APIResources {
+			if !strings.Contains(r.Name, "/") {
+				gvr[schema.GroupKind{Group: gv.Group, Kind: r.Kind}] = gv.WithResource(r.Name)
+			}
+		}
+	}
+	policy := metav1.DeletePropagationBackground
+	var waitFor []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetNamespace() != "" {
+			continue
+		}
+		res, ok := gvr[o.GroupVersionKind().GroupKind()]
+		if !ok {
+			continue
+		}
+		err := dyn.Resource(res).Delete(ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("cleaning %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		if o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition" {
+			waitFor = append(waitFor, o)
+		}
+	}
+	for _, o := range waitFor {
+		res := gvr[o.GroupVersionKind().GroupKind()]
+		for {
+			_, err := dyn.Resource(res).Get(ctx, o.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s %s still there after cleaning: %w", o.GetKind(), o.GetName(), ctx.Err())
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}

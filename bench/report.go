@@ -1,0 +1,307 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// Results are everything one `make bench` run measured.
+type Results struct {
+	// Date, Machine and Versions say where and with what it ran.
+	Date     string            `json:"date"`
+	Machine  string            `json:"machine"`
+	Versions map[string]string `json:"versions"`
+	// Provision are the provisioning samples; Validate the validate runs;
+	// Claims the sandbox start measurements.
+	Provision []Sample        `json:"provision"`
+	Validate  []ValidateRun   `json:"validate"`
+	Claims    []ClaimsResult  `json:"claims,omitempty"`
+	Fits      map[string]Fit  `json:"fits"`
+	Targets   []TargetVerdict `json:"targets"`
+}
+
+// ValidateRun is `paddock validate` on a generated spec.
+type ValidateRun struct {
+	Lines   int     `json:"lines"`
+	Tenants int     `json:"tenants"`
+	Seconds float64 `json:"seconds"` // median of the runs
+	PeakRSS int64   `json:"peakRssBytes"`
+}
+
+// Fit is a least-squares line seconds = Intercept + PerTenant * tenants.
+type Fit struct {
+	Intercept float64 `json:"interceptSeconds"`
+	PerTenant float64 `json:"secondsPerTenant"`
+	R2        float64 `json:"r2"`
+}
+
+// TargetVerdict is one of the issue's targets and whether Paddock met it.
+type TargetVerdict struct {
+	Target string `json:"target"`
+	Value  string `json:"value"`
+	Met    bool   `json:"met"`
+}
+
+// Find returns the sample of tool/op at n tenants.
+func (r *Results) Find(tool, op string, n int) (Sample, bool) {
+	for _, s := range r.Provision {
+		if s.Tool == tool && s.Op == op && s.Tenants == n {
+			return s, true
+		}
+	}
+	return Sample{}, false
+}
+
+func (r *Results) tenantCounts() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, s := range r.Provision {
+		if !seen[s.Tenants] {
+			seen[s.Tenants] = true
+			out = append(out, s.Tenants)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// series are the tool/op lines of the table and plot.
+var series = []struct{ Tool, Op string }{
+	{ToolPaddock, OpCreate}, {ToolKubectl, OpCreate}, {ToolFloor, OpCreate},
+	{ToolPaddock, OpNoop}, {ToolPaddock, OpDrift}, {ToolPaddock, OpDestroy},
+}
+
+func seriesName(tool, op string) string {
+	if tool == ToolPaddock {
+		return "paddock " + op
+	}
+	return tool + " " + op
+}
+
+// Analyse fits a line per series and judges the targets of the issue.
+func (r *Results) Analyse() {
+	r.Fits = map[string]Fit{}
+	for _, s := range series {
+		var xs, ys []float64
+		for _, smp := range r.Provision {
+			if smp.Tool == s.Tool && smp.Op == s.Op {
+				xs = append(xs, float64(smp.Tenants))
+				ys = append(ys, smp.Seconds)
+			}
+		}
+		if len(xs) >= 2 {
+			r.Fits[seriesName(s.Tool, s.Op)] = fitLine(xs, ys)
+		}
+	}
+	r.Targets = nil
+	for _, n := range r.tenantCounts() {
+		up, ok1 := r.Find(ToolPaddock, OpCreate, n)
+		floor, ok2 := r.Find(ToolFloor, OpCreate, n)
+		if ok1 && ok2 && floor.Seconds > 0 {
+			ratio := up.Seconds / floor.Seconds
+			r.Targets = append(r.Targets, TargetVerdict{
+				Target: fmt.Sprintf("first up within 1.5x the parallel floor (%d tenants)", n),
+				Value:  fmt.Sprintf("%.1fx (%.1fs vs %.1fs)", ratio, up.Seconds, floor.Seconds), Met: ratio <= 1.5,
+			})
+		}
+		for _, op := range []string{OpNoop, OpDrift} {
+			s, ok := r.Find(ToolPaddock, op, n)
+			if !ok || s.Resources == 0 {
+				continue
+			}
+			per100 := s.Seconds / float64(s.Resources) * 100
+			r.Targets = append(r.Targets, TargetVerdict{
+				Target: fmt.Sprintf("%s under 1s per 100 resources (%d tenants)", op, n),
+				Value:  fmt.Sprintf("%.2fs per 100 (%.1fs for %d)", per100, s.Seconds, s.Resources), Met: per100 < 1,
+			})
+		}
+	}
+	if f, ok := r.Fits[seriesName(ToolPaddock, OpCreate)]; ok {
+		r.Targets = append(r.Targets, TargetVerdict{
+			Target: "create cost linear in tenants (R² of a straight line ≥ 0.98)",
+			Value:  fmt.Sprintf("R² %.3f, %.2fs per tenant", f.R2, f.PerTenant), Met: f.R2 >= 0.98,
+		})
+	}
+}
+
+// fitLine is ordinary least squares with its coefficient of determination.
+func fitLine(xs, ys []float64) Fit {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return Fit{}
+	}
+	b := (n*sxy - sx*sy) / den
+	a := (sy - b*sx) / n
+	mean := sy / n
+	var ssTot, ssRes float64
+	for i := range xs {
+		ssTot += (ys[i] - mean) * (ys[i] - mean)
+		d := ys[i] - (a + b*xs[i])
+		ssRes += d * d
+	}
+	r2 := 1.0
+	if ssTot > 0 {
+		r2 = 1 - ssRes/ssTot
+	}
+	return Fit{Intercept: a, PerTenant: b, R2: r2}
+}
+
+// WriteJSON writes the results as indented JSON.
+func (r *Results) WriteJSON(file string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(b, '\n'), 0o644)
+}
+
+// WriteMarkdown writes the tables of the results.
+func (r *Results) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "# Paddock benchmarks\n\n%s, %s. Versions: %s.\n\n", r.Date, r.Machine, versionList(r.Versions))
+	fmt.Fprintf(w, "All runs on the live local stack (real kube-apiserver, etcd, controller-manager, scheduler, kwok nodes, real Agent Sandbox controller). ")
+	fmt.Fprintf(w, "No container runs and no CNI enforces anything here: times are the control plane's and the tools', not a real cluster's.\n\n")
+	fmt.Fprintf(w, "## Provisioning (seconds, wall)\n\n")
+	ns := r.tenantCounts()
+	fmt.Fprintf(w, "| tenants | objects | paddock resources |")
+	for _, s := range series {
+		fmt.Fprintf(w, " %s |", seriesName(s.Tool, s.Op))
+	}
+	fmt.Fprintf(w, " up / floor | up / kubectl |\n|---|---|---|")
+	for range series {
+		fmt.Fprintf(w, "---|")
+	}
+	fmt.Fprintf(w, "---|---|\n")
+	for _, n := range ns {
+		up, _ := r.Find(ToolPaddock, OpCreate, n)
+		fmt.Fprintf(w, "| %d | %d | %d |", n, up.Objects, up.Resources)
+		for _, s := range series {
+			if smp, ok := r.Find(s.Tool, s.Op, n); ok {
+				fmt.Fprintf(w, " %.2f |", smp.Seconds)
+			} else {
+				fmt.Fprintf(w, " – |")
+			}
+		}
+		floor, _ := r.Find(ToolFloor, OpCreate, n)
+		kubectl, _ := r.Find(ToolKubectl, OpCreate, n)
+		fmt.Fprintf(w, " %s | %s |\n", ratio(up.Seconds, floor.Seconds), ratio(up.Seconds, kubectl.Seconds))
+	}
+	fmt.Fprintf(w, "\n### Linear fits (seconds = a + b × tenants)\n\n| series | a (s) | b (s/tenant) | R² |\n|---|---|---|---|\n")
+	for _, s := range series {
+		if f, ok := r.Fits[seriesName(s.Tool, s.Op)]; ok {
+			fmt.Fprintf(w, "| %s | %.2f | %.3f | %.3f |\n", seriesName(s.Tool, s.Op), f.Intercept, f.PerTenant, f.R2)
+		}
+	}
+	fmt.Fprintf(w, "\n### Peak resident memory (MiB) per program\n\n| tenants | op | paddock | pulumi | provider | kubectl | whole tree |\n|---|---|---|---|---|---|---|\n")
+	for _, n := range ns {
+		for _, s := range series {
+			smp, ok := r.Find(s.Tool, s.Op, n)
+			if !ok || smp.TreePeakRSS == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s |\n", n, seriesName(s.Tool, s.Op),
+				mib(smp.PeakRSS["paddock"]), mib(smp.PeakRSS["pulumi"]), mib(smp.PeakRSS["pulumi-resource-kubernetes"]), mib(smp.PeakRSS["kubectl"]), mib(smp.TreePeakRSS))
+		}
+	}
+	if len(r.Validate) > 0 {
+		fmt.Fprintf(w, "\n## validate (median of 5 runs of the binary, process start included)\n\n| lines | tenants | seconds | peak MiB |\n|---|---|---|---|\n")
+		for _, v := range r.Validate {
+			fmt.Fprintf(w, "| %d | %d | %.3f | %s |\n", v.Lines, v.Tenants, v.Seconds, mib(v.PeakRSS))
+		}
+	}
+	if len(r.Claims) > 0 {
+		fmt.Fprintf(w, "\n## Sandbox start through claims\n\n")
+		WriteClaimsTable(w, r.Claims)
+	}
+	fmt.Fprintf(w, "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n")
+	for _, t := range r.Targets {
+		met := "no"
+		if t.Met {
+			met = "yes"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", t.Target, t.Value, met)
+	}
+}
+
+func versionList(v map[string]string) string {
+	var keys []string
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+" "+v[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 || a <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1fx", a/b)
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", float64(b)/(1<<20))
+}
+
+// WritePlot draws seconds against tenants, one line per tool and operation.
+func (r *Results) WritePlot(file string) error {
+	p := plot.New()
+	p.Title.Text = "Paddock provisioning on the local stack"
+	p.X.Label.Text = "tenants"
+	p.Y.Label.Text = "seconds (wall)"
+	p.Add(plotter.NewGrid())
+	colors := []color.RGBA{{0x1f, 0x77, 0xb4, 255}, {0xff, 0x7f, 0x0e, 255}, {0x2c, 0xa0, 0x2c, 255}, {0xd6, 0x27, 0x28, 255}, {0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255}}
+	for i, s := range series {
+		var pts plotter.XYs
+		for _, n := range r.tenantCounts() {
+			if smp, ok := r.Find(s.Tool, s.Op, n); ok {
+				pts = append(pts, plotter.XY{X: float64(n), Y: smp.Seconds})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		c := colors[i%len(colors)]
+		line.Color, points.Color = c, c
+		if s.Tool != ToolPaddock || s.Op != OpCreate {
+			line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		p.Add(line, points)
+		p.Legend.Add(seriesName(s.Tool, s.Op), line, points)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Y.Min = 0
+	if math.IsInf(p.Y.Max, 0) {
+		p.Y.Max = 1
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, file)
+}

@@ -1,0 +1,255 @@
+// Command paddock-bench is `make bench`: it starts its own local cluster in a
+// throwaway PADDOCK_HOME (so it never touches the platforms of yours), then
+// measures provisioning (paddock, kubectl, the parallel SSA floor), validate
+// on generated specs and sandbox start through claims, and writes
+// bench/results/{results.json,README.md,provision.png}.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/paddock-platform/paddock/bench"
+	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/pins"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "paddock-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+func run() error {
+	var (
+		paddock   = flag.String("paddock", "bin/paddock", "the paddock binary to measure")
+		outDir    = flag.String("out", "bench/results", "where the results go")
+		tenants   = flag.String("tenants", "1,10,50,100", "tenant counts of the provisioning benchmark")
+		lines     = flag.String("validate-lines", "100,1000,5000,10000", "spec sizes of the validate benchmark")
+		claims    = flag.Int("claims", 10, "claims per sequential mode of the claims benchmark")
+		poolSize  = flag.Int("pool", 3, "warm pool replicas of the claims benchmark")
+		keepHome  = flag.Bool("keep-home", false, "keep the throwaway PADDOCK_HOME (state, logs) for inspection")
+		skipProv  = flag.Bool("skip-provision", false, "skip the provisioning benchmark")
+		skipClaim = flag.Bool("skip-claims", false, "skip the claims benchmark")
+	)
+	flag.Parse()
+	counts, err := intList(*tenants)
+	if err != nil {
+		return fmt.Errorf("-tenants: %w", err)
+	}
+	sizes, err := intList(*lines)
+	if err != nil {
+		return fmt.Errorf("-validate-lines: %w", err)
+	}
+	bin, err := filepath.Abs(*paddock)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%s: build it first (make build)", bin)
+	}
+	realHome := paths.Home()
+	kubectl := filepath.Join(realHome, "bin", "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		return fmt.Errorf("%s is missing: run `make tools` first", kubectl)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// A throwaway home: tools and the provider plugin from the real one,
+	// state, passphrase and the cluster of its own.
+	home, err := os.MkdirTemp("", "paddock-bench-")
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{"bin", "pulumi"} {
+		if err := os.Symlink(filepath.Join(realHome, d), filepath.Join(home, d)); err != nil {
+			return err
+		}
+	}
+	env := []string{"PADDOCK_HOME=" + home}
+	paddockCmd := func(args ...string) *exec.Cmd {
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = append(os.Environ(), env...)
+		return c
+	}
+	fmt.Println("paddock-bench: starting a local cluster in", home)
+	if out, err := paddockCmd("local", "up").CombinedOutput(); err != nil {
+		return fmt.Errorf("local up: %v\n%s", err, out)
+	}
+	defer func() {
+		if out, err := paddockCmd("local", "down").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "paddock-bench: local down: %v\n%s", err, out)
+		}
+		if !*keepHome {
+			os.RemoveAll(home)
+		}
+	}()
+	kubeconfig := filepath.Join(home, "local", "kubeconfig")
+	work := filepath.Join(home, "specs")
+
+	res := &bench.Results{
+		Date:    time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		Machine: machine(),
+		Versions: map[string]string{
+			"paddock":           version(bin),
+			"pulumi":            pins.Get("PULUMI_VERSION"),
+			"pulumi-kubernetes": pins.Get("PULUMI_KUBERNETES_VERSION"),
+			"kubernetes":        pins.Get("KUBERNETES_VERSION"),
+			"agent-sandbox":     pins.Get("AGENT_SANDBOX_VERSION"),
+			"kwok":              pins.Get("KWOK_VERSION"),
+		},
+	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return err
+	}
+	save := func() error {
+		res.Analyse()
+		if err := res.WriteJSON(filepath.Join(*outDir, "results.json")); err != nil {
+			return err
+		}
+		f, err := os.Create(filepath.Join(*outDir, "README.md"))
+		if err != nil {
+			return err
+		}
+		res.WriteMarkdown(f)
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if len(res.Provision) > 0 {
+			return res.WritePlot(filepath.Join(*outDir, "provision.png"))
+		}
+		return nil
+	}
+
+	// validate: quick, and needs no cluster.
+	for _, n := range sizes {
+		spec, got := bench.SpecOfLines(n)
+		dir := filepath.Join(work, fmt.Sprintf("validate-%d", n))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
+			return err
+		}
+		var walls []float64
+		var peak int64
+		for i := 0; i < 5; i++ {
+			r, err := bench.Measure(ctx, paddockCmd("validate", dir))
+			if err != nil {
+				return err
+			}
+			walls = append(walls, r.Wall.Seconds())
+			if r.PeakRSS["paddock"] > peak {
+				peak = r.PeakRSS["paddock"]
+			}
+		}
+		sort.Float64s(walls)
+		v := bench.ValidateRun{Lines: got, Tenants: strings.Count(spec, "\ntenant "), Seconds: walls[len(walls)/2], PeakRSS: peak}
+		fmt.Printf("bench: validate %6d lines: %.3fs peak %s\n", v.Lines, v.Seconds, bench.MiB(v.PeakRSS))
+		res.Validate = append(res.Validate, v)
+	}
+	if err := save(); err != nil {
+		return err
+	}
+
+	if !*skipProv {
+		samples, err := bench.Provision(ctx, bench.ProvisionOptions{
+			Paddock: bin, Kubectl: kubectl, Kubeconfig: kubeconfig, Env: env,
+			Tenants: counts, WorkDir: work, Out: os.Stdout,
+		})
+		res.Provision = samples
+		if serr := save(); serr != nil {
+			return serr
+		}
+		if err != nil {
+			return err
+		}
+	}
+
+	if !*skipClaim {
+		dir := filepath.Join(work, "claims")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		spec := bench.Spec(bench.SpecOptions{Platform: "claims", Tenants: 1, Replicas: *poolSize})
+		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
+			return err
+		}
+		if out, err := paddockCmd("up", dir).CombinedOutput(); err != nil {
+			return fmt.Errorf("up of the claims platform: %v\n%s", err, out)
+		}
+		c := paddockCmd("bench", "claims", dir, "--claims", strconv.Itoa(*claims), "--format", "json")
+		c.Stderr = os.Stdout
+		out, err := c.Output()
+		if err != nil {
+			return fmt.Errorf("paddock bench claims: %v", err)
+		}
+		if err := json.Unmarshal(out, &res.Claims); err != nil {
+			return fmt.Errorf("paddock bench claims JSON: %v\n%s", err, out)
+		}
+		if out, err := paddockCmd("destroy", dir).CombinedOutput(); err != nil {
+			return fmt.Errorf("destroy of the claims platform: %v\n%s", err, out)
+		}
+	}
+	if err := save(); err != nil {
+		return err
+	}
+	fmt.Printf("paddock-bench: results in %s\n", *outDir)
+	return nil
+}
+
+func version(bin string) string {
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return first
+}
+
+func machine() string {
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(v)
+				if len(f) > 0 {
+					kb, _ := strconv.ParseInt(f[0], 10, 64)
+					mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%s/%s, %d CPUs%s, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), mem, runtime.Version())
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/paddock-platform/paddock/bench"
+	"github.com/paddock-platform/paddock/model"
+)
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the provisioned platform",
+	}
+	cmd.AddCommand(newBenchClaimsCmd())
+	return cmd
+}
+
+func newBenchClaimsCmd() *cobra.Command {
+	var (
+		f            specFlags
+		tenant, pool string
+		count, burst int
+		timeout      time.Duration
+		format       string
+	)
+	cmd := &cobra.Command{
+		Use:   "claims [SPEC]",
+		Short: "Claim → Ready latency on a warm pool: warm hits, cold starts, and a burst larger than the pool",
+		Long: "Makes SandboxClaims on one warm pool of a provisioned platform and times each from\n" +
+			"create to Ready (the platform metric sandbox start):\n" +
+			"  warm   one claim at a time, each once the pool is full again (every claim can hit);\n" +
+			"  cold   one claim at a time that sets env, which Agent Sandbox always cold-starts from\n" +
+			"         the pool's template: the path of a claim that finds no warm sandbox;\n" +
+			"  burst  --burst claims at once, more than the pool holds: the warm-pool hit rate.\n" +
+			"Claims carry the tenant's lifecycle (TTL, max TTL, Delete) and a paddock.dev/bench-run\n" +
+			"label, and are deleted before it returns. Run it against a platform you may load.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" && format != "markdown" {
+				return fmt.Errorf("--format %q: use text, json or markdown", format)
+			}
+			ctx := cmd.Context()
+			l, err := f.load(ctx, args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), false, true)
+			if err != nil {
+				return err
+			}
+			t, wp, err := pickPool(l.p, tenant, pool)
+			if err != nil {
+				return err
+			}
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+				&clientcmd.ClientConfigLoadingRules{ExplicitPath: l.p.Target.Kubeconfig},
+				&clientcmd.ConfigOverrides{CurrentContext: l.p.Target.Context}).ClientConfig()
+			if err != nil {
+				return fmt.Errorf("kubeconfig %s: %w", l.p.Target.Kubeconfig, err)
+			}
+			cfg.QPS, cfg.Burst = 100, 200
+			cfg.WarningHandler = rest.NoWarnings{}
+			dyn, err := dynamic.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			progress := cmd.ErrOrStderr()
+			opts := bench.ClaimsOptions{
+				Namespace: t.Namespace, WarmPool: wp.Name, Count: count, Burst: burst,
+				TTL: t.Claims.TTL, MaxTTL: t.Claims.MaxTTL, Timeout: timeout, Out: progress,
+			}
+			fmt.Fprintf(progress, "paddock bench claims: tenant %s, warm pool %s/%s (%d replicas)\n", t.Name, t.Namespace, wp.Name, wp.Replicas)
+			res, err := bench.Claims(ctx, dyn, opts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch format {
+			case "json":
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			default:
+				bench.WriteClaimsTable(out, res)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&tenant, "tenant", "", "tenant whose warm pool to claim from (default: the only tenant)")
+	cmd.Flags().StringVar(&pool, "pool", "", "warm pool of the tenant (default: its only warm pool)")
+	cmd.Flags().IntVar(&count, "claims", 10, "claims per sequential mode (warm, cold)")
+	cmd.Flags().IntVar(&burst, "burst", 0, "claims of the burst (default: twice the pool's replicas plus one)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long one claim may take to become Ready")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text (a table), json or markdown")
+	return cmd
+}
+
+// pickPool finds the tenant and warm pool to claim from, defaulting to the
+// only one when there is exactly one.
+func pickPool(p *model.Platform, tenant, pool string) (*model.Tenant, *model.WarmPool, error) {
+	var tenants []*model.Tenant
+	var names []string
+	for i := range p.Tenants {
+		t := &p.Tenants[i]
+		names = append(names, t.Name)
+		if tenant == "" || t.Name == tenant {
+			if len(t.WarmPools) > 0 {
+				tenants = append(tenants, t)
+			}
+		}
+	}
+	switch {
+	case len(tenants) == 0 && tenant != "":
+		return nil, nil, fmt.Errorf("--tenant %q: no such tenant with a warm pool (tenants: %s)", tenant, strings.Join(names, ", "))
+	case len(tenants) == 0:
+		return nil, nil, fmt.Errorf("no tenant of platform %q has a warm pool to claim from", p.Name)
+	case len(tenants) > 1:
+		return nil, nil, fmt.Errorf("several tenants have warm pools: name one with --tenant (%s)", strings.Join(names, ", "))
+	}
+	t := tenants[0]
+	var pools []string
+	for i := range t.WarmPools {
+		wp := &t.WarmPools[i]
+		pools = append(pools, wp.Name)
+		if pool == "" && len(t.WarmPools) == 1 || wp.Name == pool {
+			return t, wp, nil
+		}
+	}
+	if pool == "" {
+		return nil, nil, fmt.Errorf("tenant %s has several warm pools: name one with --pool (%s)", t.Name, strings.Join(pools, ", "))
+	}
+	return nil, nil, fmt.Errorf("--pool %q: tenant %s has no such warm pool (%s)", pool, t.Name, strings.Join(pools, ", "))
+}

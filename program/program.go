@@ -1,5 +1,6 @@
 // Package program is the Pulumi program Paddock runs: a kubernetes provider for the
-// platform's target, then the platform root component. The engine runs it inline
+// platform's target (for target "gke", the GCP layer that creates the cluster
+// and yields that provider), then the platform root component. The engine runs it inline
 // through the Automation API; a standard `pulumi up` runs the very same function.
 package program
 
@@ -13,9 +14,17 @@ import (
 	"github.com/paddock-platform/paddock/model"
 )
 
-// New returns the program for a resolved platform (Target.Kubeconfig set).
+// New returns the program for a resolved platform: for target "gke", the GCP
+// layer and the in-cluster layer on the cluster it creates (gke.go); for the
+// others (Target.Kubeconfig set), the in-cluster layer on an existing cluster.
 func New(p *model.Platform) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
+		if p.Target.Kind == model.TargetGKE {
+			if err := keepSecrets(ctx, p); err != nil {
+				return err
+			}
+			return gke(ctx, p)
+		}
 		if p.Target.Kubeconfig == "" {
 			return fmt.Errorf("target %s has no kubeconfig resolved", p.Target.Kind)
 		}

@@ -152,6 +152,11 @@ func ResolveTarget(ctx context.Context, p *model.Platform) error {
 		if _, err := os.Stat(p.Target.Kubeconfig); err != nil {
 			return fmt.Errorf("target kubeconfig %s: %w", p.Target.Kubeconfig, err)
 		}
+	case model.TargetGKE:
+		// Nothing to resolve: the program creates the cluster and reaches it
+		// through the kubernetes provider made from the cluster's outputs, in
+		// the same run. Google credentials are the gcp provider's (Application
+		// Default Credentials), never part of the spec.
 	default:
 		return fmt.Errorf("target %q cannot be provisioned by this build", p.Target.Kind)
 	}

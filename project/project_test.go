@@ -299,3 +299,24 @@ func TestBothPathsSameGraph(t *testing.T) {
 		t.Errorf("%d resources hold the secret, want the 2 templates", secrets)
 	}
 }
+
+// A GKE target needs no kubeconfig: the program creates the cluster and
+// reaches it through the provider made from its outputs, in the same run.
+func TestResolveTargetGKE(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	p, err := LoadSpec(filepath.Join(repoRoot(t), "examples", "gke-kata"), SpecOptions{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ResolveTarget(t.Context(), p); err != nil {
+		t.Fatalf("gke target refused: %v", err)
+	}
+	if p.Target.Kubeconfig != "" || p.Target.Kind != model.TargetGKE {
+		t.Errorf("target %+v", p.Target)
+	}
+	// Unknown kinds still are.
+	p.Target.Kind = "eks"
+	if err := ResolveTarget(t.Context(), p); err == nil || !strings.Contains(err.Error(), "cannot be provisioned") {
+		t.Errorf("unknown target kind: %v", err)
+	}
+}

@@ -400,6 +400,9 @@ type Cluster struct {
 	// NoWorkloadIdentity turns Workload Identity off (spec:
 	// workload_identity = false): pods then reach the node's credentials.
 	NoWorkloadIdentity bool
+	// AllowDeletion turns GKE deletion protection off (spec:
+	// deletion_protection = false), so destroy can delete the cluster.
+	AllowDeletion bool
 	Src                Range
 	Attrs              Attrs
 }

@@ -51,6 +51,7 @@ func TestModulesAgreeWithVersionsEnv(t *testing.T) {
 		{"../go.mod", "sigs.k8s.io/agent-sandbox", AgentSandbox},
 		{"../go.mod", "github.com/pulumi/pulumi/sdk/v3", Pulumi},
 		{"../go.mod", "github.com/pulumi/pulumi-kubernetes/sdk/v4", "v" + PulumiKubernetes},
+		{"../go.mod", "github.com/pulumi/pulumi-gcp/sdk/v7", "v" + PulumiGCP},
 	} {
 		got := requires(t, filepath.FromSlash(tc.gomod))[tc.module]
 		if got != tc.want {

@@ -242,6 +242,9 @@ func (b *builder) cluster(cfg *config) {
 	if v, st := b.boolean(n.attr("workload_identity")); st == set {
 		c.NoWorkloadIdentity = !v
 	}
+	if v, st := b.boolean(n.attr("deletion_protection")); st == set {
+		c.AllowDeletion = !v
+	}
 	if nets, st := b.strList(n.attr("authorized_networks")); st == set {
 		for _, cidr := range nets {
 			b.cidr(n.attr("authorized_networks"), cidr)

@@ -423,6 +423,7 @@ var clusterSpec = &blockSpec{
 		{Name: "authorized_networks", Kind: kStringList, Doc: "CIDRs allowed to reach the control plane; \"0.0.0.0/0\" LOOSENS (PDK-703)."},
 		{Name: "dataplane_v2", Kind: kBool, Default: "true", Doc: "GKE Dataplane V2, which enforces NetworkPolicy; false LOOSENS (PDK-704)."},
 		{Name: "workload_identity", Kind: kBool, Default: "true", Doc: "Workload Identity, which hides node credentials from pods; false LOOSENS (PDK-705)."},
+		{Name: "deletion_protection", Kind: kBool, Default: "true", Doc: "GKE deletion protection: `paddock destroy` cannot delete the cluster while it is on. Set false for throwaway platforms (tests, demos)."},
 	},
 }
 

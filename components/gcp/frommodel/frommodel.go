@@ -41,6 +41,7 @@ func Args(p *model.Platform) spec.PlatformArgs {
 		a.Cluster.PublicNodes = c.PublicNodes
 		a.Cluster.DisableDataplaneV2 = c.NoDataplaneV2
 		a.Cluster.DisableWorkloadIdentity = c.NoWorkloadIdentity
+		a.Cluster.AllowDeletion = c.AllowDeletion
 	}
 	var namespaces []string
 	for _, t := range p.Tenants {

@@ -53,13 +53,14 @@ tenant "a" {
 	// lists FQDNs, so no FQDN network policy.
 	p = load(t, gkeHead+`
 cluster {
-  private_nodes     = false
-  dataplane_v2      = false
-  workload_identity = false
+  private_nodes       = false
+  dataplane_v2        = false
+  workload_identity   = false
+  deletion_protection = false
 }
 `)
 	c = Args(p).Cluster
-	if !c.PublicNodes || !c.DisableDataplaneV2 || !c.DisableWorkloadIdentity || c.FQDNNetworkPolicy {
+	if !c.PublicNodes || !c.DisableDataplaneV2 || !c.DisableWorkloadIdentity || c.FQDNNetworkPolicy || !c.AllowDeletion {
 		t.Errorf("loosened cluster = %+v", c)
 	}
 	if c.ReleaseChannel != "REGULAR" {

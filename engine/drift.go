@@ -35,7 +35,7 @@ func (e *Engine) Drift(ctx context.Context, p *model.Platform) (*drift.Report, e
 	ch := make(chan events.EngineEvent)
 	c := newDriftCollector()
 	go c.consume(ch)
-	_, err = s.Preview(ctx, optpreview.Refresh(), optpreview.EventStreams(ch), optpreview.SuppressProgress())
+	_, err = s.Preview(ctx, optpreview.Refresh(), optpreview.Parallel(e.parallel()), optpreview.EventStreams(ch), optpreview.SuppressProgress())
 	c.waitAfter(err)
 	if err != nil {
 		return nil, opError("drift check", s.Name(), err)

@@ -153,7 +153,7 @@ func (e *Engine) prepare(ctx context.Context, op string, s auto.Stack) error {
 		fmt.Fprintf(e.opts.Out, "  %s %s\n", p.Op, describe(urnType(p.URN), p.URN))
 	}
 	err = e.withLock(ctx, op, name, func() error {
-		_, err := s.Refresh(ctx, optrefresh.ClearPendingCreates(), optrefresh.SuppressProgress())
+		_, err := s.Refresh(ctx, optrefresh.ClearPendingCreates(), optrefresh.Parallel(e.parallel()), optrefresh.SuppressProgress())
 		return err
 	})
 	if err != nil {

@@ -85,7 +85,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		pr := newProgress(e.opts.Out, "up")
 		go pr.consume(ch)
 		var err error
-		res, err = s.Up(ctx, optup.Refresh(), optup.EventStreams(ch), optup.SuppressProgress())
+		res, err = s.Up(ctx, optup.Refresh(), optup.Parallel(e.parallel()), optup.EventStreams(ch), optup.SuppressProgress())
 		pr.waitAfter(err)
 		return err
 	})
@@ -113,7 +113,7 @@ func (e *Engine) Preview(ctx context.Context, p *model.Platform) (*Result, error
 	ch := make(chan events.EngineEvent)
 	pr := newProgress(e.opts.Out, "preview")
 	go pr.consume(ch)
-	res, err := s.Preview(ctx, optpreview.Refresh(), optpreview.EventStreams(ch), optpreview.SuppressProgress())
+	res, err := s.Preview(ctx, optpreview.Refresh(), optpreview.Parallel(e.parallel()), optpreview.EventStreams(ch), optpreview.SuppressProgress())
 	pr.wait()
 	if err != nil {
 		return nil, opError("preview", s.Name(), err)
@@ -141,7 +141,7 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 		pr := newProgress(e.opts.Out, "destroy")
 		go pr.consume(ch)
 		var err error
-		res, err = s.Destroy(ctx, optdestroy.Refresh(), optdestroy.EventStreams(ch), optdestroy.SuppressProgress())
+		res, err = s.Destroy(ctx, optdestroy.Refresh(), optdestroy.Parallel(e.parallel()), optdestroy.EventStreams(ch), optdestroy.SuppressProgress())
 		pr.waitAfter(err)
 		return err
 	})
@@ -184,11 +184,25 @@ func opError(op, stack string, err error) error {
 	}
 	lines := strings.Split(strings.TrimSpace(msg), "\n")
 	var keep []string
+	seen := map[string]bool{}
+	unreachable := false
 	for _, l := range lines {
 		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "error:") || strings.Contains(l, "error:") {
+		if strings.Contains(l, "unreachable cluster") {
+			// The provider's advice (PULUMI_K8S_DELETE_UNREACHABLE) would drop
+			// every resource from the state of a cluster that is only down.
+			unreachable = true
+			continue
+		}
+		if (strings.HasPrefix(l, "error:") || strings.Contains(l, "error:")) && !seen[l] {
+			seen[l] = true
 			keep = append(keep, l)
 		}
+	}
+	if unreachable {
+		keep = append([]string{"error: the cluster's API server did not answer, so the update stopped; what it applied before is in the state",
+			"bring the API server back (`paddock local status` / `paddock local up` on the local target), then run " + op + " again: it refreshes and converges",
+			"do not set PULUMI_K8S_DELETE_UNREACHABLE: it removes the resources of a cluster that is only down from the state"}, keep...)
 	}
 	if len(keep) == 0 {
 		keep = lines

@@ -48,6 +48,21 @@ type Options struct {
 	// LockWait is how long Up and Destroy wait for another update of the same
 	// stack to finish before failing; zero retries briefly, then fails.
 	LockWait time.Duration
+	// Parallel is how many resource operations run at once (0 =
+	// DefaultParallel). Kubernetes operations wait on the API server, not on
+	// this machine's CPUs, so Pulumi's default (4 per CPU) leaves most of
+	// their time queued.
+	Parallel int
+}
+
+// DefaultParallel is Options.Parallel's default.
+const DefaultParallel = 32
+
+func (e *Engine) parallel() int {
+	if e.opts.Parallel > 0 {
+		return e.opts.Parallel
+	}
+	return DefaultParallel
 }
 
 // Engine runs stacks for platforms.

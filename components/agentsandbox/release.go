@@ -44,6 +44,10 @@ func Versions() []string {
 	return out
 }
 
+// SkipAwaitAnnotation tells the kubernetes provider not to wait for an
+// object to become ready.
+const SkipAwaitAnnotation = "pulumi.com/skipAwait"
+
 // Options shape the release for a target.
 type Options struct {
 	// Image replaces the ko:// placeholder: the pinned controller image.
@@ -91,6 +95,16 @@ func Objects(version string, opts Options) ([]*unstructured.Unstructured, error)
 			if err := shapeController(u, opts); err != nil {
 				return nil, err
 			}
+		}
+		if u.GetKind() == "Service" && opts.ControllerReplicas != nil && *opts.ControllerReplicas == 0 {
+			// No pod will ever back the controller's Services here: waiting for
+			// their endpoints would only hold up every first up.
+			a := u.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[SkipAwaitAnnotation] = "true"
+			u.SetAnnotations(a)
 		}
 		out = append(out, u)
 	}

@@ -278,6 +278,9 @@ func TestFaultAPIServerStopped(t *testing.T) {
 	if !strings.Contains(out, `up of stack "fault" failed`) {
 		t.Errorf("the failure does not say which stack and operation failed:\n%s", tail(out, 20))
 	}
+	if !strings.Contains(out, "API server did not answer") || strings.Contains(out, "rerunning the operation with the PULUMI_K8S_DELETE_UNREACHABLE") {
+		t.Errorf("the failure does not say the API server is gone, or repeats the provider's advice to drop the state:\n%s", tail(out, 20))
+	}
 	if strings.Contains(out, "panic:") || strings.Contains(out, "goroutine ") {
 		t.Errorf("up panicked:\n%s", tail(out, 40))
 	}

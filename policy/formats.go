@@ -220,7 +220,7 @@ func WriteSARIF(w io.Writer, r *Report, spec []SpecDiagnostic, toolVersion strin
 			ShortDescription:     sarifText{rule.Title},
 			FullDescription:      sarifText{rule.Control},
 			Help:                 sarifText{help},
-			DefaultConfiguration: sarifConfig{Level: string(rule.Severity), Enabled: rule.Kind == Static},
+			DefaultConfiguration: sarifConfig{Level: string(rule.Severity), Enabled: rule.Kind == Static || rule.Kind == Validity},
 			Properties: map[string]any{
 				"kind": string(rule.Kind), "checklist": append([]string{}, rule.Checklist...),
 				"tags": []string{"security", "kubernetes", "ai-agents"}, "security-severity": securitySeverity[rule.Severity],

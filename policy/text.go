@@ -76,6 +76,11 @@ func (r *Report) Summary() string {
 		s += fmt.Sprintf("; %d finding%s waived by %d waiver%s", len(r.Waived), plural(len(r.Waived)), len(r.Waivers), plural(len(r.Waivers)))
 	}
 	if r.Blocking() {
+		for _, f := range r.Findings {
+			if f.Severity == Error && f.Rule() != nil && f.Rule().Kind == Validity {
+				return s + ". Errors block `paddock up`: fix them, or waive them with a reason (GCP-xxx errors cannot be waived: GKE would refuse the spec)."
+			}
+		}
 		return s + ". Errors block `paddock up`: fix them, or waive them with a reason."
 	}
 	return s + "."

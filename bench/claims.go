@@ -37,9 +37,9 @@ const (
 	// ModeWarm: one claim at a time, each once the pool is full again: every
 	// claim can be served by a pre-warmed sandbox.
 	ModeWarm = "warm"
-	// ModeCold: one claim at a time, each setting env, which the controller
-	// documents as always cold-starting from the pool's template: the path of
-	// a claim that finds no warm sandbox.
+	// ModeCold: one claim at a time on a pool that keeps no sandbox warm
+	// (replicas 0): every claim starts its sandbox from the template, the path
+	// of a claim that finds no warm sandbox.
 	ModeCold = "cold"
 	// ModeBurst: Burst claims at once, more than the pool holds.
 	ModeBurst = "burst"
@@ -49,6 +49,10 @@ const (
 type ClaimsOptions struct {
 	Namespace string
 	WarmPool  string
+	// ColdPool is a pool of the same tenant with replicas 0, for the cold
+	// mode ("" skips it). Hardened templates refuse env injection, the other
+	// way Agent Sandbox forces a cold start.
+	ColdPool string
 	// Count is how many sequential claims the warm and cold modes make.
 	Count int
 	// Burst is how many claims the burst mode makes at once (0 = twice the
@@ -119,7 +123,12 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 	defer c.cleanup()
 
 	var out []ClaimsResult
-	for _, mode := range []string{ModeWarm, ModeCold, ModeBurst} {
+	modes := []string{ModeWarm, ModeCold, ModeBurst}
+	if o.ColdPool == "" {
+		fmt.Fprintf(o.Out, "bench claims: no pool with replicas 0 to measure cold starts on: skipping the cold mode\n")
+		modes = []string{ModeWarm, ModeBurst}
+	}
+	for _, mode := range modes {
 		if err := c.waitPoolFull(ctx, replicas); err != nil {
 			return out, err
 		}
@@ -133,7 +142,11 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 						return out, err
 					}
 				}
-				d, warm, err := c.one(ctx, fmt.Sprintf("%s-%d", mode, i), mode == ModeCold)
+				pool := o.WarmPool
+				if mode == ModeCold {
+					pool = o.ColdPool
+				}
+				d, warm, err := c.one(ctx, fmt.Sprintf("%s-%d", mode, i), pool)
 				if err != nil {
 					return out, err
 				}
@@ -154,7 +167,7 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 				wg.Add(1)
 				go func(i int) {
 					defer wg.Done()
-					d, warm, err := c.one(ctx, fmt.Sprintf("burst-%d", i), false)
+					d, warm, err := c.one(ctx, fmt.Sprintf("burst-%d", i), o.WarmPool)
 					if err != nil {
 						errs <- err
 						return
@@ -176,7 +189,11 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 				return out, err
 			}
 		}
-		r := summarize(mode, o.WarmPool, replicas, times, hits)
+		pool, poolReplicas := o.WarmPool, replicas
+		if mode == ModeCold {
+			pool, poolReplicas = o.ColdPool, 0
+		}
+		r := summarize(mode, pool, poolReplicas, times, hits)
 		fmt.Fprintf(o.Out, "bench claims: %-5s %3d claims  P50 %.3fs  P95 %.3fs  max %.3fs  warm hits %d/%d\n", mode, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims)
 		out = append(out, r)
 	}
@@ -258,18 +275,15 @@ func claimReady(u *unstructured.Unstructured) bool {
 
 // one makes a claim and waits for it to be Ready: how long it took and
 // whether its sandbox came from the pool.
-func (c *claimer) one(ctx context.Context, suffix string, cold bool) (time.Duration, bool, error) {
+func (c *claimer) one(ctx context.Context, suffix, pool string) (time.Duration, bool, error) {
 	name := fmt.Sprintf("bench-%s-%s", c.run, suffix)
 	spec := map[string]any{
-		"warmPoolRef": map[string]any{"name": c.o.WarmPool},
+		"warmPoolRef": map[string]any{"name": pool},
 		"lifecycle": map[string]any{
 			"shutdownPolicy":          "Delete",
 			"ttlSecondsAfterFinished": int64(c.o.TTL.Seconds()),
 			"shutdownTime":            time.Now().Add(c.o.MaxTTL).UTC().Format(time.RFC3339),
 		},
-	}
-	if cold {
-		spec["env"] = []any{map[string]any{"name": "PADDOCK_BENCH", "value": "cold"}}
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1",
@@ -288,7 +302,16 @@ func (c *claimer) one(ctx context.Context, suffix string, cold bool) (time.Durat
 	select {
 	case <-ch:
 	case <-time.After(c.o.Timeout):
-		return 0, false, fmt.Errorf("claim %s/%s not Ready within %s", c.o.Namespace, name, c.o.Timeout)
+		why := ""
+		if u, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, cd := range conds {
+				if m, ok := cd.(map[string]any); ok {
+					why += fmt.Sprintf("; %v=%v (%v: %v)", m["type"], m["status"], m["reason"], m["message"])
+				}
+			}
+		}
+		return 0, false, fmt.Errorf("claim %s/%s not Ready within %s%s", c.o.Namespace, name, c.o.Timeout, why)
 	case <-ctx.Done():
 		return 0, false, ctx.Err()
 	}

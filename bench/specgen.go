@@ -22,9 +22,10 @@ type SpecOptions struct {
 	Tenants int
 	// Replicas is each warm pool's size (0 = 1).
 	Replicas int
-	// ColdTemplate adds, to every tenant, a second template with no warm
-	// pool, so claims on it measure a start without a pool.
-	ColdTemplate bool
+	// ColdPool adds, to every tenant, a second warm pool of the same
+	// template with replicas 0, so claims on it measure a start without a
+	// warm sandbox.
+	ColdPool bool
 }
 
 // Spec writes a spec for the local target with o.Tenants tenants.
@@ -94,22 +95,21 @@ tenant %q {
     }
   }
 `, TenantName(i), i)
-		if o.ColdTemplate {
-			b.WriteString(`
-  template "cold" {
-    image         = "python:3.12-slim"
-    command       = ["sleep", "infinity"]
-    runtime_class = "gvisor"
-  }
-`)
-		}
 		fmt.Fprintf(&b, `
   warm_pool "agent" {
     template = "agent"
     replicas = %d
   }
-}
 `, o.Replicas)
+		if o.ColdPool {
+			b.WriteString(`
+  warm_pool "cold" {
+    template = "agent"
+    replicas = 0
+  }
+`)
+		}
+		b.WriteString("}\n")
 	}
 	return b.String()
 }

@@ -202,14 +202,14 @@ func run() error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		spec := bench.Spec(bench.SpecOptions{Platform: "claims", Tenants: 1, Replicas: *poolSize})
+		spec := bench.Spec(bench.SpecOptions{Platform: "claims", Tenants: 1, Replicas: *poolSize, ColdPool: true})
 		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
 			return err
 		}
 		if out, err := paddockCmd("up", dir).CombinedOutput(); err != nil {
 			return fmt.Errorf("up of the claims platform: %v\n%s", err, out)
 		}
-		c := paddockCmd("bench", "claims", dir, "--claims", strconv.Itoa(*claims), "--format", "json")
+		c := paddockCmd("bench", "claims", dir, "--pool", "agent", "--cold-pool", "cold", "--claims", strconv.Itoa(*claims), "--format", "json")
 		c.Stderr = os.Stdout
 		out, err := c.Output()
 		if err != nil {

@@ -28,6 +28,7 @@ func newBenchClaimsCmd() *cobra.Command {
 	var (
 		f            specFlags
 		tenant, pool string
+		coldPool     string
 		count, burst int
 		timeout      time.Duration
 		format       string
@@ -38,8 +39,8 @@ func newBenchClaimsCmd() *cobra.Command {
 		Long: "Makes SandboxClaims on one warm pool of a provisioned platform and times each from\n" +
 			"create to Ready (the platform metric sandbox start):\n" +
 			"  warm   one claim at a time, each once the pool is full again (every claim can hit);\n" +
-			"  cold   one claim at a time that sets env, which Agent Sandbox always cold-starts from\n" +
-			"         the pool's template: the path of a claim that finds no warm sandbox;\n" +
+			"  cold   one claim at a time on a pool of the tenant with replicas 0 (--cold-pool): every\n" +
+			"         sandbox starts from the template, the path of a claim that finds no warm one;\n" +
 			"  burst  --burst claims at once, more than the pool holds: the warm-pool hit rate.\n" +
 			"Claims carry the tenant's lifecycle (TTL, max TTL, Delete) and a paddock.dev/bench-run\n" +
 			"label, and are deleted before it returns. Run it against a platform you may load.",
@@ -57,6 +58,10 @@ func newBenchClaimsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cold, err := pickColdPool(t, coldPool)
+			if err != nil {
+				return err
+			}
 			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 				&clientcmd.ClientConfigLoadingRules{ExplicitPath: l.p.Target.Kubeconfig},
 				&clientcmd.ConfigOverrides{CurrentContext: l.p.Target.Context}).ClientConfig()
@@ -71,7 +76,7 @@ func newBenchClaimsCmd() *cobra.Command {
 			}
 			progress := cmd.ErrOrStderr()
 			opts := bench.ClaimsOptions{
-				Namespace: t.Namespace, WarmPool: wp.Name, Count: count, Burst: burst,
+				Namespace: t.Namespace, WarmPool: wp.Name, ColdPool: cold, Count: count, Burst: burst,
 				TTL: t.Claims.TTL, MaxTTL: t.Claims.MaxTTL, Timeout: timeout, Out: progress,
 			}
 			fmt.Fprintf(progress, "paddock bench claims: tenant %s, warm pool %s/%s (%d replicas)\n", t.Name, t.Namespace, wp.Name, wp.Replicas)
@@ -94,6 +99,7 @@ func newBenchClaimsCmd() *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().StringVar(&tenant, "tenant", "", "tenant whose warm pool to claim from (default: the only tenant)")
 	cmd.Flags().StringVar(&pool, "pool", "", "warm pool of the tenant (default: its only warm pool)")
+	cmd.Flags().StringVar(&coldPool, "cold-pool", "", "pool of the tenant with replicas 0 for the cold mode (default: its only such pool; none skips the cold mode)")
 	cmd.Flags().IntVar(&count, "claims", 10, "claims per sequential mode (warm, cold)")
 	cmd.Flags().IntVar(&burst, "burst", 0, "claims of the burst (default: twice the pool's replicas plus one)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long one claim may take to become Ready")
@@ -101,39 +107,79 @@ func newBenchClaimsCmd() *cobra.Command {
 	return cmd
 }
 
-// pickPool finds the tenant and warm pool to claim from, defaulting to the
-// only one when there is exactly one.
+// pickPool finds the tenant and warm pool to claim from: the named ones, or
+// the only tenant with a pool that keeps sandboxes warm and its only such pool.
 func pickPool(p *model.Platform, tenant, pool string) (*model.Tenant, *model.WarmPool, error) {
 	var tenants []*model.Tenant
 	var names []string
 	for i := range p.Tenants {
 		t := &p.Tenants[i]
 		names = append(names, t.Name)
-		if tenant == "" || t.Name == tenant {
-			if len(t.WarmPools) > 0 {
-				tenants = append(tenants, t)
-			}
+		if (tenant == "" || t.Name == tenant) && len(warmPools(t)) > 0 {
+			tenants = append(tenants, t)
 		}
 	}
 	switch {
 	case len(tenants) == 0 && tenant != "":
-		return nil, nil, fmt.Errorf("--tenant %q: no such tenant with a warm pool (tenants: %s)", tenant, strings.Join(names, ", "))
+		return nil, nil, fmt.Errorf("--tenant %q: no such tenant with a warm pool of 1 or more replicas (tenants: %s)", tenant, strings.Join(names, ", "))
 	case len(tenants) == 0:
-		return nil, nil, fmt.Errorf("no tenant of platform %q has a warm pool to claim from", p.Name)
+		return nil, nil, fmt.Errorf("no tenant of platform %q has a warm pool of 1 or more replicas to claim from", p.Name)
 	case len(tenants) > 1:
 		return nil, nil, fmt.Errorf("several tenants have warm pools: name one with --tenant (%s)", strings.Join(names, ", "))
 	}
 	t := tenants[0]
-	var pools []string
+	warm := warmPools(t)
+	var all []string
 	for i := range t.WarmPools {
-		wp := &t.WarmPools[i]
-		pools = append(pools, wp.Name)
-		if pool == "" && len(t.WarmPools) == 1 || wp.Name == pool {
-			return t, wp, nil
+		all = append(all, t.WarmPools[i].Name)
+		if t.WarmPools[i].Name == pool {
+			if t.WarmPools[i].Replicas < 1 {
+				return nil, nil, fmt.Errorf("--pool %q keeps no sandbox warm (replicas 0): name it with --cold-pool instead", pool)
+			}
+			return t, &t.WarmPools[i], nil
 		}
 	}
-	if pool == "" {
-		return nil, nil, fmt.Errorf("tenant %s has several warm pools: name one with --pool (%s)", t.Name, strings.Join(pools, ", "))
+	switch {
+	case pool != "":
+		return nil, nil, fmt.Errorf("--pool %q: tenant %s has no such warm pool (%s)", pool, t.Name, strings.Join(all, ", "))
+	case len(warm) > 1:
+		return nil, nil, fmt.Errorf("tenant %s has several warm pools: name one with --pool (%s)", t.Name, strings.Join(all, ", "))
 	}
-	return nil, nil, fmt.Errorf("--pool %q: tenant %s has no such warm pool (%s)", pool, t.Name, strings.Join(pools, ", "))
+	return t, warm[0], nil
+}
+
+// pickColdPool finds the tenant's pool with replicas 0: the named one, or
+// the only one ("" when there is none, which skips the cold mode).
+func pickColdPool(t *model.Tenant, name string) (string, error) {
+	var cold []string
+	for _, wp := range t.WarmPools {
+		if wp.Name == name {
+			if wp.Replicas != 0 {
+				return "", fmt.Errorf("--cold-pool %q keeps %d sandboxes warm: a cold start needs a pool with replicas = 0", name, wp.Replicas)
+			}
+			return name, nil
+		}
+		if wp.Replicas == 0 {
+			cold = append(cold, wp.Name)
+		}
+	}
+	switch {
+	case name != "":
+		return "", fmt.Errorf("--cold-pool %q: tenant %s has no such warm pool", name, t.Name)
+	case len(cold) == 1:
+		return cold[0], nil
+	case len(cold) > 1:
+		return "", fmt.Errorf("tenant %s has several pools with replicas 0: name one with --cold-pool (%s)", t.Name, strings.Join(cold, ", "))
+	}
+	return "", nil
+}
+
+func warmPools(t *model.Tenant) []*model.WarmPool {
+	var out []*model.WarmPool
+	for i := range t.WarmPools {
+		if t.WarmPools[i].Replicas > 0 {
+			out = append(out, &t.WarmPools[i])
+		}
+	}
+	return out
 }

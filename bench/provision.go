@@ -52,6 +52,8 @@ type Sample struct {
 	// tree; TreePeakRSS the peak of their sum (none for the in-process floor).
 	PeakRSS     map[string]int64 `json:"peakRssBytes,omitempty"`
 	TreePeakRSS int64            `json:"treePeakRssBytes,omitempty"`
+	// Phases is where a paddock run's time went (see Phases).
+	Phases map[string]float64 `json:"phases,omitempty"`
 }
 
 // ProvisionOptions configure Provision.
@@ -134,7 +136,10 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 				OpCreate: {"up", dir}, OpNoop: {"up", dir}, OpDrift: {"drift", dir}, OpDestroy: {"destroy", dir},
 			}[op]
 			cmd := exec.CommandContext(ctx, o.Paddock, args...)
-			cmd.Env = append(os.Environ(), o.Env...)
+			events := filepath.Join(dir, strings.ReplaceAll(op, " ", "-")+".events.jsonl")
+			_ = os.Remove(events)
+			cmd.Env = append(append(os.Environ(), o.Env...), "PADDOCK_EVENT_LOG="+events)
+			began := time.Now()
 			r, err := Measure(ctx, cmd)
 			if err != nil {
 				return out, err
@@ -144,7 +149,9 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 					resources = c
 				}
 			}
-			out = append(out, sample(ToolPaddock, op, r, resources))
+			smp := sample(ToolPaddock, op, r, resources)
+			smp.Phases = Phases(events, began, r.Wall)
+			out = append(out, smp)
 		}
 		if err := clean(ctx, dyn, kube, objs); err != nil {
 			return out, err

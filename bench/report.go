@@ -220,6 +220,18 @@ func (r *Results) WriteMarkdown(w io.Writer) {
 				mib(smp.PeakRSS["paddock"]), mib(smp.PeakRSS["pulumi"]), mib(smp.PeakRSS["pulumi-resource-kubernetes"]), mib(smp.PeakRSS["kubectl"]), mib(smp.TreePeakRSS))
 		}
 	}
+	fmt.Fprintf(w, "\n### Where paddock's time goes (seconds, from its engine event log)\n\n")
+	fmt.Fprintf(w, "start: process start to the engine's first event (spec, policy, Pulumi CLI, workspace); refresh: reading every resource back; update: registering, diffing and applying; finish: last event to exit.\n\n")
+	fmt.Fprintf(w, "| tenants | op | wall | start | refresh | update | finish |\n|---|---|---|---|---|---|---|\n")
+	for _, n := range ns {
+		for _, op := range []string{OpCreate, OpNoop, OpDrift, OpDestroy} {
+			smp, ok := r.Find(ToolPaddock, op, n)
+			if !ok || smp.Phases == nil {
+				continue
+			}
+			fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", n, op, smp.Seconds, smp.Phases["start"], smp.Phases["refresh"], smp.Phases["update"], smp.Phases["finish"])
+		}
+	}
 	if len(r.Validate) > 0 {
 		fmt.Fprintf(w, "\n## validate (median of 5 runs of the binary, process start included)\n\n| lines | tenants | seconds | peak MiB |\n|---|---|---|---|\n")
 		for _, v := range r.Validate {

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -67,6 +69,7 @@ func (p *progress) consume(ch <-chan events.EngineEvent) {
 func (p *progress) handle(ev events.EngineEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.trace(ev)
 	switch {
 	case ev.ResourcePreEvent != nil:
 		m := ev.ResourcePreEvent.Metadata
@@ -154,5 +157,35 @@ func opSymbol(op apitype.OpType) string {
 		return "+-"
 	default:
 		return " "
+	}
+}
+
+// eventLogEnv names a file every engine event is appended to, one JSON line
+// each with the time it arrived: where an operation's time goes, for
+// profiling (`make bench` uses it).
+const eventLogEnv = "PADDOCK_EVENT_LOG"
+
+var eventLog struct {
+	once sync.Once
+	f    *os.File
+}
+
+func (p *progress) trace(ev events.EngineEvent) {
+	path := os.Getenv(eventLogEnv)
+	if path == "" {
+		return
+	}
+	eventLog.once.Do(func() {
+		eventLog.f, _ = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	})
+	if eventLog.f == nil {
+		return
+	}
+	b, err := json.Marshal(struct {
+		T  string             `json:"t"`
+		Ev events.EngineEvent `json:"ev"`
+	}{time.Now().UTC().Format(time.RFC3339Nano), ev})
+	if err == nil {
+		eventLog.f.Write(append(b, '\n'))
 	}
 }

@@ -183,6 +183,8 @@ func (e *Engine) removeStaleLocks(op, name string) bool {
 		_ = os.Remove(l.File + ".attrs")
 		fmt.Fprintf(e.opts.Out, "paddock %s: removed the lock of a dead update (%s)\n", op, l)
 	}
+	// The dead update's plugins outlive it: they are orphans only now.
+	reapOrphanedPlugins(e.opts.Out, op)
 	return true
 }
 

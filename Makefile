@@ -36,6 +36,15 @@ pulumi-plugins: tool-pulumi tool-pulumi-kubernetes
 	  echo "tools: installed kubernetes provider v$(PULUMI_KUBERNETES_VERSION) into $(PADDOCK_HOME)/pulumi"; \
 	else echo "tools: kubernetes provider v$(PULUMI_KUBERNETES_VERSION) plugin (cached)"; fi
 
+# target "gke" also needs the GCP provider plugin at the SDK's pinned version.
+# Pulumi publishes it as a release asset; this fetches it once into Paddock's
+# own PULUMI_HOME (the engine itself never downloads a plugin). Needs network
+# to get.pulumi.com / GitHub, so it is not part of `make tools` or CI.
+.PHONY: tools-gcp
+tools-gcp: tool-pulumi ## fetch the pinned GCP provider plugin (target "gke" only; needs network)
+	PULUMI_HOME="$(PADDOCK_HOME)/pulumi" PULUMI_SKIP_UPDATE_CHECK=true \
+	  "$(PADDOCK_HOME)/bin/pulumi" plugin install resource gcp v$(PULUMI_GCP_VERSION)
+
 .PHONY: build
 build: ## build the paddock CLI into ./bin
 	@mkdir -p $(BIN)

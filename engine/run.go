@@ -199,6 +199,9 @@ func opError(op, stack string, err error) error {
 			keep = append(keep, l)
 		}
 	}
+	if strings.Contains(msg, "no resource plugin 'gcp") || strings.Contains(msg, "no resource plugin 'pulumi-resource-gcp") {
+		keep = append([]string{"error: the GCP provider plugin is not installed: run `make tools-gcp` once (it needs network), then " + op + " again"}, keep...)
+	}
 	if unreachable {
 		keep = append([]string{"error: the cluster's API server did not answer, so the update stopped; what it applied before is in the state",
 			"bring the API server back (`paddock local status` / `paddock local up` on the local target), then run " + op + " again: it refreshes and converges",

@@ -96,9 +96,10 @@ func Objects(version string, opts Options) ([]*unstructured.Unstructured, error)
 				return nil, err
 			}
 		}
-		if u.GetKind() == "Service" && opts.ControllerReplicas != nil && *opts.ControllerReplicas == 0 {
-			// No pod will ever back the controller's Services here: waiting for
-			// their endpoints would only hold up every first up.
+		if (u.GetKind() == "Service" || u.GetKind() == "Deployment") && opts.ControllerReplicas != nil && *opts.ControllerReplicas == 0 {
+			// No pod will ever back the controller here: waiting for its
+			// rollout and its Services' endpoints would only hold up every
+			// first up (and warn that replicas are 0 on every run).
 			a := u.GetAnnotations()
 			if a == nil {
 				a = map[string]string{}

@@ -26,8 +26,62 @@ type Run struct {
 	TreePeak int64 `json:"treePeakRssBytes"`
 	// MaxRSS is the kernel's ru_maxrss of the direct child (and the
 	// descendants it waited for), a cross-check of the sampled PeakRSS.
-	MaxRSS int64  `json:"maxRssBytes"`
-	Output string `json:"-"`
+	MaxRSS int64 `json:"maxRssBytes"`
+	// CPU is the CPU time (user + system) each program used during the run:
+	// the tree's programs, and the cluster's (kube-apiserver, etcd, the
+	// controllers), which serve every tool alike. It says where the time of
+	// a slow run goes: our processes, the provider, or the API server.
+	CPU    map[string]float64 `json:"cpuSeconds"`
+	Output string             `json:"-"`
+}
+
+// clusterPrograms are sampled system-wide during a run, not only in the tree.
+var clusterPrograms = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller", "agent-sandbox-controller"}
+
+// clusterCPU is the CPU seconds used so far by the cluster's programs.
+func clusterCPU() map[string]float64 {
+	out := map[string]float64{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil {
+			continue
+		}
+		name := filepath.Base(exe)
+		for _, c := range clusterPrograms {
+			if name == c {
+				out[name] += cpuOf(pid)
+			}
+		}
+	}
+	return out
+}
+
+// cpuOf is the user + system CPU seconds process pid has used (fields 14
+// and 15 of /proc/PID/stat, in USER_HZ ticks of 10 ms).
+func cpuOf(pid int) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return float64(u+st) / 100
 }
 
 // sampleEvery is how often the process tree's memory is read.
@@ -45,11 +99,16 @@ func Measure(ctx context.Context, cmd *exec.Cmd) (*Run, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = &out
 	}
+	before := clusterCPU()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	r := &Run{PeakRSS: map[string]int64{}}
+	r := &Run{PeakRSS: map[string]int64{}, CPU: map[string]float64{}}
+	// The last CPU reading of each process of the tree, by pid: a process
+	// that exits between samples loses at most one interval.
+	cpuByPID := map[int]float64{}
+	nameByPID := map[int]string{}
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
@@ -62,6 +121,10 @@ func Measure(ctx context.Context, cmd *exec.Cmd) (*Run, error) {
 			for _, p := range tree(cmd.Process.Pid) {
 				total += p.rss
 				mu.Lock()
+				if c := cpuOf(p.pid); c > 0 {
+					cpuByPID[p.pid] = c
+					nameByPID[p.pid] = p.name
+				}
 				if p.rss > r.PeakRSS[p.name] {
 					r.PeakRSS[p.name] = p.rss
 				}
@@ -85,6 +148,16 @@ func Measure(ctx context.Context, cmd *exec.Cmd) (*Run, error) {
 	r.Wall = time.Since(start)
 	close(stop)
 	<-sampled
+	for pid, c := range cpuByPID {
+		r.CPU[nameByPID[pid]] += c
+	}
+	// The direct child's own total is exact (it has been waited for).
+	r.CPU[filepath.Base(cmd.Path)] = cmd.ProcessState.UserTime().Seconds() + cmd.ProcessState.SystemTime().Seconds()
+	for name, c := range clusterCPU() {
+		if d := c - before[name]; d > 0 {
+			r.CPU[name] = d
+		}
+	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
@@ -201,4 +274,24 @@ func tailLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// CPUSummary renders CPU as "name 1.2s, ..." sorted by time.
+func (r *Run) CPUSummary() string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var list []kv
+	for k, v := range r.CPU {
+		if v >= 0.05 {
+			list = append(list, kv{k, v})
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v })
+	var parts []string
+	for _, e := range list {
+		parts = append(parts, fmt.Sprintf("%s %.1fs", e.k, e.v))
+	}
+	return strings.Join(parts, ", ")
 }

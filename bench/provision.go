@@ -52,6 +52,8 @@ type Sample struct {
 	// tree; TreePeakRSS the peak of their sum (none for the in-process floor).
 	PeakRSS     map[string]int64 `json:"peakRssBytes,omitempty"`
 	TreePeakRSS int64            `json:"treePeakRssBytes,omitempty"`
+	// CPU is the CPU seconds each program used during the run (Run.CPU).
+	CPU map[string]float64 `json:"cpuSeconds,omitempty"`
 	// Phases is where a paddock run's time went (see Phases).
 	Phases map[string]float64 `json:"phases,omitempty"`
 }
@@ -124,8 +126,8 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 			return nil, err
 		}
 		sample := func(tool, op string, r *Run, resources int) Sample {
-			s := Sample{Tool: tool, Op: op, Tenants: n, Objects: len(objs), Resources: resources, Seconds: r.Wall.Seconds(), PeakRSS: r.PeakRSS, TreePeakRSS: r.TreePeak}
-			fmt.Fprintf(o.Out, "bench: %-9s %-8s %4d tenants %5d objects: %7.2fs  peak %s\n", tool, op, n, len(objs), s.Seconds, r.PeakSummary())
+			s := Sample{Tool: tool, Op: op, Tenants: n, Objects: len(objs), Resources: resources, Seconds: r.Wall.Seconds(), PeakRSS: r.PeakRSS, TreePeakRSS: r.TreePeak, CPU: r.CPU}
+			fmt.Fprintf(o.Out, "bench: %-9s %-8s %4d tenants %5d objects: %7.2fs  peak %s  cpu %s\n", tool, op, n, len(objs), s.Seconds, r.PeakSummary(), r.CPUSummary())
 			return s
 		}
 
@@ -184,12 +186,19 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 			return out, err
 		}
 
-		// The floor, in this process.
+		// The floor, in this process (its own CPU is not told apart).
+		before := clusterCPU()
 		d, err := Floor(ctx, cfg, objs)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, sample(ToolFloor, OpCreate, &Run{Wall: d}, 0))
+		fr := &Run{Wall: d, CPU: map[string]float64{}}
+		for name, c := range clusterCPU() {
+			if dc := c - before[name]; dc > 0 {
+				fr.CPU[name] = dc
+			}
+		}
+		out = append(out, sample(ToolFloor, OpCreate, fr, 0))
 		if err := clean(ctx, dyn, kube, objs); err != nil {
 			return out, err
 		}

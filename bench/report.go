@@ -232,6 +232,20 @@ func (r *Results) WriteMarkdown(w io.Writer) {
 			fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", n, op, smp.Seconds, smp.Phases["start"], smp.Phases["refresh"], smp.Phases["update"], smp.Phases["finish"])
 		}
 	}
+	fmt.Fprintf(w, "\n### CPU seconds per program during each run\n\n")
+	fmt.Fprintf(w, "On a 2-CPU machine, wall time below the CPU total means work in parallel; the cluster's programs (API server, etcd, controllers) serve every tool alike.\n\n")
+	fmt.Fprintf(w, "| tenants | run | wall | paddock | pulumi | provider | kubectl | kube-apiserver | etcd | controllers |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, n := range ns {
+		for _, s := range series {
+			smp, ok := r.Find(s.Tool, s.Op, n)
+			if !ok || smp.CPU == nil {
+				continue
+			}
+			ctl := smp.CPU["kube-controller-manager"] + smp.CPU["kube-scheduler"] + smp.CPU["kwok-controller"] + smp.CPU["agent-sandbox-controller"]
+			fmt.Fprintf(w, "| %d | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", n, seriesName(s.Tool, s.Op), smp.Seconds,
+				smp.CPU["paddock"], smp.CPU["pulumi"], smp.CPU["pulumi-resource-kubernetes"], smp.CPU["kubectl"], smp.CPU["kube-apiserver"], smp.CPU["etcd"], ctl)
+		}
+	}
 	if len(r.Validate) > 0 {
 		fmt.Fprintf(w, "\n## validate (median of 5 runs of the binary, process start included)\n\n| lines | tenants | seconds | peak MiB |\n|---|---|---|---|\n")
 		for _, v := range r.Validate {

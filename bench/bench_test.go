@@ -107,7 +107,9 @@ func TestStagesPutDependenciesFirst(t *testing.T) {
 func TestPhasesFromEventLog(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(s float64) string { return start.Add(time.Duration(s * float64(time.Second))).Format(time.RFC3339Nano) }
+	at := func(s float64) string {
+		return start.Add(time.Duration(s * float64(time.Second))).Format(time.RFC3339Nano)
+	}
 	log := strings.Join([]string{
 		`{"t":"` + at(2) + `","ev":{"preludeEvent":{}}}`,
 		`{"t":"` + at(3) + `","ev":{"resourcePreEvent":{"metadata":{"op":"refresh"}}}}`,
@@ -146,3 +148,16 @@ func TestMeasureSeesChildren(t *testing.T) {
 }
 
 var execCommand = exec.Command
+
+// Format 1 counted the Pulumi CLI and provider into paddock's CPU.
+func TestUpgradeSeparatesPaddocksOwnCPU(t *testing.T) {
+	r := &Results{Provision: []Sample{{Tool: ToolPaddock, CPU: map[string]float64{"paddock": 14, "pulumi": 8, "pulumi-resource-kubernetes": 4}}}}
+	r.Upgrade()
+	if got := r.Provision[0].CPU["paddock"]; math.Abs(got-2) > 1e-9 {
+		t.Errorf("paddock's own CPU = %v, want 2", got)
+	}
+	r.Upgrade() // idempotent once upgraded
+	if got := r.Provision[0].CPU["paddock"]; math.Abs(got-2) > 1e-9 || r.Format != ResultsFormat {
+		t.Errorf("a second upgrade changed it: %v (format %d)", got, r.Format)
+	}
+}

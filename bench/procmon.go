@@ -151,8 +151,19 @@ func Measure(ctx context.Context, cmd *exec.Cmd) (*Run, error) {
 	for pid, c := range cpuByPID {
 		r.CPU[nameByPID[pid]] += c
 	}
-	// The direct child's own total is exact (it has been waited for).
-	r.CPU[filepath.Base(cmd.Path)] = cmd.ProcessState.UserTime().Seconds() + cmd.ProcessState.SystemTime().Seconds()
+	// The kernel's figure for the direct child counts the descendants it
+	// waited for as well: its own share is that total less theirs.
+	total := cmd.ProcessState.UserTime().Seconds() + cmd.ProcessState.SystemTime().Seconds()
+	self := filepath.Base(cmd.Path)
+	others := 0.0
+	for name, c := range r.CPU {
+		if name != self {
+			others += c
+		}
+	}
+	if own := total - others; own > r.CPU[self] {
+		r.CPU[self] = own
+	}
 	for name, c := range clusterCPU() {
 		if d := c - before[name]; d > 0 {
 			r.CPU[name] = d

@@ -17,6 +17,9 @@ import (
 
 // Results are everything one `make bench` run measured.
 type Results struct {
+	// Format is the results' format version: 2 counts a direct child's CPU
+	// without its descendants' (1 counted them in, see Upgrade).
+	Format int `json:"format"`
 	// Date, Machine and Versions say where and with what it ran.
 	Date     string            `json:"date"`
 	Machine  string            `json:"machine"`
@@ -330,4 +333,39 @@ func (r *Results) WritePlot(file string) error {
 		p.Y.Max = 1
 	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, file)
+}
+
+// ResultsFormat is the current Results.Format.
+const ResultsFormat = 2
+
+// ReadResults reads results.json, upgrading an older format.
+func ReadResults(file string) (*Results, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	r.Upgrade()
+	return &r, nil
+}
+
+// Upgrade brings results of an older format to the current one. Format 1
+// (unset) took paddock's CPU from the kernel's figure for the process,
+// which includes the Pulumi CLI and provider it waited for.
+func (r *Results) Upgrade() {
+	if r.Format < 2 {
+		for i := range r.Provision {
+			c := r.Provision[i].CPU
+			if c == nil {
+				continue
+			}
+			if own := c["paddock"] - c["pulumi"] - c["pulumi-resource-kubernetes"]; own > 0 {
+				c["paddock"] = own
+			}
+		}
+	}
+	r.Format = ResultsFormat
 }

@@ -60,8 +60,16 @@ func run() error {
 		keepHome  = flag.Bool("keep-home", false, "keep the throwaway PADDOCK_HOME (state, logs) for inspection")
 		skipProv  = flag.Bool("skip-provision", false, "skip the provisioning benchmark")
 		skipClaim = flag.Bool("skip-claims", false, "skip the claims benchmark")
+		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)
 	flag.Parse()
+	if *rerender {
+		res, err := bench.ReadResults(filepath.Join(*outDir, "results.json"))
+		if err != nil {
+			return err
+		}
+		return writeResults(res, *outDir)
+	}
 	counts, err := intList(*tenants)
 	if err != nil {
 		return fmt.Errorf("-tenants: %w", err)
@@ -119,6 +127,7 @@ func run() error {
 	work := filepath.Join(home, "specs")
 
 	res := &bench.Results{
+		Format:  bench.ResultsFormat,
 		Date:    time.Now().UTC().Format("2006-01-02 15:04 MST"),
 		Machine: machine(),
 		Versions: map[string]string{
@@ -133,24 +142,7 @@ func run() error {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
 	}
-	save := func() error {
-		res.Analyse()
-		if err := res.WriteJSON(filepath.Join(*outDir, "results.json")); err != nil {
-			return err
-		}
-		f, err := os.Create(filepath.Join(*outDir, "README.md"))
-		if err != nil {
-			return err
-		}
-		res.WriteMarkdown(f)
-		if err := f.Close(); err != nil {
-			return err
-		}
-		if len(res.Provision) > 0 {
-			return res.WritePlot(filepath.Join(*outDir, "provision.png"))
-		}
-		return nil
-	}
+	save := func() error { return writeResults(res, *outDir) }
 
 	// validate: quick, and needs no cluster.
 	for _, n := range sizes {
@@ -252,4 +244,24 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%s/%s, %d CPUs%s, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), mem, runtime.Version())
+}
+
+// writeResults analyses res and writes results.json, README.md and provision.png.
+func writeResults(res *bench.Results, outDir string) error {
+	res.Analyse()
+	if err := res.WriteJSON(filepath.Join(outDir, "results.json")); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(outDir, "README.md"))
+	if err != nil {
+		return err
+	}
+	res.WriteMarkdown(f)
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if len(res.Provision) > 0 {
+		return res.WritePlot(filepath.Join(outDir, "provision.png"))
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddock-platform/paddock/components/gcp/kata"
 	gcpspec "github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/components/pulumitest"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/program"
 )
@@ -20,74 +21,74 @@ func TestMockGKEGVisorExample(t *testing.T) {
 	checkGKE(t, p, m)
 
 	// The example's specifics, spelled out.
-	c := m.find(t, "gcp:container/cluster:Cluster", "agents-gvisor")
-	wantStr(t, c, "location", "europe-west1")
-	wantStr(t, c, "releaseChannel.channel", "REGULAR")
-	wantBool(t, c, "enableFqdnNetworkPolicy", true) // the tenants list FQDNs
-	np := m.find(t, "gcp:container/nodePool:NodePool", "agents-gvisor/sandboxes")
-	wantStr(t, np, "nodeConfig.machineType", "e2-standard-8")
-	wantNumber(t, np, "autoscaling.minNodeCount", 1)
-	wantNumber(t, np, "autoscaling.maxNodeCount", 10)
-	if n := len(m.ofType("gcp:serviceaccount/account:Account")); n != 3 { // nodes + 2 orchestrators
+	c := m.Find(t, "gcp:container/cluster:Cluster", "agents-gvisor")
+	c.WantString(t, "location", "europe-west1")
+	c.WantString(t, "releaseChannel.channel", "REGULAR")
+	c.WantBool(t, "enableFqdnNetworkPolicy", true) // the tenants list FQDNs
+	np := m.Find(t, "gcp:container/nodePool:NodePool", "agents-gvisor/sandboxes")
+	np.WantString(t, "nodeConfig.machineType", "e2-standard-8")
+	np.WantNumber(t, "autoscaling.minNodeCount", 1)
+	np.WantNumber(t, "autoscaling.maxNodeCount", 10)
+	if n := len(m.OfType("gcp:serviceaccount/account:Account")); n != 3 { // nodes + 2 orchestrators
 		t.Errorf("%d Google service accounts, want the node account and one per tenant orchestrator", n)
 	}
 	// GKE's gvisor RuntimeClass is used, never created.
-	for _, rc := range m.ofType("kubernetes:node.k8s.io/v1:RuntimeClass") {
-		t.Errorf("RuntimeClass %s registered on a gVisor-only GKE platform", rc.name)
+	for _, rc := range m.OfType("kubernetes:node.k8s.io/v1:RuntimeClass") {
+		t.Errorf("RuntimeClass %s registered on a gVisor-only GKE platform", rc.Name)
 	}
-	for _, st := range m.ofType("kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate") {
-		wantStr(t, st, "spec.podTemplate.spec.runtimeClassName", "gvisor")
+	for _, st := range m.OfType("kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate") {
+		st.WantString(t, "spec.podTemplate.spec.runtimeClassName", "gvisor")
 	}
-	m.find(t, "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy", "agents-research/allow-fqdn")
-	sink := m.find(t, "gcp:logging/projectSink:ProjectSink", "agents-gvisor-bigquery")
-	wantStr(t, sink, "destination", "bigquery.googleapis.com/projects/paddock-example-prod/datasets/agent_audit")
-	w := m.find(t, "gcp:bigquery/datasetIamMember:DatasetIamMember", "agents-gvisor-bigquery-writer")
-	wantStr(t, w, "role", "roles/bigquery.dataEditor")
-	wantStr(t, w, "datasetId", "agent_audit")
+	m.Find(t, "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy", "agents-research/allow-fqdn")
+	sink := m.Find(t, "gcp:logging/projectSink:ProjectSink", "agents-gvisor-bigquery")
+	sink.WantString(t, "destination", "bigquery.googleapis.com/projects/paddock-example-prod/datasets/agent_audit")
+	w := m.Find(t, "gcp:bigquery/datasetIamMember:DatasetIamMember", "agents-gvisor-bigquery-writer")
+	w.WantString(t, "role", "roles/bigquery.dataEditor")
+	w.WantString(t, "datasetId", "agent_audit")
 }
 
 func TestMockGKEKataExample(t *testing.T) {
 	p, m := runExample(t, "../examples/gke-kata")
 	checkGKE(t, p, m)
 
-	prov := m.find(t, "pulumi:providers:gcp", "gcp")
-	wantStr(t, prov, "region", "europe-west4")
-	wantStr(t, prov, "zone", "europe-west4-a")
-	c := m.find(t, "gcp:container/cluster:Cluster", "agents-kata")
-	wantStr(t, c, "location", "europe-west4-a")
-	wantStr(t, c, "releaseChannel.channel", "STABLE")
-	absent(t, c, "enableFqdnNetworkPolicy") // egress through a proxy only
+	prov := m.Find(t, "pulumi:providers:gcp", "gcp")
+	prov.WantString(t, "region", "europe-west4")
+	prov.WantString(t, "zone", "europe-west4-a")
+	c := m.Find(t, "gcp:container/cluster:Cluster", "agents-kata")
+	c.WantString(t, "location", "europe-west4-a")
+	c.WantString(t, "releaseChannel.channel", "STABLE")
+	c.Absent(t, "enableFqdnNetworkPolicy") // egress through a proxy only
 
-	np := m.find(t, "gcp:container/nodePool:NodePool", "agents-kata/kata")
-	wantStr(t, np, "nodeConfig.machineType", "n2-standard-8")
-	if got := strMap(t, np, "nodeConfig.labels"); got["example.com/team"] != "platform" {
+	np := m.Find(t, "gcp:container/nodePool:NodePool", "agents-kata/kata")
+	np.WantString(t, "nodeConfig.machineType", "n2-standard-8")
+	if got := np.StringMapAt(t, "nodeConfig.labels"); got["example.com/team"] != "platform" {
 		t.Errorf("pool labels %v lack the spec's", got)
 	}
 
 	// kata-deploy, pinned, on the KVM nodes only, through the new cluster's provider.
-	ds := m.find(t, "kubernetes:apps/v1:DaemonSet", "kube-system/kata-deploy")
-	wantStr(t, ds, "spec.template.spec.containers[0].image", kata.Image)
+	ds := m.Find(t, "kubernetes:apps/v1:DaemonSet", "kube-system/kata-deploy")
+	ds.WantString(t, "spec.template.spec.containers[0].image", kata.Image)
 	if !strings.Contains(kata.Image, "@sha256:") {
 		t.Errorf("kata-deploy image %s is not pinned by digest", kata.Image)
 	}
-	if got := strMap(t, ds, "spec.template.spec.nodeSelector"); !reflect.DeepEqual(got, map[string]string{gcpspec.IsolationKey: gcpspec.IsolationKVM}) {
+	if got := ds.StringMapAt(t, "spec.template.spec.nodeSelector"); !reflect.DeepEqual(got, map[string]string{gcpspec.IsolationKey: gcpspec.IsolationKVM}) {
 		t.Errorf("kata-deploy node selector %v", got)
 	}
 	// The spec declares its Kata runtime class: it is the only one, and the
 	// install creates none of its own.
-	rcs := m.ofType("kubernetes:node.k8s.io/v1:RuntimeClass")
-	if len(rcs) != 1 || rcs[0].name != "kata" || rcs[0].parent == "paddock:gcp:Kata::agents-kata-kata" {
+	rcs := m.OfType("kubernetes:node.k8s.io/v1:RuntimeClass")
+	if len(rcs) != 1 || rcs[0].Name != "kata" || rcs[0].Parent == "paddock:gcp:Kata::agents-kata-kata" {
 		t.Fatalf("runtime classes %v", rcs)
 	}
-	wantStr(t, rcs[0], "handler", "kata-qemu")
-	sink := m.find(t, "gcp:storage/bucket:Bucket", "agents-kata-archive")
-	wantStr(t, sink, "name", "paddock-example-kata-audit")
-	wantBool(t, sink, "uniformBucketLevelAccess", true)
-	wantStr(t, sink, "publicAccessPrevention", "enforced")
-	wantNumber(t, sink, "retentionPolicy.retentionPeriod", 365*24*60*60)
-	w := m.find(t, "gcp:storage/bucketIAMMember:BucketIAMMember", "agents-kata-archive-writer")
-	wantStr(t, w, "role", "roles/storage.objectCreator")
-	wantStr(t, w, "bucket", "paddock-example-kata-audit")
+	rcs[0].WantString(t, "handler", "kata-qemu")
+	sink := m.Find(t, "gcp:storage/bucket:Bucket", "agents-kata-archive")
+	sink.WantString(t, "name", "paddock-example-kata-audit")
+	sink.WantBool(t, "uniformBucketLevelAccess", true)
+	sink.WantString(t, "publicAccessPrevention", "enforced")
+	sink.WantNumber(t, "retentionPolicy.retentionPeriod", 365*24*60*60)
+	w := m.Find(t, "gcp:storage/bucketIAMMember:BucketIAMMember", "agents-kata-archive-writer")
+	w.WantString(t, "role", "roles/storage.objectCreator")
+	w.WantString(t, "bucket", "paddock-example-kata-audit")
 }
 
 // A workload identity of the agent (waived PDK-207): the agent-runtime KSA is
@@ -96,100 +97,100 @@ func TestMockGKEKataExample(t *testing.T) {
 func TestMockGKEAgentIdentity(t *testing.T) {
 	p, m := runExample(t, "testdata/agent-identity")
 	checkGKE(t, p, m)
-	np := m.find(t, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "agents-ml/allow-gke-metadata-server")
-	wantStr(t, np, "spec.egress[0].to[0].ipBlock.cidr", "169.254.169.254/32")
-	absent(t, np, "spec.egress[0].to[0].ipBlock.except")
-	wantStr(t, np, "spec.egress[0].ports[0].protocol", "TCP")
-	wantNumber(t, np, "spec.egress[0].ports[0].port", 80)
-	if n := len(get(t, np, "spec.egress").ArrayValue()); n != 1 {
+	np := m.Find(t, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "agents-ml/allow-gke-metadata-server")
+	np.WantString(t, "spec.egress[0].to[0].ipBlock.cidr", "169.254.169.254/32")
+	np.Absent(t, "spec.egress[0].to[0].ipBlock.except")
+	np.WantString(t, "spec.egress[0].ports[0].protocol", "TCP")
+	np.WantNumber(t, "spec.egress[0].ports[0].port", 80)
+	if n := len(np.Get(t, "spec.egress").ArrayValue()); n != 1 {
 		t.Errorf("%d egress rules, want 1", n)
 	}
-	if n := len(get(t, np, "spec.egress[0].ports").ArrayValue()); n != 1 {
+	if n := len(np.Get(t, "spec.egress[0].ports").ArrayValue()); n != 1 {
 		t.Errorf("%d ports, want 1", n)
 	}
-	if n := len(get(t, np, "spec.egress[0].to").ArrayValue()); n != 1 {
+	if n := len(np.Get(t, "spec.egress[0].to").ArrayValue()); n != 1 {
 		t.Errorf("%d peers, want 1", n)
 	}
 	// No other policy of the tenant reaches link-local space.
-	for _, pol := range m.ofType("kubernetes:networking.k8s.io/v1:NetworkPolicy") {
-		if pol.name == np.name {
+	for _, pol := range m.OfType("kubernetes:networking.k8s.io/v1:NetworkPolicy") {
+		if pol.Name == np.Name {
 			continue
 		}
-		if strings.Contains(fmt.Sprint(pol.inputs), "169.254.") {
-			t.Errorf("%s reaches link-local addresses: %v", pol.name, pol.inputs)
+		if strings.Contains(fmt.Sprint(pol.Inputs), "169.254.") {
+			t.Errorf("%s reaches link-local addresses: %v", pol.Name, pol.Inputs)
 		}
 	}
-	if a := strMap(t, m.find(t, "kubernetes:core/v1:ServiceAccount", "agents-ml/agent-orchestrator"), "metadata.annotations"); len(a) != 0 {
+	if a := m.Find(t, "kubernetes:core/v1:ServiceAccount", "agents-ml/agent-orchestrator").StringMapAt(t, "metadata.annotations"); len(a) != 0 {
 		t.Errorf("orchestrator annotated without a workload identity: %v", a)
 	}
 }
 
 // checkGKE asserts every security-relevant property of a GKE platform's mock
 // run against what its model declares.
-func checkGKE(t *testing.T, p *model.Platform, m *mocks) {
+func checkGKE(t *testing.T, p *model.Platform, m *pulumitest.Mocks) {
 	t.Helper()
 	project := p.Target.Project
-	byID := map[string]registered{}
-	for _, r := range m.all {
-		byID[r.id()] = r
+	byID := map[string]pulumitest.Resource{}
+	for _, r := range m.All() {
+		byID[r.ID()] = r
 	}
 
 	// Providers: one explicit gcp provider for the target, one kubernetes
 	// provider made from the new cluster, and nothing on a default provider.
 	region, zone := program.SplitLocation(p.Target.Location)
-	gp := m.find(t, "pulumi:providers:gcp", "gcp")
-	wantStr(t, gp, "project", project)
-	wantStr(t, gp, "region", region)
+	gp := m.Find(t, "pulumi:providers:gcp", "gcp")
+	gp.WantString(t, "project", project)
+	gp.WantString(t, "region", region)
 	if zone == "" {
-		absent(t, gp, "zone")
+		gp.Absent(t, "zone")
 	}
-	if n := len(m.ofType("pulumi:providers:gcp")) + len(m.ofType("pulumi:providers:kubernetes")); n != 2 {
+	if n := len(m.OfType("pulumi:providers:gcp")) + len(m.OfType("pulumi:providers:kubernetes")); n != 2 {
 		t.Errorf("%d providers, want one gcp and one kubernetes", n)
 	}
-	kp := m.find(t, "pulumi:providers:kubernetes", p.Name+"-gke")
-	if kp.parent != "paddock:gcp:Platform::"+p.Name {
-		t.Errorf("kubernetes provider parent %s", kp.parent)
+	kp := m.Find(t, "pulumi:providers:kubernetes", p.Name+"-gke")
+	if kp.Parent != "paddock:gcp:Platform::"+p.Name {
+		t.Errorf("kubernetes provider parent %s", kp.Parent)
 	}
-	if raw := kp.inputs["kubeconfig"]; !raw.ContainsSecrets() {
+	if raw := kp.Inputs["kubeconfig"]; !raw.ContainsSecrets() {
 		t.Errorf("the kubeconfig given to the provider is not a secret")
 	}
-	kc := str(t, kp, "kubeconfig")
-	if !strings.Contains(kc, "command: gke-gcloud-auth-plugin") || !strings.Contains(kc, "server: https://"+mockEndpoint) ||
+	kc := kp.StringAt(t, "kubeconfig")
+	if !strings.Contains(kc, "command: gke-gcloud-auth-plugin") || !strings.Contains(kc, "server: https://"+pulumitest.MockEndpoint) ||
 		regexp.MustCompile(`(?m)^\s*(token|client-key-data|client-certificate-data|password):`).MatchString(kc) {
 		t.Errorf("kubeconfig is not exec-auth only:\n%s", kc)
 	}
 	gcpCount, k8sCount, inCluster := 0, 0, 0
-	for _, r := range m.sorted() {
+	for _, r := range m.Sorted() {
 		switch {
-		case !r.custom || strings.HasPrefix(r.typ, "pulumi:providers:"):
-		case strings.HasPrefix(r.typ, "gcp:"):
+		case !r.Custom || strings.HasPrefix(r.Type, "pulumi:providers:"):
+		case strings.HasPrefix(r.Type, "gcp:"):
 			gcpCount++
-			if r.provider != "pulumi:providers:gcp::gcp" {
-				t.Errorf("%s uses provider %q, not the target's gcp provider", r.id(), r.provider)
+			if r.Provider != "pulumi:providers:gcp::gcp" {
+				t.Errorf("%s uses provider %q, not the target's gcp provider", r.ID(), r.Provider)
 			}
-		case strings.HasPrefix(r.typ, "kubernetes:"):
+		case strings.HasPrefix(r.Type, "kubernetes:"):
 			k8sCount++
-			if r.provider != kp.id() {
-				t.Errorf("%s uses provider %q, not the new cluster's", r.id(), r.provider)
+			if r.Provider != kp.ID() {
+				t.Errorf("%s uses provider %q, not the new cluster's", r.ID(), r.Provider)
 			}
 			if underRoot(byID, r, "paddock:index:Platform::"+p.Name) {
 				inCluster++
 			}
 		default:
-			t.Errorf("unexpected resource %s", r.id())
+			t.Errorf("unexpected resource %s", r.ID())
 		}
-		if strings.Contains(strings.ToLower(r.typ), "key:") || strings.Contains(r.typ, "serviceaccount/key") {
-			t.Errorf("%s: a key resource; workload identities never have keys", r.id())
+		if strings.Contains(strings.ToLower(r.Type), "key:") || strings.Contains(r.Type, "serviceaccount/key") {
+			t.Errorf("%s: a key resource; workload identities never have keys", r.ID())
 		}
 	}
 	if gcpCount < 5 || k8sCount < 20 || inCluster < 20 {
 		t.Errorf("%d gcp, %d kubernetes, %d in-cluster resources: too few", gcpCount, k8sCount, inCluster)
 	}
-	root := m.find(t, "paddock:index:Platform", p.Name)
-	if len(root.deps) == 0 {
+	root := m.Find(t, "paddock:index:Platform", p.Name)
+	if len(root.Deps) == 0 {
 		t.Errorf("the in-cluster layer does not wait for the GCP layer")
 	}
-	for _, d := range root.deps {
+	for _, d := range root.Deps {
 		if !underRoot(byID, byID[d], "paddock:gcp:Platform::"+p.Name) && d != "paddock:gcp:Platform::"+p.Name {
 			t.Errorf("in-cluster root depends on %s, outside the GCP layer", d)
 		}
@@ -197,72 +198,72 @@ func checkGKE(t *testing.T, p *model.Platform, m *mocks) {
 
 	// The cluster.
 	name := p.Target.ClusterName
-	c := m.find(t, "gcp:container/cluster:Cluster", name)
-	wantStr(t, c, "project", project)
-	wantBool(t, c, "privateClusterConfig.enablePrivateNodes", true)
-	wantStr(t, c, "privateClusterConfig.masterIpv4CidrBlock", gcpspec.DefaultMasterCIDR)
+	c := m.Find(t, "gcp:container/cluster:Cluster", name)
+	c.WantString(t, "project", project)
+	c.WantBool(t, "privateClusterConfig.enablePrivateNodes", true)
+	c.WantString(t, "privateClusterConfig.masterIpv4CidrBlock", gcpspec.DefaultMasterCIDR)
 	var cidrs []string
-	for _, b := range objects(t, c, "masterAuthorizedNetworksConfig.cidrBlocks") {
+	for _, b := range c.ObjectsAt(t, "masterAuthorizedNetworksConfig.cidrBlocks") {
 		cidrs = append(cidrs, b["cidrBlock"])
 	}
 	if !reflect.DeepEqual(cidrs, p.Cluster.AuthorizedNetworks) || slices.Contains(cidrs, "0.0.0.0/0") || len(cidrs) == 0 {
 		t.Errorf("authorized networks %v, want exactly %v", cidrs, p.Cluster.AuthorizedNetworks)
 	}
-	wantBool(t, c, "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", false)
-	wantStr(t, c, "datapathProvider", "ADVANCED_DATAPATH")
-	wantStr(t, c, "workloadIdentityConfig.workloadPool", project+".svc.id.goog")
-	wantBool(t, c, "enableShieldedNodes", true)
-	wantStr(t, c, "releaseChannel.channel", strings.ToUpper(p.Cluster.ReleaseChannel))
-	if got := strs(t, c, "loggingConfig.enableComponents"); !slices.Contains(got, "APISERVER") || !slices.Contains(got, "SYSTEM_COMPONENTS") || !slices.Contains(got, "WORKLOADS") {
+	c.WantBool(t, "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", false)
+	c.WantString(t, "datapathProvider", "ADVANCED_DATAPATH")
+	c.WantString(t, "workloadIdentityConfig.workloadPool", project+".svc.id.goog")
+	c.WantBool(t, "enableShieldedNodes", true)
+	c.WantString(t, "releaseChannel.channel", strings.ToUpper(p.Cluster.ReleaseChannel))
+	if got := c.StringsAt(t, "loggingConfig.enableComponents"); !slices.Contains(got, "APISERVER") || !slices.Contains(got, "SYSTEM_COMPONENTS") || !slices.Contains(got, "WORKLOADS") {
 		t.Errorf("control-plane logging %v lacks the API server", got)
 	}
-	if got := strs(t, c, "monitoringConfig.enableComponents"); len(got) == 0 {
+	if got := c.StringsAt(t, "monitoringConfig.enableComponents"); len(got) == 0 {
 		t.Error("no monitoring components")
 	}
-	wantBool(t, c, "removeDefaultNodePool", true)
-	wantBool(t, c, "enableLegacyAbac", false)
-	wantBool(t, c, "masterAuth.clientCertificateConfig.issueClientCertificate", false)
-	wantStr(t, c, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA")
+	c.WantBool(t, "removeDefaultNodePool", true)
+	c.WantBool(t, "enableLegacyAbac", false)
+	c.WantBool(t, "masterAuth.clientCertificateConfig.issueClientCertificate", false)
+	c.WantString(t, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA")
 
 	// The node pools, and the runtime classes scheduled onto them.
-	pools := map[string]registered{}
+	pools := map[string]pulumitest.Resource{}
 	for _, np := range p.NodePools {
-		r := m.find(t, "gcp:container/nodePool:NodePool", name+"/"+np.Name)
+		r := m.Find(t, "gcp:container/nodePool:NodePool", name+"/"+np.Name)
 		pools[np.Name] = r
-		wantStr(t, r, "nodeConfig.machineType", np.MachineType)
-		wantStr(t, r, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA")
-		wantBool(t, r, "nodeConfig.shieldedInstanceConfig.enableSecureBoot", true)
-		wantNumber(t, r, "autoscaling.minNodeCount", float64(np.MinNodes))
-		wantNumber(t, r, "autoscaling.maxNodeCount", float64(np.MaxNodes))
+		r.WantString(t, "nodeConfig.machineType", np.MachineType)
+		r.WantString(t, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA")
+		r.WantBool(t, "nodeConfig.shieldedInstanceConfig.enableSecureBoot", true)
+		r.WantNumber(t, "autoscaling.minNodeCount", float64(np.MinNodes))
+		r.WantNumber(t, "autoscaling.maxNodeCount", float64(np.MaxNodes))
 		for k, v := range np.Labels {
-			if strMap(t, r, "nodeConfig.labels")[k] != v {
+			if r.StringMapAt(t, "nodeConfig.labels")[k] != v {
 				t.Errorf("pool %s lacks label %s=%s", np.Name, k, v)
 			}
 		}
 		switch np.Isolation {
 		case model.IsolationGVisor:
-			wantStr(t, r, "nodeConfig.sandboxConfig.sandboxType", "gvisor")
-			wantStr(t, r, "nodeConfig.imageType", "COS_CONTAINERD")
+			r.WantString(t, "nodeConfig.sandboxConfig.sandboxType", "gvisor")
+			r.WantString(t, "nodeConfig.imageType", "COS_CONTAINERD")
 			// GKE labels and taints gVisor nodes itself: no copy of its own.
-			for _, tt := range objects(t, r, "nodeConfig.taints") {
+			for _, tt := range r.ObjectsAt(t, "nodeConfig.taints") {
 				if tt["key"] == gcpspec.GKESandboxKey {
 					t.Errorf("pool %s duplicates GKE's sandbox taint", np.Name)
 				}
 			}
-			if _, ok := strMap(t, r, "nodeConfig.labels")[gcpspec.GKESandboxKey]; ok {
+			if _, ok := r.StringMapAt(t, "nodeConfig.labels")[gcpspec.GKESandboxKey]; ok {
 				t.Errorf("pool %s sets GKE's sandbox label", np.Name)
 			}
 		case model.IsolationKVM:
-			wantBool(t, r, "nodeConfig.advancedMachineFeatures.enableNestedVirtualization", true)
-			wantStr(t, r, "nodeConfig.imageType", "UBUNTU_CONTAINERD")
+			r.WantBool(t, "nodeConfig.advancedMachineFeatures.enableNestedVirtualization", true)
+			r.WantString(t, "nodeConfig.imageType", "UBUNTU_CONTAINERD")
 			if series := strings.SplitN(np.MachineType, "-", 2)[0]; !slices.Contains([]string{"n1", "n2", "c2", "c3"}, series) {
 				t.Errorf("KVM pool %s on series %s", np.Name, series)
 			}
-			if got := strMap(t, r, "nodeConfig.labels")[gcpspec.IsolationKey]; got != gcpspec.IsolationKVM {
+			if got := r.StringMapAt(t, "nodeConfig.labels")[gcpspec.IsolationKey]; got != gcpspec.IsolationKVM {
 				t.Errorf("KVM pool %s label %s=%q", np.Name, gcpspec.IsolationKey, got)
 			}
 			found := false
-			for _, tt := range objects(t, r, "nodeConfig.taints") {
+			for _, tt := range r.ObjectsAt(t, "nodeConfig.taints") {
 				found = found || tt["key"] == gcpspec.IsolationKey && tt["value"] == gcpspec.IsolationKVM && tt["effect"] == "NO_SCHEDULE"
 			}
 			if !found && !np.Shared {
@@ -282,15 +283,15 @@ func checkGKE(t *testing.T, p *model.Platform, m *mocks) {
 		for _, wi := range tn.Identity.WorkloadIdentities {
 			wis++
 			key := tn.Namespace + "/" + wi.ServiceAccount
-			gsa := m.find(t, "gcp:serviceaccount/account:Account", key)
+			gsa := m.Find(t, "gcp:serviceaccount/account:Account", key)
 			id := gcpspec.ServiceAccountID(p.Name, tn.Name, wi.ServiceAccount)
-			wantStr(t, gsa, "accountId", id)
-			wantStr(t, gsa, "project", project)
+			gsa.WantString(t, "accountId", id)
+			gsa.WantString(t, "project", project)
 			email := id + "@" + project + ".iam.gserviceaccount.com"
 			var roles []string
-			for _, b := range m.ofType("gcp:projects/iAMMember:IAMMember") {
-				if str(t, b, "member") == "serviceAccount:"+email {
-					roles = append(roles, str(t, b, "role"))
+			for _, b := range m.OfType("gcp:projects/iAMMember:IAMMember") {
+				if b.StringAt(t, "member") == "serviceAccount:"+email {
+					roles = append(roles, b.StringAt(t, "role"))
 				}
 			}
 			sort.Strings(roles)
@@ -300,27 +301,27 @@ func checkGKE(t *testing.T, p *model.Platform, m *mocks) {
 				t.Errorf("%s holds roles %v, want exactly %v", key, roles, want)
 			}
 			var members []string
-			for _, b := range m.ofType("gcp:serviceaccount/iAMMember:IAMMember") {
-				if strings.HasSuffix(str(t, b, "serviceAccountId"), "/"+email) {
-					members = append(members, str(t, b, "role")+" "+str(t, b, "member"))
+			for _, b := range m.OfType("gcp:serviceaccount/iAMMember:IAMMember") {
+				if strings.HasSuffix(b.StringAt(t, "serviceAccountId"), "/"+email) {
+					members = append(members, b.StringAt(t, "role")+" "+b.StringAt(t, "member"))
 				}
 			}
 			if want := []string{"roles/iam.workloadIdentityUser serviceAccount:" + project + ".svc.id.goog[" + key + "]"}; !reflect.DeepEqual(members, want) {
 				t.Errorf("%s impersonable by %v, want exactly %v", key, members, want)
 			}
-			ksa := m.find(t, "kubernetes:core/v1:ServiceAccount", key)
-			if got := strMap(t, ksa, "metadata.annotations")[gcpspec.KSAAnnotation]; got != email {
+			ksa := m.Find(t, "kubernetes:core/v1:ServiceAccount", key)
+			if got := ksa.StringMapAt(t, "metadata.annotations")[gcpspec.KSAAnnotation]; got != email {
 				t.Errorf("KSA %s annotated %q, want the Google service account the GCP layer creates, %q", key, got, email)
 			}
 		}
 	}
 	// Google service accounts: the nodes' one, and one per identity.
-	if got := len(m.ofType("gcp:serviceaccount/account:Account")); got != wis+1 {
+	if got := len(m.OfType("gcp:serviceaccount/account:Account")); got != wis+1 {
 		t.Errorf("%d Google service accounts, want %d", got, wis+1)
 	}
 	for _, tn := range p.Tenants {
 		if tn.Identity.WorkloadIdentity(model.AgentRuntimeServiceAccount) == nil {
-			if a := strMap(t, m.find(t, "kubernetes:core/v1:ServiceAccount", tn.Namespace+"/agent-runtime"), "metadata.annotations"); len(a) != 0 {
+			if a := m.Find(t, "kubernetes:core/v1:ServiceAccount", tn.Namespace+"/agent-runtime").StringMapAt(t, "metadata.annotations"); len(a) != 0 {
 				t.Errorf("agent-runtime of %s annotated: %v", tn.Name, a)
 			}
 			if pol := tn.Namespace + "/allow-gke-metadata-server"; hasResource(m, "kubernetes:networking.k8s.io/v1:NetworkPolicy", pol) {
@@ -335,10 +336,10 @@ func checkGKE(t *testing.T, p *model.Platform, m *mocks) {
 	nsRE := tenantNamespacesRE(p)
 	for _, s := range p.AuditSinks {
 		sinkName := p.Name + "-" + s.Name
-		sink := m.find(t, "gcp:logging/projectSink:ProjectSink", sinkName)
-		wantStr(t, sink, "project", project)
-		wantBool(t, sink, "uniqueWriterIdentity", true)
-		f := str(t, sink, "filter")
+		sink := m.Find(t, "gcp:logging/projectSink:ProjectSink", sinkName)
+		sink.WantString(t, "project", project)
+		sink.WantBool(t, "uniqueWriterIdentity", true)
+		f := sink.StringAt(t, "filter")
 		for _, want := range []string{
 			`resource.labels.cluster_name="` + name + `"`,
 			`sandboxes[.](create|delete|deletecollection)$`,
@@ -350,24 +351,24 @@ func checkGKE(t *testing.T, p *model.Platform, m *mocks) {
 			}
 		}
 		checkFilterMatches(t, f, nsRE)
-		var writer registered
+		var writer pulumitest.Resource
 		var role string
 		switch s.Kind {
 		case model.AuditBigQuery:
-			writer, role = m.find(t, "gcp:bigquery/datasetIamMember:DatasetIamMember", sinkName+"-writer"), "roles/bigquery.dataEditor"
+			writer, role = m.Find(t, "gcp:bigquery/datasetIamMember:DatasetIamMember", sinkName+"-writer"), "roles/bigquery.dataEditor"
 		case model.AuditStorage:
-			writer, role = m.find(t, "gcp:storage/bucketIAMMember:BucketIAMMember", sinkName+"-writer"), "roles/storage.objectCreator"
+			writer, role = m.Find(t, "gcp:storage/bucketIAMMember:BucketIAMMember", sinkName+"-writer"), "roles/storage.objectCreator"
 		case model.AuditPubSub:
-			writer, role = m.find(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", sinkName+"-writer"), "roles/pubsub.publisher"
+			writer, role = m.Find(t, "gcp:pubsub/topicIAMMember:TopicIAMMember", sinkName+"-writer"), "roles/pubsub.publisher"
 		}
-		wantStr(t, writer, "role", role)
-		wantStr(t, writer, "member", mockWriter(sinkName))
+		writer.WantString(t, "role", role)
+		writer.WantString(t, "member", pulumitest.MockSinkWriter(sinkName))
 	}
 }
 
-func hasResource(m *mocks, typ, name string) bool {
-	for _, r := range m.all {
-		if r.typ == typ && r.name == name {
+func hasResource(m *pulumitest.Mocks, typ, name string) bool {
+	for _, r := range m.All() {
+		if r.Type == typ && r.Name == name {
 			return true
 		}
 	}
@@ -375,12 +376,12 @@ func hasResource(m *mocks, typ, name string) bool {
 }
 
 // underRoot reports whether r is (transitively) a child of root.
-func underRoot(byID map[string]registered, r registered, root string) bool {
-	for i := 0; i < 20 && r.parent != ""; i++ {
-		if r.parent == root {
+func underRoot(byID map[string]pulumitest.Resource, r pulumitest.Resource, root string) bool {
+	for i := 0; i < 20 && r.Parent != ""; i++ {
+		if r.Parent == root {
 			return true
 		}
-		r = byID[r.parent]
+		r = byID[r.Parent]
 	}
 	return false
 }
@@ -437,7 +438,7 @@ func checkFilterMatches(t *testing.T, filter, nsRE string) {
 // lands elsewhere) and only labels the GCP layer puts on the pool's nodes (so
 // it can land at all, and the autoscaler can scale the pool for it), a
 // toleration for every taint the nodes carry, and the Kata pod overhead.
-func checkRuntimeClass(t *testing.T, p *model.Platform, m *mocks, rc model.RuntimeClass, pools map[string]registered) {
+func checkRuntimeClass(t *testing.T, p *model.Platform, m *pulumitest.Mocks, rc model.RuntimeClass, pools map[string]pulumitest.Resource) {
 	t.Helper()
 	iso := model.HandlerIsolation(rc.Handler)
 	if rc.Name == "gvisor" {
@@ -446,29 +447,29 @@ func checkRuntimeClass(t *testing.T, p *model.Platform, m *mocks, rc model.Runti
 		}
 		return
 	}
-	r := m.find(t, "kubernetes:node.k8s.io/v1:RuntimeClass", rc.Name)
-	byID := map[string]registered{}
-	for _, x := range m.all {
-		byID[x.id()] = x
+	r := m.Find(t, "kubernetes:node.k8s.io/v1:RuntimeClass", rc.Name)
+	byID := map[string]pulumitest.Resource{}
+	for _, x := range m.All() {
+		byID[x.ID()] = x
 	}
 	if !underRoot(byID, r, "paddock:index:Platform::"+p.Name) {
-		t.Errorf("runtime class %s is not the in-cluster layer's (parent %s)", rc.Name, r.parent)
+		t.Errorf("runtime class %s is not the in-cluster layer's (parent %s)", rc.Name, r.Parent)
 	}
-	wantStr(t, r, "handler", rc.Handler)
+	r.WantString(t, "handler", rc.Handler)
 	pool, ok := pools[rc.NodePool]
 	if !ok {
 		t.Fatalf("runtime class %s names no registered pool", rc.Name)
 	}
-	nodeLabels := strMap(t, pool, "nodeConfig.labels")
+	nodeLabels := pool.StringMapAt(t, "nodeConfig.labels")
 	var taints []gcpspec.Toleration
-	for _, tt := range objects(t, pool, "nodeConfig.taints") {
+	for _, tt := range pool.ObjectsAt(t, "nodeConfig.taints") {
 		taints = append(taints, gcpspec.Toleration{Key: tt["key"], Value: tt["value"], Effect: tt["effect"]})
 	}
 	if iso == model.IsolationGVisor { // GKE's own, on every gVisor node
 		nodeLabels[gcpspec.GKESandboxKey] = "gvisor"
 		taints = append(taints, gcpspec.Toleration{Key: gcpspec.GKESandboxKey, Value: "gvisor", Effect: "NO_SCHEDULE"})
 	}
-	sel := strMap(t, r, "scheduling.nodeSelector")
+	sel := r.StringMapAt(t, "scheduling.nodeSelector")
 	for k, v := range gcpspec.IsolationScheduling(iso).NodeSelector {
 		if sel[k] != v {
 			t.Errorf("runtime class %s node selector %v lacks the isolation's %s=%s", rc.Name, sel, k, v)
@@ -479,7 +480,7 @@ func checkRuntimeClass(t *testing.T, p *model.Platform, m *mocks, rc model.Runti
 			t.Errorf("runtime class %s selects %s=%s, which no node of pool %s carries (%v)", rc.Name, k, v, rc.NodePool, nodeLabels)
 		}
 	}
-	tols := objects(t, r, "scheduling.tolerations")
+	tols := r.ObjectsAt(t, "scheduling.tolerations")
 	for _, taint := range taints {
 		ok := false
 		for _, tol := range tols {
@@ -493,8 +494,8 @@ func checkRuntimeClass(t *testing.T, p *model.Platform, m *mocks, rc model.Runti
 	if shim := model.KataShim(rc.Handler); iso == model.IsolationKVM && rc.OverheadCPU == "" {
 		t.Errorf("Kata runtime class %s has no overhead", rc.Name)
 	} else if o, ok := gcpspec.KataOverhead[shim]; ok && iso == model.IsolationKVM {
-		wantStr(t, r, "overhead.podFixed.cpu", rc.OverheadCPU)
-		wantStr(t, r, "overhead.podFixed.memory", rc.OverheadMemory)
+		r.WantString(t, "overhead.podFixed.cpu", rc.OverheadCPU)
+		r.WantString(t, "overhead.podFixed.memory", rc.OverheadMemory)
 		if rc.Attrs["overhead"].Line == 0 && (rc.OverheadCPU != o[0] || rc.OverheadMemory != o[1]) {
 			t.Errorf("runtime class %s default overhead %s/%s, the GCP layer's is %v", rc.Name, rc.OverheadCPU, rc.OverheadMemory, o)
 		}

@@ -9,10 +9,6 @@ package gcp
 
 import (
 	"fmt"
-	"github.com/paddock-platform/paddock/components/internal/proppath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,120 +17,26 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/components/pulumitest"
 )
 
-type registered struct {
-	typ, name, parent, provider string
-	custom                      bool
-	inputs                      resource.PropertyMap
-}
+// mockPrivateEndpoint is the private endpoint gcpOutputs gives a cluster.
+const mockPrivateEndpoint = "172.16.0.2"
 
-type mocks struct {
-	mu  sync.Mutex
-	all []registered
-}
-
-const (
-	mockEndpoint        = "203.0.113.10"
-	mockPrivateEndpoint = "172.16.0.2"
-	mockCA              = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
-)
-
-func mockSinkWriter(name string) string {
-	return "serviceAccount:service-" + name + "@gcp-sa-logging.iam.gserviceaccount.com"
-}
-
-func (m *mocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
-	r := registered{typ: args.TypeToken, name: args.Name, custom: args.Custom, inputs: args.Inputs}
-	if rpc := args.RegisterRPC; rpc != nil && rpc.GetParent() != "" {
-		u := resource.URN(rpc.GetParent())
-		r.parent = string(u.Type()) + "::" + u.Name()
+// gcpOutputs is pulumitest.GCPOutputs plus a cluster's private endpoint,
+// which only this layer's tests read (the kubeconfig of a private-only
+// control plane).
+func gcpOutputs(typ string, inputs, state resource.PropertyMap) {
+	pulumitest.GCPOutputs(typ, inputs, state)
+	if typ != "gcp:container/cluster:Cluster" {
+		return
 	}
-	if args.Provider != "" {
-		if i := strings.LastIndex(args.Provider, "::"); i > 0 {
-			u := resource.URN(args.Provider[:i])
-			r.provider = string(u.Type()) + "::" + u.Name()
-		}
+	pcc := resource.PropertyMap{}
+	if v, ok := inputs["privateClusterConfig"]; ok && v.IsObject() {
+		pcc = v.ObjectValue().Copy()
 	}
-	m.mu.Lock()
-	m.all = append(m.all, r)
-	m.mu.Unlock()
-
-	state := args.Inputs.Copy()
-	str := func(k string) string {
-		if v, ok := args.Inputs[resource.PropertyKey(k)]; ok && v.IsString() {
-			return v.StringValue()
-		}
-		return ""
-	}
-	switch args.TypeToken {
-	case "gcp:container/cluster:Cluster":
-		state["endpoint"] = resource.NewStringProperty(mockEndpoint)
-		state["masterAuth"] = resource.NewObjectProperty(resource.PropertyMap{
-			"clusterCaCertificate": resource.NewStringProperty(mockCA),
-		})
-		pcc := resource.PropertyMap{}
-		if v, ok := args.Inputs["privateClusterConfig"]; ok && v.IsObject() {
-			pcc = v.ObjectValue().Copy()
-		}
-		pcc["privateEndpoint"] = resource.NewStringProperty(mockPrivateEndpoint)
-		state["privateClusterConfig"] = resource.NewObjectProperty(pcc)
-	case "gcp:serviceaccount/account:Account":
-		email := str("accountId") + "@" + str("project") + ".iam.gserviceaccount.com"
-		state["email"] = resource.NewStringProperty(email)
-		state["member"] = resource.NewStringProperty("serviceAccount:" + email)
-		state["name"] = resource.NewStringProperty("projects/" + str("project") + "/serviceAccounts/" + email)
-	case "gcp:logging/projectSink:ProjectSink":
-		state["writerIdentity"] = resource.NewStringProperty(mockSinkWriter(str("name")))
-	}
-	return args.Name + "_id", state, nil
-}
-
-func (m *mocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
-	return args.Args, nil
-}
-
-func (m *mocks) find(t *testing.T, typ, name string) registered {
-	t.Helper()
-	for _, r := range m.all {
-		if r.typ == typ && r.name == name {
-			return r
-		}
-	}
-	t.Fatalf("no %s %q registered; have:\n%s", typ, name, m.list())
-	return registered{}
-}
-
-func (m *mocks) ofType(typ string) []registered {
-	var out []registered
-	for _, r := range m.all {
-		if r.typ == typ {
-			out = append(out, r)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
-}
-
-func (m *mocks) list() string {
-	var b strings.Builder
-	for _, r := range m.sorted() {
-		fmt.Fprintf(&b, "  %s %s\n", r.typ, r.name)
-	}
-	return b.String()
-}
-
-func (m *mocks) sorted() []registered {
-	m.mu.Lock()
-	out := append([]registered(nil), m.all...)
-	m.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].typ != out[j].typ {
-			return out[i].typ < out[j].typ
-		}
-		return out[i].name < out[j].name
-	})
-	return out
+	pcc["privateEndpoint"] = resource.NewStringProperty(mockPrivateEndpoint)
+	state["privateClusterConfig"] = resource.NewObjectProperty(pcc)
 }
 
 // captured are the Platform's outputs, read once the mock run has finished.
@@ -148,7 +50,7 @@ type captured struct {
 	ksaAnnotations map[string]map[string]string
 }
 
-func runPlatform(t *testing.T, args PlatformArgs) (*mocks, *captured) {
+func runPlatform(t *testing.T, args PlatformArgs) (*pulumitest.Mocks, *captured) {
 	t.Helper()
 	m, c, err := tryPlatform(args)
 	if err != nil {
@@ -157,8 +59,8 @@ func runPlatform(t *testing.T, args PlatformArgs) (*mocks, *captured) {
 	return m, c
 }
 
-func tryPlatform(args PlatformArgs) (*mocks, *captured, error) {
-	m := &mocks{}
+func tryPlatform(args PlatformArgs) (*pulumitest.Mocks, *captured, error) {
+	m := &pulumitest.Mocks{Outputs: gcpOutputs}
 	c := &captured{}
 	rcsCh := make(chan []string, 1)
 	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
@@ -204,93 +106,6 @@ func tryPlatform(args PlatformArgs) (*mocks, *captured, error) {
 		}
 	}
 	return m, c, err
-}
-
-func unwrap(v resource.PropertyValue) resource.PropertyValue {
-	for {
-		switch {
-		case v.IsSecret():
-			v = v.SecretValue().Element
-		case v.IsOutput() && v.OutputValue().Known:
-			v = v.OutputValue().Element
-		default:
-			return v
-		}
-	}
-}
-
-func lookup(pm resource.PropertyMap, path string) (resource.PropertyValue, bool) {
-	v := resource.NewObjectProperty(pm)
-	for _, part := range proppath.Split(path) {
-		v = unwrap(v)
-		switch {
-		case v.IsObject():
-			next, ok := v.ObjectValue()[resource.PropertyKey(part)]
-			if !ok {
-				return resource.PropertyValue{}, false
-			}
-			v = next
-		case v.IsArray():
-			i, err := strconv.Atoi(part)
-			if err != nil || i >= len(v.ArrayValue()) {
-				return resource.PropertyValue{}, false
-			}
-			v = v.ArrayValue()[i]
-		default:
-			return resource.PropertyValue{}, false
-		}
-	}
-	return v, true
-}
-
-func get(t *testing.T, r registered, path string) resource.PropertyValue {
-	t.Helper()
-	v, ok := lookup(r.inputs, path)
-	if !ok {
-		t.Fatalf("%s %s: no input %s", r.typ, r.name, path)
-	}
-	return unwrap(v)
-}
-
-func absent(t *testing.T, r registered, path string) {
-	t.Helper()
-	if v, ok := lookup(r.inputs, path); ok && !v.IsNull() {
-		t.Errorf("%s %s: %s = %v, want unset", r.typ, r.name, path, v)
-	}
-}
-
-func wantString(t *testing.T, r registered, path, want string) {
-	t.Helper()
-	if v := get(t, r, path); !v.IsString() || v.StringValue() != want {
-		t.Errorf("%s %s: %s = %v, want %q", r.typ, r.name, path, v, want)
-	}
-}
-
-func wantBool(t *testing.T, r registered, path string, want bool) {
-	t.Helper()
-	if v := get(t, r, path); !v.IsBool() || v.BoolValue() != want {
-		t.Errorf("%s %s: %s = %v, want %v", r.typ, r.name, path, v, want)
-	}
-}
-
-func wantNumber(t *testing.T, r registered, path string, want float64) {
-	t.Helper()
-	if v := get(t, r, path); !v.IsNumber() || v.NumberValue() != want {
-		t.Errorf("%s %s: %s = %v, want %v", r.typ, r.name, path, v, want)
-	}
-}
-
-func stringsAt(t *testing.T, r registered, path string) []string {
-	t.Helper()
-	v := get(t, r, path)
-	if !v.IsArray() {
-		t.Fatalf("%s %s: %s = %v, not an array", r.typ, r.name, path, v)
-	}
-	var out []string
-	for _, e := range v.ArrayValue() {
-		out = append(out, unwrap(e).StringValue())
-	}
-	return out
 }
 
 // gvisorPlatform is the example GKE Sandbox platform: one gVisor pool, a tenant

@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddock-platform/paddock/components/gcp/kata"
 	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/components/pulumitest"
 )
 
 const (
@@ -49,85 +50,85 @@ func TestMockComponentTokensAndTree(t *testing.T) {
 		{tNodePool, "vmdemo/kata", "paddock:gcp:NodePool::vmdemo/kata"},
 		{"kubernetes:apps/v1:DaemonSet", "kube-system/kata-deploy", "paddock:gcp:Kata::vmdemo-kata"},
 	} {
-		if r := m.find(t, want.typ, want.name); r.parent != want.parent {
-			t.Errorf("%s %s: parent %s, want %s", want.typ, want.name, r.parent, want.parent)
+		if r := m.Find(t, want.typ, want.name); r.Parent != want.parent {
+			t.Errorf("%s %s: parent %s, want %s", want.typ, want.name, r.Parent, want.parent)
 		}
 	}
 	// Every cloud resource sits under a paddock:gcp component; every
 	// Kubernetes object goes to the new cluster's provider.
-	for _, r := range m.all {
+	for _, r := range m.All() {
 		switch {
-		case strings.HasPrefix(r.typ, "gcp:"):
-			if !strings.HasPrefix(r.parent, "paddock:gcp:") {
-				t.Errorf("%s %s is parented to %s", r.typ, r.name, r.parent)
+		case strings.HasPrefix(r.Type, "gcp:"):
+			if !strings.HasPrefix(r.Parent, "paddock:gcp:") {
+				t.Errorf("%s %s is parented to %s", r.Type, r.Name, r.Parent)
 			}
-		case strings.HasPrefix(r.typ, "kubernetes:"):
-			if r.provider != tK8sProv+"::vmdemo-gke" {
-				t.Errorf("%s %s uses provider %q, want the GKE cluster's", r.typ, r.name, r.provider)
+		case strings.HasPrefix(r.Type, "kubernetes:"):
+			if r.Provider != tK8sProv+"::vmdemo-gke" {
+				t.Errorf("%s %s uses provider %q, want the GKE cluster's", r.Type, r.Name, r.Provider)
 			}
-			wantString(t, r, "metadata.labels[app.kubernetes.io/managed-by]", "paddock")
-			wantString(t, r, "metadata.labels[paddock.dev/platform]", "vmdemo")
+			r.WantString(t, "metadata.labels[app.kubernetes.io/managed-by]", "paddock")
+			r.WantString(t, "metadata.labels[paddock.dev/platform]", "vmdemo")
 		}
 	}
 }
 
 func TestMockClusterIsHardened(t *testing.T) {
 	m, _ := runPlatform(t, gvisorPlatform())
-	c := m.find(t, tCluster, "demo")
-	wantString(t, c, "name", "demo")
-	wantString(t, c, "project", "paddock-demo")
-	wantString(t, c, "location", "europe-west4")
-	wantString(t, c, "datapathProvider", "ADVANCED_DATAPATH")
-	wantString(t, c, "networkingMode", "VPC_NATIVE")
-	wantString(t, c, "workloadIdentityConfig.workloadPool", "paddock-demo.svc.id.goog")
-	wantBool(t, c, "privateClusterConfig.enablePrivateNodes", true)
-	wantBool(t, c, "privateClusterConfig.enablePrivateEndpoint", false)
-	wantString(t, c, "privateClusterConfig.masterIpv4CidrBlock", spec.DefaultMasterCIDR)
-	wantString(t, c, "masterAuthorizedNetworksConfig.cidrBlocks[0].cidrBlock", "203.0.113.0/24")
-	wantString(t, c, "masterAuthorizedNetworksConfig.cidrBlocks[0].displayName", "office")
-	wantBool(t, c, "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", false)
-	if n := len(get(t, c, "masterAuthorizedNetworksConfig.cidrBlocks").ArrayValue()); n != 1 {
+	c := m.Find(t, tCluster, "demo")
+	c.WantString(t, "name", "demo")
+	c.WantString(t, "project", "paddock-demo")
+	c.WantString(t, "location", "europe-west4")
+	c.WantString(t, "datapathProvider", "ADVANCED_DATAPATH")
+	c.WantString(t, "networkingMode", "VPC_NATIVE")
+	c.WantString(t, "workloadIdentityConfig.workloadPool", "paddock-demo.svc.id.goog")
+	c.WantBool(t, "privateClusterConfig.enablePrivateNodes", true)
+	c.WantBool(t, "privateClusterConfig.enablePrivateEndpoint", false)
+	c.WantString(t, "privateClusterConfig.masterIpv4CidrBlock", spec.DefaultMasterCIDR)
+	c.WantString(t, "masterAuthorizedNetworksConfig.cidrBlocks[0].cidrBlock", "203.0.113.0/24")
+	c.WantString(t, "masterAuthorizedNetworksConfig.cidrBlocks[0].displayName", "office")
+	c.WantBool(t, "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", false)
+	if n := len(c.Get(t, "masterAuthorizedNetworksConfig.cidrBlocks").ArrayValue()); n != 1 {
 		t.Errorf("%d authorized networks, want exactly the declared one", n)
 	}
-	wantBool(t, c, "enableShieldedNodes", true)
-	wantBool(t, c, "enableLegacyAbac", false)
-	wantBool(t, c, "masterAuth.clientCertificateConfig.issueClientCertificate", false)
-	wantString(t, c, "releaseChannel.channel", "REGULAR")
-	logging := stringsAt(t, c, "loggingConfig.enableComponents")
+	c.WantBool(t, "enableShieldedNodes", true)
+	c.WantBool(t, "enableLegacyAbac", false)
+	c.WantBool(t, "masterAuth.clientCertificateConfig.issueClientCertificate", false)
+	c.WantString(t, "releaseChannel.channel", "REGULAR")
+	logging := c.StringsAt(t, "loggingConfig.enableComponents")
 	for _, comp := range []string{"SYSTEM_COMPONENTS", "WORKLOADS", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER"} {
 		if !slices.Contains(logging, comp) {
 			t.Errorf("logging components %v lack %s", logging, comp)
 		}
 	}
-	wantBool(t, c, "removeDefaultNodePool", true)
-	wantNumber(t, c, "initialNodeCount", 1)
-	wantBool(t, c, "deletionProtection", true)
-	absent(t, c, "enableFqdnNetworkPolicy")
-	absent(t, c, "networkPolicy")
+	c.WantBool(t, "removeDefaultNodePool", true)
+	c.WantNumber(t, "initialNodeCount", 1)
+	c.WantBool(t, "deletionProtection", true)
+	c.Absent(t, "enableFqdnNetworkPolicy")
+	c.Absent(t, "networkPolicy")
 	// The short-lived default pool runs as the node account too, behind
 	// Workload Identity.
-	wantString(t, c, "nodeConfig.serviceAccount", "demo-nodes@paddock-demo.iam.gserviceaccount.com")
-	wantString(t, c, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA")
-	wantString(t, c, "resourceLabels[managed-by]", "paddock")
-	wantString(t, c, "resourceLabels[paddock-platform]", "demo")
-	if len(m.ofType(tAuditCfg)) != 0 {
+	c.WantString(t, "nodeConfig.serviceAccount", "demo-nodes@paddock-demo.iam.gserviceaccount.com")
+	c.WantString(t, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA")
+	c.WantString(t, "resourceLabels[managed-by]", "paddock")
+	c.WantString(t, "resourceLabels[paddock-platform]", "demo")
+	if len(m.OfType(tAuditCfg)) != 0 {
 		t.Error("data access audit config created without being asked for")
 	}
 
 	k, _ := runPlatform(t, kataPlatform())
-	kc := k.find(t, tCluster, "vmdemo")
-	wantBool(t, kc, "enableFqdnNetworkPolicy", true)
-	wantString(t, kc, "releaseChannel.channel", "STABLE")
+	kc := k.Find(t, tCluster, "vmdemo")
+	kc.WantBool(t, "enableFqdnNetworkPolicy", true)
+	kc.WantString(t, "releaseChannel.channel", "STABLE")
 }
 
 func TestMockDataAccessAuditLogs(t *testing.T) {
 	p := gvisorPlatform()
 	p.Cluster.DataAccessAuditLogs = true
 	m, _ := runPlatform(t, p)
-	a := m.find(t, tAuditCfg, "demo-container-data-access")
-	wantString(t, a, "service", "container.googleapis.com")
-	wantString(t, a, "auditLogConfigs[0].logType", "DATA_READ")
-	wantString(t, a, "auditLogConfigs[1].logType", "DATA_WRITE")
+	a := m.Find(t, tAuditCfg, "demo-container-data-access")
+	a.WantString(t, "service", "container.googleapis.com")
+	a.WantString(t, "auditLogConfigs[0].logType", "DATA_READ")
+	a.WantString(t, "auditLogConfigs[1].logType", "DATA_WRITE")
 }
 
 func TestMockKubeconfigIsSecretAndExecAuth(t *testing.T) {
@@ -136,7 +137,7 @@ func TestMockKubeconfigIsSecretAndExecAuth(t *testing.T) {
 		t.Error("the platform's kubeconfig output is not a secret")
 	}
 	kc := c.kubeconfig
-	for _, want := range []string{"server: https://" + mockEndpoint, "certificate-authority-data: " + mockCA,
+	for _, want := range []string{"server: https://" + pulumitest.MockEndpoint, "certificate-authority-data: " + pulumitest.MockCA,
 		"command: gke-gcloud-auth-plugin", "current-context: gke_paddock-demo_europe-west4_demo"} {
 		if !strings.Contains(kc, want) {
 			t.Errorf("kubeconfig lacks %q:\n%s", want, kc)
@@ -147,15 +148,15 @@ func TestMockKubeconfigIsSecretAndExecAuth(t *testing.T) {
 			t.Errorf("kubeconfig carries a static credential (%s)", bad)
 		}
 	}
-	prov := m.find(t, tK8sProv, "demo-gke")
-	v, ok := lookup(prov.inputs, "kubeconfig")
+	prov := m.Find(t, tK8sProv, "demo-gke")
+	v, ok := pulumitest.Lookup(prov.Inputs, "kubeconfig")
 	if !ok || !v.ContainsSecrets() {
 		t.Errorf("the kubernetes provider's kubeconfig input is not secret: %v", v)
 	}
-	if got := unwrap(v); !got.IsString() || got.StringValue() != kc {
+	if got := pulumitest.Unwrap(v); !got.IsString() || got.StringValue() != kc {
 		t.Error("the provider does not get the platform's kubeconfig")
 	}
-	wantBool(t, prov, "enableServerSideApply", true)
+	prov.WantBool(t, "enableServerSideApply", true)
 
 	// A private-only control plane is reached on its private endpoint.
 	p := gvisorPlatform()
@@ -168,57 +169,57 @@ func TestMockKubeconfigIsSecretAndExecAuth(t *testing.T) {
 
 func TestMockNodeServiceAccountIsLeastPrivilege(t *testing.T) {
 	m, _ := runPlatform(t, gvisorPlatform())
-	sa := m.find(t, tAccount, "demo-nodes")
-	wantString(t, sa, "accountId", "demo-nodes")
+	sa := m.Find(t, tAccount, "demo-nodes")
+	sa.WantString(t, "accountId", "demo-nodes")
 	var nodeRoles []string
-	for _, r := range m.ofType(tProjectIAM) {
-		if get(t, r, "member").StringValue() == "serviceAccount:demo-nodes@paddock-demo.iam.gserviceaccount.com" {
-			nodeRoles = append(nodeRoles, get(t, r, "role").StringValue())
+	for _, r := range m.OfType(tProjectIAM) {
+		if r.Get(t, "member").StringValue() == "serviceAccount:demo-nodes@paddock-demo.iam.gserviceaccount.com" {
+			nodeRoles = append(nodeRoles, r.Get(t, "role").StringValue())
 		}
 	}
 	if !reflect.DeepEqual(nodeRoles, []string{spec.NodeServiceAccountRole}) {
 		t.Errorf("node service account roles %v, want only %s", nodeRoles, spec.NodeServiceAccountRole)
 	}
-	for _, np := range m.ofType(tNodePool) {
-		wantString(t, np, "nodeConfig.serviceAccount", "demo-nodes@paddock-demo.iam.gserviceaccount.com")
-		if s := stringsAt(t, np, "nodeConfig.oauthScopes"); !reflect.DeepEqual(s, []string{spec.CloudPlatformScope}) {
-			t.Errorf("%s scopes %v", np.name, s)
+	for _, np := range m.OfType(tNodePool) {
+		np.WantString(t, "nodeConfig.serviceAccount", "demo-nodes@paddock-demo.iam.gserviceaccount.com")
+		if s := np.StringsAt(t, "nodeConfig.oauthScopes"); !reflect.DeepEqual(s, []string{spec.CloudPlatformScope}) {
+			t.Errorf("%s scopes %v", np.Name, s)
 		}
-		wantString(t, np, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA")
-		wantBool(t, np, "nodeConfig.shieldedInstanceConfig.enableSecureBoot", true)
-		wantBool(t, np, "nodeConfig.shieldedInstanceConfig.enableIntegrityMonitoring", true)
-		wantString(t, np, "nodeConfig.metadata[disable-legacy-endpoints]", "true")
-		wantBool(t, np, "management.autoRepair", true)
-		wantBool(t, np, "management.autoUpgrade", true)
-		wantString(t, np, "cluster", "demo")
+		np.WantString(t, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA")
+		np.WantBool(t, "nodeConfig.shieldedInstanceConfig.enableSecureBoot", true)
+		np.WantBool(t, "nodeConfig.shieldedInstanceConfig.enableIntegrityMonitoring", true)
+		np.WantString(t, "nodeConfig.metadata[disable-legacy-endpoints]", "true")
+		np.WantBool(t, "management.autoRepair", true)
+		np.WantBool(t, "management.autoUpgrade", true)
+		np.WantString(t, "cluster", "demo")
 	}
 
 	// An existing node account is used as given, and none is created.
 	p := gvisorPlatform()
 	p.Cluster.NodeServiceAccount = "nodes@paddock-demo.iam.gserviceaccount.com"
 	e, _ := runPlatform(t, p)
-	for _, a := range e.ofType(tAccount) {
-		if strings.Contains(a.name, "nodes") {
-			t.Errorf("created %s although a node account was given", a.name)
+	for _, a := range e.OfType(tAccount) {
+		if strings.Contains(a.Name, "nodes") {
+			t.Errorf("created %s although a node account was given", a.Name)
 		}
 	}
-	wantString(t, e.find(t, tNodePool, "demo/gvisor"), "nodeConfig.serviceAccount", "nodes@paddock-demo.iam.gserviceaccount.com")
+	e.Find(t, tNodePool, "demo/gvisor").WantString(t, "nodeConfig.serviceAccount", "nodes@paddock-demo.iam.gserviceaccount.com")
 }
 
 func TestMockGVisorPool(t *testing.T) {
 	m, c := runPlatform(t, gvisorPlatform())
-	np := m.find(t, tNodePool, "demo/gvisor")
-	wantString(t, np, "name", "gvisor")
-	wantString(t, np, "nodeConfig.sandboxConfig.sandboxType", "gvisor")
-	wantString(t, np, "nodeConfig.imageType", "COS_CONTAINERD")
-	wantString(t, np, "nodeConfig.machineType", "e2-standard-4")
-	wantNumber(t, np, "autoscaling.minNodeCount", 1)
-	wantNumber(t, np, "autoscaling.maxNodeCount", 3)
-	wantString(t, np, "nodeConfig.labels[paddock.dev/pool]", "gvisor")
-	absent(t, np, "nodeConfig.advancedMachineFeatures")
+	np := m.Find(t, tNodePool, "demo/gvisor")
+	np.WantString(t, "name", "gvisor")
+	np.WantString(t, "nodeConfig.sandboxConfig.sandboxType", "gvisor")
+	np.WantString(t, "nodeConfig.imageType", "COS_CONTAINERD")
+	np.WantString(t, "nodeConfig.machineType", "e2-standard-4")
+	np.WantNumber(t, "autoscaling.minNodeCount", 1)
+	np.WantNumber(t, "autoscaling.maxNodeCount", 3)
+	np.WantString(t, "nodeConfig.labels[paddock.dev/pool]", "gvisor")
+	np.Absent(t, "nodeConfig.advancedMachineFeatures")
 	// GKE labels and taints gVisor nodes itself: no duplicate.
-	absent(t, np, "nodeConfig.labels[sandbox.gke.io/runtime]")
-	if v, ok := lookup(np.inputs, "nodeConfig.taints"); ok && len(unwrap(v).ArrayValue()) > 0 {
+	np.Absent(t, "nodeConfig.labels[sandbox.gke.io/runtime]")
+	if v, ok := pulumitest.Lookup(np.Inputs, "nodeConfig.taints"); ok && len(pulumitest.Unwrap(v).ArrayValue()) > 0 {
 		t.Errorf("gVisor pool sets taints %v: GKE applies sandbox.gke.io/runtime itself", v)
 	}
 	// The scheduling the RuntimeClass must use is exactly what GKE applies.
@@ -238,42 +239,42 @@ func TestMockGVisorPool(t *testing.T) {
 		t.Errorf("runtimeClasses output %v", c.rcs)
 	}
 	// No Kata, and no RuntimeClass object of Paddock's for gvisor (GKE owns it).
-	for _, r := range m.all {
-		if r.typ == "paddock:gcp:Kata" || r.typ == "kubernetes:node.k8s.io/v1:RuntimeClass" || r.typ == "kubernetes:apps/v1:DaemonSet" {
-			t.Errorf("gVisor-only platform registers %s %s", r.typ, r.name)
+	for _, r := range m.All() {
+		if r.Type == "paddock:gcp:Kata" || r.Type == "kubernetes:node.k8s.io/v1:RuntimeClass" || r.Type == "kubernetes:apps/v1:DaemonSet" {
+			t.Errorf("gVisor-only platform registers %s %s", r.Type, r.Name)
 		}
 	}
 }
 
 func TestMockSystemPool(t *testing.T) {
 	m, _ := runPlatform(t, gvisorPlatform())
-	sys := m.find(t, tNodePool, "demo/system")
-	wantString(t, sys, "name", "system")
-	wantString(t, sys, "nodeConfig.imageType", "COS_CONTAINERD")
-	absent(t, sys, "nodeConfig.sandboxConfig")
-	absent(t, sys, "nodeConfig.advancedMachineFeatures")
-	if v, ok := lookup(sys.inputs, "nodeConfig.taints"); ok && len(unwrap(v).ArrayValue()) > 0 {
+	sys := m.Find(t, tNodePool, "demo/system")
+	sys.WantString(t, "name", "system")
+	sys.WantString(t, "nodeConfig.imageType", "COS_CONTAINERD")
+	sys.Absent(t, "nodeConfig.sandboxConfig")
+	sys.Absent(t, "nodeConfig.advancedMachineFeatures")
+	if v, ok := pulumitest.Lookup(sys.Inputs, "nodeConfig.taints"); ok && len(pulumitest.Unwrap(v).ArrayValue()) > 0 {
 		t.Errorf("system pool is tainted: %v", v)
 	}
-	wantNumber(t, sys, "autoscaling.minNodeCount", 1)
+	sys.WantNumber(t, "autoscaling.minNodeCount", 1)
 }
 
 func TestMockKVMPool(t *testing.T) {
 	m, c := runPlatform(t, kataPlatform())
-	np := m.find(t, tNodePool, "vmdemo/kata")
-	wantBool(t, np, "nodeConfig.advancedMachineFeatures.enableNestedVirtualization", true)
-	wantNumber(t, np, "nodeConfig.advancedMachineFeatures.threadsPerCore", 0)
-	wantString(t, np, "nodeConfig.imageType", "UBUNTU_CONTAINERD")
-	wantString(t, np, "nodeConfig.machineType", "n2-standard-8")
-	wantNumber(t, np, "nodeConfig.diskSizeGb", 100)
-	absent(t, np, "nodeConfig.sandboxConfig")
-	wantString(t, np, "nodeConfig.labels[paddock.dev/isolation]", "kvm")
-	wantString(t, np, "nodeConfig.taints[0].key", "paddock.dev/isolation")
-	wantString(t, np, "nodeConfig.taints[0].value", "kvm")
-	wantString(t, np, "nodeConfig.taints[0].effect", "NO_SCHEDULE")
-	wantString(t, np, "nodeConfig.taints[1].key", "paddock.dev/tenant")
-	wantNumber(t, np, "autoscaling.minNodeCount", 0)
-	wantNumber(t, np, "autoscaling.maxNodeCount", 4)
+	np := m.Find(t, tNodePool, "vmdemo/kata")
+	np.WantBool(t, "nodeConfig.advancedMachineFeatures.enableNestedVirtualization", true)
+	np.WantNumber(t, "nodeConfig.advancedMachineFeatures.threadsPerCore", 0)
+	np.WantString(t, "nodeConfig.imageType", "UBUNTU_CONTAINERD")
+	np.WantString(t, "nodeConfig.machineType", "n2-standard-8")
+	np.WantNumber(t, "nodeConfig.diskSizeGb", 100)
+	np.Absent(t, "nodeConfig.sandboxConfig")
+	np.WantString(t, "nodeConfig.labels[paddock.dev/isolation]", "kvm")
+	np.WantString(t, "nodeConfig.taints[0].key", "paddock.dev/isolation")
+	np.WantString(t, "nodeConfig.taints[0].value", "kvm")
+	np.WantString(t, "nodeConfig.taints[0].effect", "NO_SCHEDULE")
+	np.WantString(t, "nodeConfig.taints[1].key", "paddock.dev/tenant")
+	np.WantNumber(t, "autoscaling.minNodeCount", 0)
+	np.WantNumber(t, "autoscaling.maxNodeCount", 4)
 
 	sch := c.platform.NodePools[0].Scheduling
 	if sch.NodeSelector["paddock.dev/isolation"] != "kvm" || len(sch.Tolerations) != 2 {
@@ -284,35 +285,35 @@ func TestMockKVMPool(t *testing.T) {
 	p := kataPlatform()
 	p.NodePools[0].DisableSMT = true
 	s, _ := runPlatform(t, p)
-	wantNumber(t, s.find(t, tNodePool, "vmdemo/kata"), "nodeConfig.advancedMachineFeatures.threadsPerCore", 1)
+	s.Find(t, tNodePool, "vmdemo/kata").WantNumber(t, "nodeConfig.advancedMachineFeatures.threadsPerCore", 1)
 }
 
 func TestMockKataInstall(t *testing.T) {
 	m, c := runPlatform(t, kataPlatform())
 	sch := c.platform.NodePools[0].Scheduling
-	ds := m.find(t, "kubernetes:apps/v1:DaemonSet", "kube-system/kata-deploy")
+	ds := m.Find(t, "kubernetes:apps/v1:DaemonSet", "kube-system/kata-deploy")
 	pod := "spec.template.spec."
-	wantString(t, ds, pod+"containers[0].image", kata.Image)
+	ds.WantString(t, pod+"containers[0].image", kata.Image)
 	if !strings.Contains(kata.Image, "@sha256:") || !strings.Contains(kata.Image, ":"+kata.Version+"@") {
 		t.Errorf("kata-deploy image %s is not pinned by version and digest", kata.Image)
 	}
-	wantString(t, ds, pod+"containers[0].imagePullPolicy", "IfNotPresent")
-	wantString(t, ds, pod+"nodeSelector[paddock.dev/isolation]", "kvm")
-	if n := len(get(t, ds, pod+"nodeSelector").ObjectValue()); n != 1 {
+	ds.WantString(t, pod+"containers[0].imagePullPolicy", "IfNotPresent")
+	ds.WantString(t, pod+"nodeSelector[paddock.dev/isolation]", "kvm")
+	if n := len(ds.Get(t, pod+"nodeSelector").ObjectValue()); n != 1 {
 		t.Errorf("kata-deploy node selector has %d keys", n)
 	}
 	for i, tol := range sch.Tolerations {
-		wantString(t, ds, pod+"tolerations["+strconv.Itoa(i)+"].key", tol.Key)
-		wantString(t, ds, pod+"tolerations["+strconv.Itoa(i)+"].value", tol.Value)
-		wantString(t, ds, pod+"tolerations["+strconv.Itoa(i)+"].effect", tol.Effect)
+		ds.WantString(t, pod+"tolerations["+strconv.Itoa(i)+"].key", tol.Key)
+		ds.WantString(t, pod+"tolerations["+strconv.Itoa(i)+"].value", tol.Value)
+		ds.WantString(t, pod+"tolerations["+strconv.Itoa(i)+"].effect", tol.Effect)
 	}
-	if n := len(get(t, ds, pod+"tolerations").ArrayValue()); n != len(sch.Tolerations) {
+	if n := len(ds.Get(t, pod+"tolerations").ArrayValue()); n != len(sch.Tolerations) {
 		t.Errorf("kata-deploy tolerates %d taints, the pool has %d", n, len(sch.Tolerations))
 	}
-	wantString(t, ds, pod+"serviceAccountName", kata.ServiceAccount)
+	ds.WantString(t, pod+"serviceAccountName", kata.ServiceAccount)
 	env := map[string]string{}
-	for _, e := range get(t, ds, pod+"containers[0].env").ArrayValue() {
-		o := unwrap(e).ObjectValue()
+	for _, e := range ds.Get(t, pod+"containers[0].env").ArrayValue() {
+		o := pulumitest.Unwrap(e).ObjectValue()
 		if v, ok := o["value"]; ok {
 			env[o["name"].StringValue()] = v.StringValue()
 		}
@@ -324,34 +325,34 @@ func TestMockKataInstall(t *testing.T) {
 	}
 
 	// RBAC: nodes get/patch, nothing else.
-	cr := m.find(t, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", kata.ClusterRole)
-	rules := get(t, cr, "rules").ArrayValue()
+	cr := m.Find(t, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", kata.ClusterRole)
+	rules := cr.Get(t, "rules").ArrayValue()
 	if len(rules) != 1 {
 		t.Fatalf("kata-deploy ClusterRole has %d rules", len(rules))
 	}
-	wantString(t, cr, "rules[0].resources[0]", "nodes")
-	if v := stringsAt(t, cr, "rules[0].verbs"); !reflect.DeepEqual(v, []string{"get", "patch"}) {
+	cr.WantString(t, "rules[0].resources[0]", "nodes")
+	if v := cr.StringsAt(t, "rules[0].verbs"); !reflect.DeepEqual(v, []string{"get", "patch"}) {
 		t.Errorf("kata-deploy verbs %v", v)
 	}
-	crb := m.find(t, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", kata.ClusterRole)
-	wantString(t, crb, "subjects[0].name", kata.ServiceAccount)
-	wantString(t, crb, "subjects[0].namespace", "kube-system")
+	crb := m.Find(t, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", kata.ClusterRole)
+	crb.WantString(t, "subjects[0].name", kata.ServiceAccount)
+	crb.WantString(t, "subjects[0].namespace", "kube-system")
 
 	// RuntimeClasses: handler, overhead, scheduling onto the pool.
 	for _, tc := range []struct{ name, cpu, mem string }{{"kata-qemu", "250m", "320Mi"}, {"kata-clh", "250m", "130Mi"}} {
-		rc := m.find(t, "kubernetes:node.k8s.io/v1:RuntimeClass", tc.name)
-		wantString(t, rc, "handler", tc.name)
-		wantString(t, rc, "overhead.podFixed.cpu", tc.cpu)
-		wantString(t, rc, "overhead.podFixed.memory", tc.mem)
-		wantString(t, rc, "scheduling.nodeSelector[paddock.dev/isolation]", "kvm")
+		rc := m.Find(t, "kubernetes:node.k8s.io/v1:RuntimeClass", tc.name)
+		rc.WantString(t, "handler", tc.name)
+		rc.WantString(t, "overhead.podFixed.cpu", tc.cpu)
+		rc.WantString(t, "overhead.podFixed.memory", tc.mem)
+		rc.WantString(t, "scheduling.nodeSelector[paddock.dev/isolation]", "kvm")
 		// The shared RuntimeClass tolerates the KVM dedication taint only, not
 		// the pool's tenant taint: that one a tenant's template must carry.
-		if n := len(get(t, rc, "scheduling.tolerations").ArrayValue()); n != 1 {
+		if n := len(rc.Get(t, "scheduling.tolerations").ArrayValue()); n != 1 {
 			t.Errorf("%s tolerates %d taints, want only the isolation taint", tc.name, n)
 		}
-		wantString(t, rc, "scheduling.tolerations[0].key", "paddock.dev/isolation")
-		wantString(t, rc, "scheduling.tolerations[0].value", "kvm")
-		wantString(t, rc, "scheduling.tolerations[0].effect", "NoSchedule")
+		rc.WantString(t, "scheduling.tolerations[0].key", "paddock.dev/isolation")
+		rc.WantString(t, "scheduling.tolerations[0].value", "kvm")
+		rc.WantString(t, "scheduling.tolerations[0].effect", "NoSchedule")
 	}
 	var names []string
 	for _, rc := range c.platform.RuntimeClasses {
@@ -364,17 +365,17 @@ func TestMockKataInstall(t *testing.T) {
 
 func TestMockWorkloadIdentity(t *testing.T) {
 	m, c := runPlatform(t, gvisorPlatform())
-	sa := m.find(t, tAccount, "agents-team-a/tool-gateway")
-	wantString(t, sa, "accountId", "demo-team-a-tool-gateway")
-	wantString(t, sa, "project", "paddock-demo")
+	sa := m.Find(t, tAccount, "agents-team-a/tool-gateway")
+	sa.WantString(t, "accountId", "demo-team-a-tool-gateway")
+	sa.WantString(t, "project", "paddock-demo")
 	email := "demo-team-a-tool-gateway@paddock-demo.iam.gserviceaccount.com"
 
 	// Exactly the roles given, on the project, to this account.
 	var roles []string
-	for _, r := range m.ofType(tProjectIAM) {
-		if get(t, r, "member").StringValue() == "serviceAccount:"+email {
-			roles = append(roles, get(t, r, "role").StringValue())
-			wantString(t, r, "project", "paddock-demo")
+	for _, r := range m.OfType(tProjectIAM) {
+		if r.Get(t, "member").StringValue() == "serviceAccount:"+email {
+			roles = append(roles, r.Get(t, "role").StringValue())
+			r.WantString(t, "project", "paddock-demo")
 		}
 	}
 	slices.Sort(roles)
@@ -382,13 +383,13 @@ func TestMockWorkloadIdentity(t *testing.T) {
 		t.Errorf("identity roles %v", roles)
 	}
 	// Impersonable by exactly one KSA.
-	binds := m.ofType(tSAIAM)
+	binds := m.OfType(tSAIAM)
 	if len(binds) != 1 {
 		t.Fatalf("%d service account IAM members, want 1", len(binds))
 	}
-	wantString(t, binds[0], "role", "roles/iam.workloadIdentityUser")
-	wantString(t, binds[0], "member", "serviceAccount:paddock-demo.svc.id.goog[agents-team-a/tool-gateway]")
-	wantString(t, binds[0], "serviceAccountId", "projects/paddock-demo/serviceAccounts/"+email)
+	binds[0].WantString(t, "role", "roles/iam.workloadIdentityUser")
+	binds[0].WantString(t, "member", "serviceAccount:paddock-demo.svc.id.goog[agents-team-a/tool-gateway]")
+	binds[0].WantString(t, "serviceAccountId", "projects/paddock-demo/serviceAccounts/"+email)
 
 	// The annotation the in-cluster layer puts on the KSA.
 	if c.identities["agents-team-a/tool-gateway"] != email {
@@ -402,20 +403,20 @@ func TestMockWorkloadIdentity(t *testing.T) {
 func TestMockNoKeysNoStaticCredentials(t *testing.T) {
 	for _, args := range []PlatformArgs{gvisorPlatform(), kataPlatform()} {
 		m, _ := runPlatform(t, args)
-		if keys := m.ofType(tSAKey); len(keys) > 0 {
+		if keys := m.OfType(tSAKey); len(keys) > 0 {
 			t.Errorf("%s: service account keys created: %v", args.Name, keys)
 		}
-		for _, r := range m.all {
-			if strings.Contains(strings.ToLower(r.typ), "key") || strings.Contains(strings.ToLower(r.typ), "hmac") {
-				t.Errorf("%s: credential-like resource %s %s", args.Name, r.typ, r.name)
+		for _, r := range m.All() {
+			if strings.Contains(strings.ToLower(r.Type), "key") || strings.Contains(strings.ToLower(r.Type), "hmac") {
+				t.Errorf("%s: credential-like resource %s %s", args.Name, r.Type, r.Name)
 			}
 		}
-		wantBool(t, m.find(t, tCluster, args.Name), "masterAuth.clientCertificateConfig.issueClientCertificate", false)
+		m.Find(t, tCluster, args.Name).WantBool(t, "masterAuth.clientCertificateConfig.issueClientCertificate", false)
 		// No IAM grant is broader than what was asked for.
-		for _, r := range append(m.ofType(tProjectIAM), m.ofType(tSAIAM)...) {
-			switch role := get(t, r, "role").StringValue(); role {
+		for _, r := range append(m.OfType(tProjectIAM), m.OfType(tSAIAM)...) {
+			switch role := r.Get(t, "role").StringValue(); role {
 			case "roles/owner", "roles/editor", "roles/iam.serviceAccountKeyAdmin", "roles/iam.serviceAccountTokenCreator":
-				t.Errorf("%s: %s grants %s", args.Name, r.name, role)
+				t.Errorf("%s: %s grants %s", args.Name, r.Name, role)
 			}
 		}
 	}
@@ -423,82 +424,83 @@ func TestMockNoKeysNoStaticCredentials(t *testing.T) {
 
 func TestMockAuditSinkStorage(t *testing.T) {
 	m, _ := runPlatform(t, gvisorPlatform())
-	b := m.find(t, tBucket, "demo-audit")
-	wantString(t, b, "name", "paddock-demo-audit")
-	wantString(t, b, "location", "EU")
-	wantBool(t, b, "uniformBucketLevelAccess", true)
-	wantString(t, b, "publicAccessPrevention", "enforced")
-	wantNumber(t, b, "retentionPolicy.retentionPeriod", 365*24*3600)
-	wantBool(t, b, "retentionPolicy.isLocked", false)
-	wantBool(t, b, "forceDestroy", false)
+	b := m.Find(t, tBucket, "demo-audit")
+	b.WantString(t, "name", "paddock-demo-audit")
+	b.WantString(t, "location", "EU")
+	b.WantBool(t, "uniformBucketLevelAccess", true)
+	b.WantString(t, "publicAccessPrevention", "enforced")
+	b.WantNumber(t, "retentionPolicy.retentionPeriod", 365*24*3600)
+	b.WantBool(t, "retentionPolicy.isLocked", false)
+	b.WantBool(t, "forceDestroy", false)
 
-	s := m.find(t, tSink, "demo-audit")
-	wantString(t, s, "destination", "storage.googleapis.com/paddock-demo-audit")
-	wantBool(t, s, "uniqueWriterIdentity", true)
+	s := m.Find(t, tSink, "demo-audit")
+	s.WantString(t, "destination", "storage.googleapis.com/paddock-demo-audit")
+	s.WantBool(t, "uniqueWriterIdentity", true)
 	filter, err := spec.AuditFilter(spec.AuditFilterArgs{Project: "paddock-demo", Location: "europe-west4", ClusterName: "demo",
 		Namespaces: []string{"agents-team-a"}, Events: spec.DefaultAuditEvents()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantString(t, s, "filter", filter)
+	s.WantString(t, "filter", filter)
 
-	g := m.find(t, tBucketIAM, "demo-audit-writer")
-	wantString(t, g, "bucket", "paddock-demo-audit")
-	wantString(t, g, "role", "roles/storage.objectCreator")
-	wantString(t, g, "member", mockSinkWriter("demo-audit"))
+	g := m.Find(t, tBucketIAM, "demo-audit-writer")
+	g.WantString(t, "bucket", "paddock-demo-audit")
+	g.WantString(t, "role", "roles/storage.objectCreator")
+	g.WantString(t, "member", pulumitest.MockSinkWriter("demo-audit"))
 }
 
 func TestMockAuditSinkBigQueryAndPubSub(t *testing.T) {
 	m, _ := runPlatform(t, kataPlatform())
-	d := m.find(t, tDataset, "vmdemo-bq")
-	wantString(t, d, "datasetId", "paddock_audit")
-	wantBool(t, d, "deleteContentsOnDestroy", false)
-	wantNumber(t, d, "defaultTableExpirationMs", 400*24*3600*1000)
-	s := m.find(t, tSink, "vmdemo-bq")
-	wantString(t, s, "destination", "bigquery.googleapis.com/projects/paddock-demo/datasets/paddock_audit")
-	wantBool(t, s, "uniqueWriterIdentity", true)
-	wantBool(t, s, "bigqueryOptions.usePartitionedTables", true)
-	g := m.find(t, tDatasetIAM, "vmdemo-bq-writer")
-	wantString(t, g, "datasetId", "paddock_audit")
-	wantString(t, g, "role", "roles/bigquery.dataEditor")
-	wantString(t, g, "member", mockSinkWriter("vmdemo-bq"))
+	d := m.Find(t, tDataset, "vmdemo-bq")
+	d.WantString(t, "datasetId", "paddock_audit")
+	d.WantBool(t, "deleteContentsOnDestroy", false)
+	d.WantNumber(t, "defaultTableExpirationMs", 400*24*3600*1000)
+	s := m.Find(t, tSink, "vmdemo-bq")
+	s.WantString(t, "destination", "bigquery.googleapis.com/projects/paddock-demo/datasets/paddock_audit")
+	s.WantBool(t, "uniqueWriterIdentity", true)
+	s.WantBool(t, "bigqueryOptions.usePartitionedTables", true)
+	g := m.Find(t, tDatasetIAM, "vmdemo-bq-writer")
+	g.WantString(t, "datasetId", "paddock_audit")
+	g.WantString(t, "role", "roles/bigquery.dataEditor")
+	g.WantString(t, "member", pulumitest.MockSinkWriter("vmdemo-bq"))
 
-	tp := m.find(t, tTopic, "vmdemo-stream")
-	wantString(t, tp, "name", "paddock-audit")
-	wantString(t, tp, "messageRetentionDuration", "604800s")
-	ps := m.find(t, tSink, "vmdemo-stream")
-	wantString(t, ps, "destination", "pubsub.googleapis.com/projects/paddock-demo/topics/paddock-audit")
-	wantBool(t, ps, "uniqueWriterIdentity", true)
-	if f := get(t, ps, "filter").StringValue(); !strings.Contains(f, "policy-action") || !strings.Contains(f, "k8s_container") {
+	tp := m.Find(t, tTopic, "vmdemo-stream")
+	tp.WantString(t, "name", "paddock-audit")
+	tp.WantString(t, "messageRetentionDuration", "604800s")
+	ps := m.Find(t, tSink, "vmdemo-stream")
+	ps.WantString(t, "destination", "pubsub.googleapis.com/projects/paddock-demo/topics/paddock-audit")
+	ps.WantBool(t, "uniqueWriterIdentity", true)
+	if f := ps.Get(t, "filter").StringValue(); !strings.Contains(f, "policy-action") || !strings.Contains(f, "k8s_container") {
 		t.Errorf("every-event filter lacks drops or pod logs:\n%s", f)
 	}
-	pg := m.find(t, tTopicIAM, "vmdemo-stream-writer")
-	wantString(t, pg, "topic", "paddock-audit")
-	wantString(t, pg, "role", "roles/pubsub.publisher")
-	wantString(t, pg, "member", mockSinkWriter("vmdemo-stream"))
+	pg := m.Find(t, tTopicIAM, "vmdemo-stream-writer")
+	pg.WantString(t, "topic", "paddock-audit")
+	pg.WantString(t, "role", "roles/pubsub.publisher")
+	pg.WantString(t, "member", pulumitest.MockSinkWriter("vmdemo-stream"))
 
 	// network_drops switches Dataplane V2 deny logging on, in the cluster.
-	nl := m.find(t, "kubernetes:networking.gke.io/v1alpha1:NetworkLogging", "default")
-	wantBool(t, nl, "spec.cluster.deny.log", true)
-	wantBool(t, nl, "spec.cluster.allow.log", false)
+	nl := m.Find(t, "kubernetes:networking.gke.io/v1alpha1:NetworkLogging", "default")
+	nl.WantBool(t, "spec.cluster.deny.log", true)
+	nl.WantBool(t, "spec.cluster.allow.log", false)
 	g2, _ := runPlatform(t, gvisorPlatform())
-	if len(g2.ofType("kubernetes:networking.gke.io/v1alpha1:NetworkLogging")) != 0 {
+	if len(g2.OfType("kubernetes:networking.gke.io/v1alpha1:NetworkLogging")) != 0 {
 		t.Error("NetworkLogging registered without a network_drops sink")
 	}
 }
 
 func TestMockAlerts(t *testing.T) {
 	m, _ := runPlatform(t, gvisorPlatform())
-	q := m.find(t, tAlert, "demo-alerts-quota-saturation")
-	wantString(t, q, "conditions[0].conditionMatchedLog.filter",
+	q := m.Find(t, tAlert, "demo-alerts-quota-saturation")
+	q.WantString(t, "conditions[0].conditionMatchedLog.filter",
 		spec.QuotaExceededFilter("paddock-demo", "europe-west4", "demo", []string{"agents-team-a"}))
-	wantString(t, q, "alertStrategy.notificationRateLimit.period", "300s")
-	l := m.find(t, tAlert, "demo-alerts-sandbox-lifetime")
-	wantString(t, l, "conditions[0].conditionThreshold.filter", spec.SandboxUptimeFilter("europe-west4", "demo", []string{"agents-team-a"}))
-	wantString(t, l, "conditions[0].conditionThreshold.comparison", "COMPARISON_GT")
-	wantNumber(t, l, "conditions[0].conditionThreshold.thresholdValue", 5*3600)
+
+	q.WantString(t, "alertStrategy.notificationRateLimit.period", "300s")
+	l := m.Find(t, tAlert, "demo-alerts-sandbox-lifetime")
+	l.WantString(t, "conditions[0].conditionThreshold.filter", spec.SandboxUptimeFilter("europe-west4", "demo", []string{"agents-team-a"}))
+	l.WantString(t, "conditions[0].conditionThreshold.comparison", "COMPARISON_GT")
+	l.WantNumber(t, "conditions[0].conditionThreshold.thresholdValue", 5*3600)
 	k, _ := runPlatform(t, kataPlatform())
-	if n := len(k.ofType(tAlert)); n != 0 {
+	if n := len(k.OfType(tAlert)); n != 0 {
 		t.Errorf("%d alert policies without alerts configured", n)
 	}
 }
@@ -510,7 +512,7 @@ func TestMockRejectsInvalidArgs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "node_pool.kata.machine_type") || !strings.Contains(err.Error(), "GCP-010") {
 		t.Fatalf("E2 KVM pool: err = %v", err)
 	}
-	if len(m.all) != 0 {
-		t.Errorf("resources registered before validation: %s", m.list())
+	if len(m.All()) != 0 {
+		t.Errorf("resources registered before validation: %s", m.List())
 	}
 }

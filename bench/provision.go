@@ -28,8 +28,11 @@ import (
 // Tools and operations the provisioning benchmark measures.
 const (
 	ToolPaddock = "paddock"
-	ToolKubectl = "kubectl"
-	ToolFloor   = "ssa-floor"
+	// ToolPaddockFinal is paddock saving the state once per run
+	// (--checkpoints final) instead of after every resource.
+	ToolPaddockFinal = "paddock-final"
+	ToolKubectl      = "kubectl"
+	ToolFloor        = "ssa-floor"
 
 	OpCreate  = "create"
 	OpNoop    = "no-op up"
@@ -65,8 +68,12 @@ type ProvisionOptions struct {
 	Kubeconfig string // the running local cluster
 	Env        []string
 	Tenants    []int
-	WorkDir    string
-	Out        io.Writer
+	// EveryStepMax is the largest tenant count paddock is also measured at
+	// with its default every-step checkpoints, whose cost grows with the
+	// square of the platform's size (0 = all).
+	EveryStepMax int
+	WorkDir      string
+	Out          io.Writer
 }
 
 var (
@@ -131,32 +138,43 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 			return s
 		}
 
-		// paddock: create, no-op, drift, destroy.
-		resources := 0
-		for _, op := range []string{OpCreate, OpNoop, OpDrift, OpDestroy} {
-			args := map[string][]string{
-				OpCreate: {"up", dir}, OpNoop: {"up", dir}, OpDrift: {"drift", dir}, OpDestroy: {"destroy", dir},
-			}[op]
-			cmd := exec.CommandContext(ctx, o.Paddock, args...)
-			events := filepath.Join(dir, strings.ReplaceAll(op, " ", "-")+".events.jsonl")
-			_ = os.Remove(events)
-			cmd.Env = append(append(os.Environ(), o.Env...), "PADDOCK_EVENT_LOG="+events)
-			began := time.Now()
-			r, err := Measure(ctx, cmd)
-			if err != nil {
+		// paddock: create, no-op, drift, destroy; with final checkpoints
+		// always, with every-step checkpoints (the default) up to EveryStepMax.
+		tools := []string{ToolPaddockFinal}
+		if o.EveryStepMax == 0 || n <= o.EveryStepMax {
+			tools = append(tools, ToolPaddock)
+		}
+		for _, tool := range tools {
+			resources := 0
+			for _, op := range []string{OpCreate, OpNoop, OpDrift, OpDestroy} {
+				args := map[string][]string{
+					OpCreate: {"up", dir}, OpNoop: {"up", dir}, OpDrift: {"drift", dir}, OpDestroy: {"destroy", dir},
+				}[op]
+				cmd := exec.CommandContext(ctx, o.Paddock, args...)
+				events := filepath.Join(dir, tool+"-"+strings.ReplaceAll(op, " ", "-")+".events.jsonl")
+				_ = os.Remove(events)
+				checkpoints := "every-step"
+				if tool == ToolPaddockFinal {
+					checkpoints = "final"
+				}
+				cmd.Env = append(append(os.Environ(), o.Env...), "PADDOCK_EVENT_LOG="+events, "PADDOCK_CHECKPOINTS="+checkpoints)
+				began := time.Now()
+				r, err := Measure(ctx, cmd)
+				if err != nil {
+					return out, err
+				}
+				if op == OpCreate || op == OpNoop {
+					if c := resourcesOf(r.Output); c > 0 {
+						resources = c
+					}
+				}
+				smp := sample(tool, op, r, resources)
+				smp.Phases = Phases(events, began, r.Wall)
+				out = append(out, smp)
+			}
+			if err := clean(ctx, dyn, kube, objs); err != nil {
 				return out, err
 			}
-			if op == OpCreate || op == OpNoop {
-				if c := resourcesOf(r.Output); c > 0 {
-					resources = c
-				}
-			}
-			smp := sample(ToolPaddock, op, r, resources)
-			smp.Phases = Phases(events, began, r.Wall)
-			out = append(out, smp)
-		}
-		if err := clean(ctx, dyn, kube, objs); err != nil {
-			return out, err
 		}
 
 		// kubectl: the same objects, in the same two stages.

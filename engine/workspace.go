@@ -53,7 +53,22 @@ type Options struct {
 	// this machine's CPUs, so Pulumi's default (4 per CPU) leaves most of
 	// their time queued.
 	Parallel int
+	// Checkpoints says when Up and Destroy save the state: CheckpointsEveryStep
+	// ("" too) after every resource operation, as Pulumi does, or
+	// CheckpointsFinal once at the end. The file backend rewrites the whole
+	// state each time, so every-step costs time quadratic in the platform's
+	// size; final is linear, but a crash mid-run leaves what it created out of
+	// the state. The next up adopts those objects (creates are server-side
+	// applies) and drift's S05 sweep reports any the spec no longer declares.
+	Checkpoints string
 }
+
+// Checkpoint modes, and the environment variable that sets the default.
+const (
+	CheckpointsEveryStep = "every-step"
+	CheckpointsFinal     = "final"
+	CheckpointsEnv       = "PADDOCK_CHECKPOINTS"
+)
 
 // DefaultParallel is Options.Parallel's default.
 const DefaultParallel = 32
@@ -224,6 +239,14 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 	// the change instead of the conflict. Set it to false to keep conflicts.
 	if _, set := os.LookupEnv("PULUMI_K8S_ENABLE_PATCH_FORCE"); !set {
 		env["PULUMI_K8S_ENABLE_PATCH_FORCE"] = "true"
+	}
+
+	switch e.opts.Checkpoints {
+	case "", CheckpointsEveryStep:
+	case CheckpointsFinal:
+		env["PULUMI_SKIP_CHECKPOINTS"] = "true"
+	default:
+		return auto.Stack{}, fmt.Errorf("checkpoints %q: use %s or %s", e.opts.Checkpoints, CheckpointsEveryStep, CheckpointsFinal)
 	}
 
 	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: paths.Home(), SkipVersionCheck: true})

@@ -54,6 +54,7 @@ func run() error {
 		paddock   = flag.String("paddock", "bin/paddock", "the paddock binary to measure")
 		outDir    = flag.String("out", "bench/results", "where the results go")
 		tenants   = flag.String("tenants", "1,10,50,100", "tenant counts of the provisioning benchmark")
+		everyMax  = flag.Int("every-step-max", 10, "largest tenant count paddock is also measured at with its default every-step checkpoints (their cost is quadratic); 0 = all")
 		lines     = flag.String("validate-lines", "100,1000,5000,10000", "spec sizes of the validate benchmark")
 		claims    = flag.Int("claims", 10, "claims per sequential mode of the claims benchmark")
 		poolSize  = flag.Int("pool", 3, "warm pool replicas of the claims benchmark")
@@ -178,7 +179,7 @@ func run() error {
 	if !*skipProv {
 		samples, err := bench.Provision(ctx, bench.ProvisionOptions{
 			Paddock: bin, Kubectl: kubectl, Kubeconfig: kubeconfig, Env: env,
-			Tenants: counts, WorkDir: work, Out: os.Stdout,
+			Tenants: counts, EveryStepMax: *everyMax, WorkDir: work, Out: os.Stdout,
 		})
 		res.Provision = samples
 		if serr := save(); serr != nil {

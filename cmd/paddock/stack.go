@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"time"
 
@@ -23,6 +24,8 @@ type specFlags struct {
 	varFiles   []string
 	projectDir string
 	lockWait   time.Duration
+	// checkpoints is "every-step" or "final" (engine.Options.Checkpoints).
+	checkpoints string
 }
 
 func (f *specFlags) register(cmd *cobra.Command) {
@@ -36,10 +39,11 @@ func (f *specFlags) register(cmd *cobra.Command) {
 // registerLockWait adds --lock-wait to the commands that update a stack.
 func (f *specFlags) registerLockWait(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.lockWait, "lock-wait", 0, "when another update holds the stack, wait this long for it (e.g. 10m) instead of failing")
+	cmd.Flags().StringVar(&f.checkpoints, "checkpoints", os.Getenv(engine.CheckpointsEnv), "when the state is saved: every-step (default: after each resource, so a crash loses nothing) or final (once at the end: several times faster on large platforms; a crash leaves created objects out of the state until the next up adopts them) [$"+engine.CheckpointsEnv+"]")
 }
 
 func (f *specFlags) engine(out io.Writer) *engine.Engine {
-	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait})
+	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait, Checkpoints: f.checkpoints})
 }
 
 // loadSpec decodes the spec in dir (a directory of .hcl files or one file),

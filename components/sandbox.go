@@ -12,6 +12,9 @@ type SandboxTemplateArgs struct {
 	Platform *model.Platform
 	Tenant   model.Tenant
 	Template model.Template
+	// Namespace is the tenant's namespace resource, if Paddock owns it:
+	// deleting it deletes the template, so Pulumi need not (DeletedWith).
+	Namespace pulumi.Resource
 }
 
 // SandboxTemplate is a hardened Agent Sandbox SandboxTemplate.
@@ -31,7 +34,7 @@ func NewSandboxTemplate(ctx *pulumi.Context, name string, args *SandboxTemplateA
 	if err != nil {
 		return nil, err
 	}
-	if _, err := registerObject(ctx, obj, pulumi.Parent(c)); err != nil {
+	if _, err := registerObject(ctx, obj, inNamespace(args.Namespace, pulumi.Parent(c))...); err != nil {
 		return nil, err
 	}
 	c.Name = pulumi.String(args.Template.Name).ToStringOutput()
@@ -43,6 +46,8 @@ type WarmPoolArgs struct {
 	Platform *model.Platform
 	Tenant   model.Tenant
 	WarmPool model.WarmPool
+	// Namespace is the tenant's namespace resource (see SandboxTemplateArgs).
+	Namespace pulumi.Resource
 }
 
 // WarmPool keeps pre-created sandboxes of one template of its own tenant. The
@@ -64,7 +69,7 @@ func NewWarmPool(ctx *pulumi.Context, name string, args *WarmPoolArgs, opts ...p
 	if err != nil {
 		return nil, err
 	}
-	obj, err := registerObject(ctx, u, pulumi.Parent(c))
+	obj, err := registerObject(ctx, u, inNamespace(args.Namespace, pulumi.Parent(c))...)
 	if err != nil {
 		return nil, err
 	}

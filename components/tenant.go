@@ -42,18 +42,19 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	if err != nil {
 		return nil, err
 	}
-	if _, err := registerAll(ctx, fence, pulumi.Parent(t), pulumi.DependsOn(inNS)); err != nil {
+	if _, err := registerAll(ctx, fence, inNamespace(nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))...); err != nil {
 		return nil, err
 	}
-	identity, err := newGroup(ctx, "paddock:tenant:Identity", name, objects.IdentityObjects, p, tn, pulumi.Parent(t), pulumi.DependsOn(inNS))
+	identity, err := newGroup(ctx, "paddock:tenant:Identity", name, objects.IdentityObjects, p, tn, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
 	if err != nil {
 		return nil, err
 	}
-	egress, err := newGroup(ctx, "paddock:network:Egress", name, objects.EgressObjects, p, tn, pulumi.Parent(t), pulumi.DependsOn(inNS))
+	egress, err := newGroup(ctx, "paddock:network:Egress", name, objects.EgressObjects, p, tn, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
 	if err != nil {
 		return nil, err
 	}
-	guardrails, err := newGroup(ctx, "paddock:policy:Guardrails", name, objects.GuardrailObjects, p, tn, pulumi.Parent(t), pulumi.DependsOn(args.DependsOn))
+	// Guardrails are cluster-scoped: they go on their own, never with the namespace.
+	guardrails, err := newGroup(ctx, "paddock:policy:Guardrails", name, objects.GuardrailObjects, p, tn, nil, pulumi.Parent(t), pulumi.DependsOn(args.DependsOn))
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	deps := append([]pulumi.Resource{nsObj, identity, egress, guardrails}, args.DependsOn...)
 	templates := map[string]*SandboxTemplate{}
 	for _, tpl := range tn.Templates {
-		st, err := NewSandboxTemplate(ctx, tn.Name+"/"+tpl.Name, &SandboxTemplateArgs{Platform: p, Tenant: tn, Template: tpl},
+		st, err := NewSandboxTemplate(ctx, tn.Name+"/"+tpl.Name, &SandboxTemplateArgs{Platform: p, Tenant: tn, Template: tpl, Namespace: nsObj},
 			pulumi.Parent(t), pulumi.DependsOn(deps))
 		if err != nil {
 			return nil, err
@@ -74,7 +75,7 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 		if st, ok := templates[wp.Template]; ok {
 			poolDeps = append(append([]pulumi.Resource{}, deps...), st)
 		}
-		if _, err := NewWarmPool(ctx, tn.Name+"/"+wp.Name, &WarmPoolArgs{Platform: p, Tenant: tn, WarmPool: wp},
+		if _, err := NewWarmPool(ctx, tn.Name+"/"+wp.Name, &WarmPoolArgs{Platform: p, Tenant: tn, WarmPool: wp, Namespace: nsObj},
 			pulumi.Parent(t), pulumi.DependsOn(poolDeps)); err != nil {
 			return nil, err
 		}
@@ -93,7 +94,7 @@ type ObjectGroup struct {
 
 func newGroup(ctx *pulumi.Context, token, name string,
 	build func(*model.Platform, model.Tenant) ([]*unstructured.Unstructured, error),
-	p *model.Platform, t model.Tenant, opts ...pulumi.ResourceOption) (*ObjectGroup, error) {
+	p *model.Platform, t model.Tenant, ns pulumi.Resource, opts ...pulumi.ResourceOption) (*ObjectGroup, error) {
 	g := &ObjectGroup{}
 	if err := ctx.RegisterComponentResource(token, name, g, opts...); err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func newGroup(ctx *pulumi.Context, token, name string,
 	if err != nil {
 		return nil, err
 	}
-	names, err := registerAll(ctx, objs, pulumi.Parent(g))
+	names, err := registerAll(ctx, objs, inNamespace(ns, pulumi.Parent(g))...)
 	if err != nil {
 		return nil, err
 	}
@@ -120,4 +121,16 @@ func registerAll(ctx *pulumi.Context, objs []*unstructured.Unstructured, opts ..
 		names = append(names, pulumi.String(u.GetKind()+" "+ResourceName(u)))
 	}
 	return names, nil
+}
+
+// inNamespace adds DeletedWith(ns) to the options of an object in the
+// tenant's namespace: when the tenant goes, deleting the namespace deletes
+// everything in it, so destroy asks the API server for one deletion per
+// tenant instead of one per object and a wait on each. Objects that stay
+// while the namespace stays are still deleted one by one.
+func inNamespace(ns pulumi.Resource, opts ...pulumi.ResourceOption) []pulumi.ResourceOption {
+	if ns == nil {
+		return opts
+	}
+	return append(opts, pulumi.DeletedWith(ns))
 }

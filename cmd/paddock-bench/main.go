@@ -222,13 +222,14 @@ func run() error {
 	return nil
 }
 
+// version is the commit the measured paddock was built from (the binary
+// reports only the pinned upstream versions).
 func version(bin string) string {
-	out, err := exec.Command(bin, "version").Output()
+	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
 	if err != nil {
 		return "unknown"
 	}
-	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return first
+	return strings.TrimSpace(string(out))
 }
 
 func machine() string {

@@ -311,7 +311,7 @@ func (r *Results) WritePlot(file string) error {
 	p.X.Label.Text = "tenants"
 	p.Y.Label.Text = "seconds (wall)"
 	p.Add(plotter.NewGrid())
-	colors := []color.RGBA{{0x1f, 0x77, 0xb4, 255}, {0xff, 0x7f, 0x0e, 255}, {0x2c, 0xa0, 0x2c, 255}, {0xd6, 0x27, 0x28, 255}, {0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255}}
+	colors := []color.RGBA{{0x1f, 0x77, 0xb4, 255}, {0xff, 0x7f, 0x0e, 255}, {0x2c, 0xa0, 0x2c, 255}, {0xd6, 0x27, 0x28, 255}, {0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255}, {0xe3, 0x77, 0xc2, 255}, {0x7f, 0x7f, 0x7f, 255}}
 	for i, s := range series {
 		var pts plotter.XYs
 		for _, n := range r.tenantCounts() {
@@ -328,7 +328,7 @@ func (r *Results) WritePlot(file string) error {
 		}
 		c := colors[i%len(colors)]
 		line.Color, points.Color = c, c
-		if s.Tool != ToolPaddock || s.Op != OpCreate {
+		if s.Op != OpCreate || (s.Tool != ToolPaddock && s.Tool != ToolPaddockFinal) {
 			line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
 		p.Add(line, points)

@@ -67,21 +67,27 @@ func clusterCPU() map[string]float64 {
 // cpuOf is the user + system CPU seconds process pid has used (fields 14
 // and 15 of /proc/PID/stat, in USER_HZ ticks of 10 ms).
 func cpuOf(pid int) float64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := statFields(pid)
 	if len(f) < 13 {
 		return 0
 	}
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return float64(u+st) / 100
+}
+
+// statFields are the fields of /proc/PID/stat after the command name (which
+// may hold spaces): f[0] is the state (field 3), f[1] the parent pid.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
 }
 
 // sampleEvery is how often the process tree's memory is read.
@@ -216,15 +222,7 @@ func tree(root int) []proc {
 }
 
 func ppidOf(pid int) (int, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := statFields(pid)
 	if len(f) < 2 {
 		return 0, false
 	}

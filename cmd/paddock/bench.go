@@ -8,8 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddock-platform/paddock/bench"
 	"github.com/paddock-platform/paddock/model"
@@ -62,14 +60,10 @@ func newBenchClaimsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-				&clientcmd.ClientConfigLoadingRules{ExplicitPath: l.p.Target.Kubeconfig},
-				&clientcmd.ConfigOverrides{CurrentContext: l.p.Target.Context}).ClientConfig()
+			cfg, err := restConfig(l.p, 100)
 			if err != nil {
-				return fmt.Errorf("kubeconfig %s: %w", l.p.Target.Kubeconfig, err)
+				return err
 			}
-			cfg.QPS, cfg.Burst = 100, 200
-			cfg.WarningHandler = rest.NoWarnings{}
 			dyn, err := dynamic.NewForConfig(cfg)
 			if err != nil {
 				return err

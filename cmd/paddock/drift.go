@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddock-platform/paddock/drift"
 )
@@ -56,16 +54,11 @@ Formats: text (default), json, markdown (for CI job summaries and PR comments).`
 			}
 			if !noSweep {
 				sweepStart := time.Now()
-				cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-					&clientcmd.ClientConfigLoadingRules{ExplicitPath: l.p.Target.Kubeconfig},
-					&clientcmd.ConfigOverrides{CurrentContext: l.p.Target.Context}).ClientConfig()
+				// A sweep lists every resource type.
+				cfg, err := restConfig(l.p, 50)
 				if err != nil {
-					return fmt.Errorf("kubeconfig %s: %w", l.p.Target.Kubeconfig, err)
+					return err
 				}
-				// A sweep lists every resource type: client-go's default 5 QPS would
-				// queue it for seconds on end.
-				cfg.QPS, cfg.Burst = 50, 100
-				cfg.WarningHandler = rest.NoWarnings{}
 				kube, err := kubernetes.NewForConfig(cfg)
 				if err != nil {
 					return err

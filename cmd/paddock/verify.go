@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddock-platform/paddock/localcluster"
 	"github.com/paddock-platform/paddock/model"
@@ -35,11 +34,9 @@ func newVerifyCmd() *cobra.Command {
 				return &exitError{code: 2, err: err}
 			}
 			p := l.p
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-				&clientcmd.ClientConfigLoadingRules{ExplicitPath: p.Target.Kubeconfig},
-				&clientcmd.ConfigOverrides{CurrentContext: p.Target.Context}).ClientConfig()
+			cfg, err := restConfig(p, 0)
 			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("kubeconfig %s: %w", p.Target.Kubeconfig, err)}
+				return &exitError{code: 2, err: err}
 			}
 			var opts verify.Options
 			if p.Target.Kind == model.TargetLocal {

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/paddock-platform/paddock/model"
+)
+
+// restConfig is how commands that read the cluster reach the platform's
+// target: its kubeconfig path and context, with client-go's warnings off.
+// qps > 0 raises the client's rate limit for commands that list or watch a
+// lot (client-go's default of 5 per second would queue them for seconds).
+func restConfig(p *model.Platform, qps float32) (*rest.Config, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: p.Target.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: p.Target.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", p.Target.Kubeconfig, err)
+	}
+	if qps > 0 {
+		cfg.QPS, cfg.Burst = qps, int(2*qps)
+	}
+	cfg.WarningHandler = rest.NoWarnings{}
+	return cfg, nil
+}

@@ -297,23 +297,40 @@ func (c *claimer) one(ctx context.Context, suffix, pool string) (time.Duration, 
 	c.mu.Unlock()
 	start := time.Now()
 	if _, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		c.mu.Lock()
+		delete(c.ready, name)
+		c.mu.Unlock()
 		return 0, false, fmt.Errorf("creating claim %s: %w", name, err)
 	}
-	select {
-	case <-ch:
-	case <-time.After(c.o.Timeout):
-		why := ""
-		if u, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-			for _, cd := range conds {
-				if m, ok := cd.(map[string]any); ok {
-					why += fmt.Sprintf("; %v=%v (%v: %v)", m["type"], m["status"], m["reason"], m["message"])
+	// The watch tells readiness at once; a poll every second covers a watch
+	// the server closed.
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	timeout := time.After(c.o.Timeout)
+wait:
+	for {
+		select {
+		case <-ch:
+			break wait
+		case <-poll.C:
+			if u, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil && claimReady(u) {
+				break wait
+			}
+			continue
+		case <-timeout:
+			why := ""
+			if u, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+				for _, cd := range conds {
+					if m, ok := cd.(map[string]any); ok {
+						why += fmt.Sprintf("; %v=%v (%v: %v)", m["type"], m["status"], m["reason"], m["message"])
+					}
 				}
 			}
+			return 0, false, fmt.Errorf("claim %s/%s not Ready within %s%s", c.o.Namespace, name, c.o.Timeout, why)
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
 		}
-		return 0, false, fmt.Errorf("claim %s/%s not Ready within %s%s", c.o.Namespace, name, c.o.Timeout, why)
-	case <-ctx.Done():
-		return 0, false, ctx.Err()
 	}
 	took := time.Since(start)
 	claim, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Get(ctx, name, metav1.GetOptions{})

@@ -84,7 +84,7 @@ func (c *CorruptStateError) Error() string {
 	return fmt.Sprintf("the state of stack %q (%s) is corrupt: %v\n"+
 		"  nothing was applied. Recover the last good checkpoint with `paddock state restore --stack %s`\n"+
 		"  (it keeps the corrupt file next to it), then run up again: its refresh reconciles the\n"+
-		"  restored state with the cluster", c.Stack, c.File, c.Err, c.Stack)
+		"  restored state with the cluster, and `paddock drift` reports what no stack holds", c.Stack, c.File, c.Err, c.Stack)
 }
 
 // readCheckpoint parses a stack file (plain or gzipped JSON).
@@ -132,34 +132,36 @@ func (e *Engine) checkState(name string) ([]PendingOperation, error) {
 	return out, nil
 }
 
-// prepare readies stack s for an update after a crash: it removes locks whose
-// holder is gone from this host and clears the pending operations a dead
-// update left, so the update that follows converges instead of failing or
-// carrying them forever. Kubernetes creates are server-side applies, so an
-// object a dead update created is adopted by the next one, never duplicated.
-func (e *Engine) prepare(ctx context.Context, op string, s auto.Stack) error {
-	name := s.Name()
+// prepare readies stack s for an update after a crash: it stops provider
+// plugins a dead update left running and removes locks whose holder is gone
+// from this host. The pending operations a dead update left are cleared by
+// clearPending, inside the update's lock loop.
+func (e *Engine) prepare(op string, s auto.Stack) {
 	reapOrphanedPlugins(e.opts.Out, op)
-	e.removeStaleLocks(op, name)
-	pending, err := e.checkState(name)
-	if err != nil {
-		return err
-	}
-	if len(pending) == 0 {
+	e.removeStaleLocks(op, s.Name())
+}
+
+// clearPending clears the pending operations a dead update left, so the
+// update that follows converges instead of carrying them forever. Kubernetes
+// creates are server-side applies, so an object a dead update created is
+// adopted by the next one, never duplicated. While any update holds the
+// stack its pending operations are its own work in progress: nothing is
+// touched, and the caller's lock loop waits or fails as it would.
+func (e *Engine) clearPending(ctx context.Context, op string, s auto.Stack) error {
+	name := s.Name()
+	if locks, _ := e.Locks(name); len(locks) > 0 {
 		return nil
+	}
+	pending, err := e.checkState(name)
+	if err != nil || len(pending) == 0 {
+		return err
 	}
 	fmt.Fprintf(e.opts.Out, "paddock %s: the last update of stack %q was interrupted; clearing %d pending operation(s):\n", op, name, len(pending))
 	for _, p := range pending {
 		fmt.Fprintf(e.opts.Out, "  %s %s\n", p.Op, describe(urnType(p.URN), p.URN))
 	}
-	err = e.withLock(ctx, op, name, func() error {
-		_, err := s.Refresh(ctx, optrefresh.ClearPendingCreates(), optrefresh.Parallel(e.parallel()), optrefresh.SuppressProgress())
-		return err
-	})
-	if err != nil {
-		return opError("clearing the pending operations of", name, err)
-	}
-	return nil
+	_, err = s.Refresh(ctx, optrefresh.ClearPendingCreates(), optrefresh.Parallel(e.parallel()), optrefresh.SuppressProgress())
+	return err
 }
 
 // removeStaleLocks removes the update locks of stack name when every holder
@@ -231,11 +233,30 @@ func (e *Engine) Backups(name string) ([]Backup, error) {
 }
 
 // RestoreState puts the newest checkpoint backup that parses back as the
-// state of stack name (a file backend only) and returns it. The file it
+// state of stack name (a file backend only) and returns it. It refuses while
+// the current state still parses (unless force) or an update holds the
+// stack: an older checkpoint forgets what was done since. The file it
 // replaces is kept as <stack>.json.corrupt-<unix time>. A following up
-// refreshes the restored state against the cluster, so whatever changed
-// since the backup is reconciled, not lost.
-func (e *Engine) RestoreState(name string) (*Backup, string, error) {
+// refreshes the restored state against the cluster and adopts what the spec
+// still declares; objects made since the backup that the spec no longer
+// declares are reported by drift (S05), not deleted.
+func (e *Engine) RestoreState(name string, force bool) (*Backup, string, error) {
+	current, err := e.stateFile(name)
+	if err != nil {
+		return nil, "", err
+	}
+	if current != "" && !force {
+		if _, err := readCheckpoint(current); err == nil {
+			return nil, "", fmt.Errorf("the state of stack %q (%s) is readable: restoring an older checkpoint would forget what was done since; use --force to restore anyway", name, current)
+		}
+	}
+	if locks, _ := e.Locks(name); len(locks) > 0 {
+		for _, l := range locks {
+			if !l.Stale {
+				return nil, "", fmt.Errorf("stack %q is locked by a running update (%s): wait for it", name, l)
+			}
+		}
+	}
 	backups, err := e.Backups(name)
 	if err != nil {
 		return nil, "", err
@@ -250,24 +271,24 @@ func (e *Engine) RestoreState(name string) (*Backup, string, error) {
 	if good == nil {
 		return nil, "", fmt.Errorf("stack %q has no readable checkpoint backup to restore", name)
 	}
-	root, project, _ := e.fileBackend()
-	target := filepath.Join(root, ".pulumi", "stacks", project, bareStack(name)+".json")
-	kept := ""
-	if _, err := os.Stat(target); err == nil {
-		kept = fmt.Sprintf("%s.corrupt-%d", target, time.Now().Unix())
-		if err := os.Rename(target, kept); err != nil {
-			return nil, "", err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, "", err
-	}
+	// Read the backup before touching anything, so a failure leaves all as it was.
 	data, err := os.ReadFile(good.File)
 	if err != nil {
 		return nil, "", err
 	}
+	root, project, _ := e.fileBackend()
+	target := filepath.Join(root, ".pulumi", "stacks", project, bareStack(name)+".json")
 	tmp := target + ".restore"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return nil, "", err
+	}
+	kept := ""
+	if current != "" {
+		kept = fmt.Sprintf("%s.corrupt-%d", current, time.Now().Unix())
+		if err := os.Rename(current, kept); err != nil {
+			os.Remove(tmp)
+			return nil, "", err
+		}
 	}
 	if err := os.Rename(tmp, target); err != nil {
 		return nil, "", err
@@ -302,7 +323,12 @@ func reapOrphanedPlugins(out io.Writer, op string) {
 		if !ok {
 			continue
 		}
-		if parent, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(ppid), "exe")); err == nil && filepath.Base(parent) == "pulumi" {
+		parent, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(ppid), "exe"))
+		if err != nil && ppid != 1 {
+			continue // a parent we cannot read may be a live CLI: leave it
+		}
+		// A CLI whose binary was replaced since it started reads "pulumi (deleted)".
+		if filepath.Base(strings.TrimSuffix(parent, " (deleted)")) == "pulumi" {
 			continue
 		}
 		if err := syscall.Kill(pid, syscall.SIGTERM); err == nil {

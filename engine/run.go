@@ -76,11 +76,12 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		return nil, err
 	}
 	start := time.Now()
-	if err := e.prepare(ctx, "up", s); err != nil {
-		return nil, err
-	}
+	e.prepare("up", s)
 	var res auto.UpResult
 	err = e.withLock(ctx, "up", s.Name(), func() error {
+		if err := e.clearPending(ctx, "up", s); err != nil {
+			return err
+		}
 		ch := make(chan events.EngineEvent)
 		pr := newProgress(e.opts.Out, "up")
 		go pr.consume(ch)
@@ -132,11 +133,12 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 		return nil, err
 	}
 	start := time.Now()
-	if err := e.prepare(ctx, "destroy", s); err != nil {
-		return nil, err
-	}
+	e.prepare("destroy", s)
 	var res auto.DestroyResult
 	err = e.withLock(ctx, "destroy", s.Name(), func() error {
+		if err := e.clearPending(ctx, "destroy", s); err != nil {
+			return err
+		}
 		ch := make(chan events.EngineEvent)
 		pr := newProgress(e.opts.Out, "destroy")
 		go pr.consume(ch)

@@ -117,7 +117,10 @@ func run() error {
 		return fmt.Errorf("local up: %v\n%s", err, out)
 	}
 	defer func() {
-		if out, err := paddockCmd("local", "down").CombinedOutput(); err != nil {
+		// Not ctx: an interrupt cancels it, and the cluster must still go.
+		down := exec.Command(bin, "local", "down")
+		down.Env = append(os.Environ(), env...)
+		if out, err := down.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "paddock-bench: local down: %v\n%s", err, out)
 		}
 		if !*keepHome {

@@ -18,7 +18,8 @@ func newStateCmd() *cobra.Command {
 			"update. When the state file is corrupt, every operation stops before applying\n" +
 			"anything and points here: `paddock state restore` puts the newest readable\n" +
 			"checkpoint back (keeping the corrupt file), and the next `paddock up` refreshes\n" +
-			"it against the cluster, so nothing that changed since is lost.",
+			"it against the cluster and adopts what the spec declares; objects made since the\n" +
+			"checkpoint that the spec no longer declares show up in `paddock drift` (S05).",
 	}
 	cmd.AddCommand(newStateBackupsCmd(), newStateRestoreCmd())
 	return cmd
@@ -76,7 +77,10 @@ func newStateBackupsCmd() *cobra.Command {
 }
 
 func newStateRestoreCmd() *cobra.Command {
-	var f specFlags
+	var (
+		f     specFlags
+		force bool
+	)
 	cmd := &cobra.Command{
 		Use:   "restore [SPEC]",
 		Short: "Put the newest readable checkpoint back as the stack's state",
@@ -86,7 +90,7 @@ func newStateRestoreCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, kept, err := eng.RestoreState(stack)
+			b, kept, err := eng.RestoreState(stack, force)
 			if err != nil {
 				return err
 			}
@@ -100,5 +104,6 @@ func newStateRestoreCmd() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&force, "force", false, "restore even though the current state is readable (it forgets what was done since the backup)")
 	return cmd
 }

@@ -448,7 +448,7 @@ func TestFaultCorruptAndLockedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	lock, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "username": "e2e", "hostname": host, "timestamp": time.Now().Add(-time.Minute)})
+	lock, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "username": "e2e", "hostname": host, "timestamp": time.Now()})
 	lockFile := filepath.Join(lockDir, "e2e-held.json")
 	if err := os.WriteFile(lockFile, lock, 0o644); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fileStack lays out a file backend with one stack's state and .bak.
+func fileStack(t *testing.T, state, bak string) (*Engine, string) {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, ".pulumi", "stacks", ProjectName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(file, []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file+".bak", []byte(bak), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return New(Options{Backend: "file://" + root}), file
+}
+
+const goodCheckpoint = `{"checkpoint":{"latest":{"resources":[{"urn":"u","type":"kubernetes:core/v1:Namespace","outputs":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"agents-a"}}}],"pending_operations":[{"type":"creating","resource":{"urn":"urn:pulumi:s::paddock::kubernetes:core/v1:Namespace::agents-b","type":"kubernetes:core/v1:Namespace"}}]}}}`
+
+func TestCorruptStateIsReportedWithItsRecovery(t *testing.T) {
+	e, file := fileStack(t, `{"checkpoint": {"latest": {"resour`, goodCheckpoint)
+	_, err := e.checkState("s")
+	var corrupt *CorruptStateError
+	if err == nil || !strings.Contains(err.Error(), "paddock state restore --stack s") || !strings.Contains(err.Error(), "nothing was applied") {
+		t.Fatalf("corrupt state: %v", err)
+	}
+	if !asCorrupt(err, &corrupt) || corrupt.File != file {
+		t.Fatalf("not a CorruptStateError naming %s: %#v", file, err)
+	}
+}
+
+func asCorrupt(err error, c **CorruptStateError) bool {
+	ce, ok := err.(*CorruptStateError)
+	*c = ce
+	return ok
+}
+
+func TestRestoreStateOnlyReplacesACorruptState(t *testing.T) {
+	e, file := fileStack(t, goodCheckpoint, goodCheckpoint)
+	if _, _, err := e.RestoreState("s", false); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("restore over a readable state: %v", err)
+	}
+
+	e, file = fileStack(t, `{"torn`, goodCheckpoint)
+	b, kept, err := e.RestoreState("s", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Resources != 1 || !strings.HasSuffix(b.File, "s.json.bak") {
+		t.Errorf("restored %+v, want the .bak with 1 resource", b)
+	}
+	if got, _ := os.ReadFile(file); string(got) != goodCheckpoint {
+		t.Errorf("state after restore: %s", got)
+	}
+	if old, _ := os.ReadFile(kept); string(old) != `{"torn` {
+		t.Errorf("the corrupt state was not kept at %s: %q", kept, old)
+	}
+}
+
+func TestInventoryAndPendingOperations(t *testing.T) {
+	e, _ := fileStack(t, goodCheckpoint, goodCheckpoint)
+	objs, pending, err := e.Inventory("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 || objs[0].Kind != "Namespace" || objs[0].Name != "agents-a" {
+		t.Errorf("inventory: %+v", objs)
+	}
+	if len(pending) != 1 || pending[0].Op != "creating" {
+		t.Errorf("pending: %+v", pending)
+	}
+}
+
+func TestHolderAliveTellsAReusedPID(t *testing.T) {
+	self := os.Getpid()
+	started, ok := processStart(self)
+	if !ok {
+		t.Skip("no /proc on this system")
+	}
+	if !holderAlive(self, started.Add(time.Second)) {
+		t.Errorf("a process that took the lock after it started is its holder")
+	}
+	if holderAlive(self, started.Add(-time.Hour)) {
+		t.Errorf("a process started an hour after the lock cannot hold it")
+	}
+	if holderAlive(1<<22+4321, started) {
+		t.Errorf("a pid that does not exist holds nothing")
+	}
+}

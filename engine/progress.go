@@ -111,7 +111,7 @@ func (p *progress) handle(ev events.EngineEvent) {
 			if d.URN != "" {
 				where = describe(urnType(d.URN), d.URN) + ": "
 			}
-			if strings.Contains(msg, "unreachable cluster") {
+			if strings.Contains(msg, "unreachable cluster") || apiServerGone(msg) {
 				// Not the provider's advice to drop the resource from state:
 				// the cluster is down, not gone (opError says what to do).
 				msg = "the API server did not answer"

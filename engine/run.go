@@ -196,7 +196,11 @@ func opError(op, stack string, err error) error {
 			unreachable = true
 			continue
 		}
-		if (strings.HasPrefix(l, "error:") || strings.Contains(l, "error:")) && !seen[l] {
+		if apiServerGone(l) {
+			unreachable = true
+		}
+		// Pulumi's own error lines, not its progress lines that quote them.
+		if strings.HasPrefix(l, "error:") && !seen[l] {
 			seen[l] = true
 			keep = append(keep, l)
 		}
@@ -216,4 +220,18 @@ func opError(op, stack string, err error) error {
 		}
 	}
 	return fmt.Errorf("%s of stack %q failed:\n  %s", op, stack, strings.Join(keep, "\n  "))
+}
+
+// apiServerGone reports whether an error line says the cluster's API server
+// could not be reached at all (as opposed to answering with an error).
+func apiServerGone(line string) bool {
+	if !strings.Contains(line, "dial tcp") {
+		return false
+	}
+	for _, why := range []string{"connection refused", "i/o timeout", "no route to host", "connection reset"} {
+		if strings.Contains(line, why) {
+			return true
+		}
+	}
+	return false
 }

@@ -339,15 +339,7 @@ func reapOrphanedPlugins(out io.Writer, op string) {
 
 // parentPID is field 4 of /proc/PID/stat.
 func parentPID(pid int) (int, bool) {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, false
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := strings.Fields(string(stat[i+1:]))
+	fields := statFields(pid)
 	if len(fields) < 2 {
 		return 0, false
 	}

@@ -190,20 +190,25 @@ func holderAlive(pid int, since time.Time) bool {
 	return true
 }
 
+// statFields are the fields of /proc/PID/stat after the command name, which
+// may hold spaces: fields[0] is field 3 (the state), fields[1] the parent pid.
+func statFields(pid int) []string {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
+}
+
 // processStart is when process pid started, from /proc (Linux only): field 22
 // of /proc/PID/stat counts clock ticks (USER_HZ, 100 on every Linux ABI Go
 // supports) since boot, and /proc/stat's btime is the boot time.
 func processStart(pid int) (time.Time, bool) {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return time.Time{}, false
-	}
-	// The command name (field 2) may hold spaces: count fields after its ')'.
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return time.Time{}, false
-	}
-	fields := strings.Fields(string(stat[i+1:]))
+	fields := statFields(pid)
 	if len(fields) < 20 {
 		return time.Time{}, false
 	}

@@ -18,15 +18,17 @@ help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: tools
-tools: $(addprefix tool-,$(TOOLS)) pulumi-plugins ## build every pinned upstream tool into $(PADDOCK_HOME) (cached by version)
+tools: ## build every pinned upstream tool into $(PADDOCK_HOME) (cached by version)
+	@i=0; for t in $(TOOLS); do i=$$((i+1)); tools/build-tool.sh $$t $$i/$(words $(TOOLS)); done
+	@$(MAKE) --no-print-directory pulumi-plugins
 
-tool-%:
+tool-%: ## build one tool, e.g. make tool-kubernetes
 	@tools/build-tool.sh $*
 
 # The engine must never download a plugin: install the provider we built into
-# Paddock's own PULUMI_HOME.
+# Paddock's own PULUMI_HOME (run by `make tools`, after the builds).
 .PHONY: pulumi-plugins
-pulumi-plugins: tool-pulumi tool-pulumi-kubernetes
+pulumi-plugins:
 	@plugin="$(PADDOCK_HOME)/pulumi/plugins/resource-kubernetes-v$(PULUMI_KUBERNETES_VERSION)"; \
 	src=$$(readlink -f "$(PADDOCK_HOME)/bin/pulumi-resource-kubernetes"); \
 	if [ "$$(cat "$$plugin.paddock-src" 2>/dev/null)" != "$$src" ]; then \

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-platform/paddock/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -77,10 +78,11 @@ func firstLine(s string) string {
 
 // Node shape: one fake node that looks like a GKE Sandbox (gVisor) node to the
 // scheduler. kwok manages every node annotated kwok.x-k8s.io/node=fake.
+// The label and taint are GKE Sandbox's own (model.GKESandboxKey).
 const (
 	nodeCount        = 1
-	gvisorLabelKey   = "sandbox.gke.io/runtime"
-	gvisorLabelValue = "gvisor"
+	gvisorLabelKey   = model.GKESandboxKey
+	gvisorLabelValue = model.IsolationGVisor
 )
 
 func nodeName(cluster string, i int) string { return fmt.Sprintf("%s-gvisor-%d", cluster, i) }

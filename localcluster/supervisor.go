@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -374,4 +375,101 @@ func httpOK(ctx context.Context, url string) error {
 		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// Starting and stopping the detached supervisor process (Up and Down use these).
+
+// ensureSupervisor starts the supervisor unless the recorded one still runs.
+func (c *cluster) ensureSupervisor(ctx context.Context) error {
+	if c.state.Supervisor != nil {
+		if ok, _ := c.state.Supervisor.alive(); ok {
+			return nil
+		}
+	}
+	// A controller left behind by a supervisor that died is stopped first.
+	c.stopSupervisor()
+	return c.startSupervisor(ctx)
+}
+
+func (c *cluster) startSupervisor(ctx context.Context) error {
+	if err := os.MkdirAll(c.logsDir(), 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(filepath.Join(c.dir, supervisorFile))
+	logPath := filepath.Join(c.logsDir(), supervisorLog)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	argv := append(append([]string{}, c.supervisorCmd...), "--dir", c.dir)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = c.dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	// Own session and process group: the supervisor outlives this command and
+	// does not get the terminal's signals.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the supervisor (%s): %w", strings.Join(argv, " "), err)
+	}
+	// Reap it should it exit while this process still runs (tests, long-lived
+	// callers); a CLI exits long before and init adopts it.
+	go func() { _ = cmd.Wait() }()
+	rec, err := recordProcess(cmd.Process.Pid)
+	if err != nil {
+		return fmt.Errorf("supervisor exited at once; see %s", logPath)
+	}
+	c.state.Supervisor = &rec
+	if err := writeState(c.dir, c.state); err != nil {
+		return err
+	}
+	_ = os.WriteFile(filepath.Join(c.dir, supervisorPID), []byte(strconv.Itoa(rec.PID)+"\n"), 0o644)
+
+	// Wait for its first report, so a supervisor that cannot start is an error
+	// here rather than a surprise later.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if r, err := readReport(c.dir); err == nil && r.Self.PID == rec.PID {
+			switch r.Phase {
+			case phaseWaiting:
+				c.progress("agent-sandbox-controller waits for the Agent Sandbox CRDs (`paddock up` installs them); supervisor pid %d", rec.PID)
+			case phaseRunning:
+				c.progress("agent-sandbox-controller started (pid %d); supervisor pid %d", r.Controller.PID, rec.PID)
+			default:
+				c.progress("agent-sandbox-controller supervisor started (pid %d): %s", rec.PID, r.Phase)
+			}
+			return nil
+		}
+		if ok, _ := rec.alive(); !ok {
+			return fmt.Errorf("the supervisor exited at once%s\n  full log: %s", indentTail(logTail(logPath, 2048), 8), logPath)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the supervisor (pid %d) did not report within 15s; see %s", rec.PID, logPath)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stopSupervisor stops the supervisor (which stops the controller) and then any
+// controller it left behind, each only after checking its identity.
+func (c *cluster) stopSupervisor() {
+	var recs []procRecord
+	if c.state != nil && c.state.Supervisor != nil {
+		recs = append(recs, *c.state.Supervisor)
+	}
+	rep, _ := readReport(c.dir)
+	if rep != nil && rep.Self.PID != 0 && (len(recs) == 0 || recs[0] != rep.Self) {
+		recs = append(recs, rep.Self)
+	}
+	for _, r := range recs {
+		_, _ = terminate(r, 15*time.Second)
+	}
+	if rep, _ := readReport(c.dir); rep != nil && rep.Controller != nil {
+		_, _ = terminate(*rep.Controller, 10*time.Second)
+	}
 }

@@ -1,0 +1,105 @@
+// Down: stop everything the local cluster started and remove what it owns.
+
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/paddock-platform/paddock/internal/paths"
+)
+
+func (c *cluster) Down(ctx context.Context) error {
+	if c.err != nil {
+		return c.err
+	}
+	if _, err := os.Stat(c.dir); errors.Is(err, os.ErrNotExist) {
+		c.progress("no local cluster %q in %s; nothing to do", c.name, c.dir)
+		return nil
+	}
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := readState(c.dir)
+	switch {
+	case err == nil:
+		if st.Name != c.name {
+			return fmt.Errorf("%s holds local cluster %q, not %q", c.dir, st.Name, c.name)
+		}
+		c.state = st
+	case errors.Is(err, errNoState):
+		if !c.hasLeftovers() {
+			c.progress("no local cluster %q in %s; nothing to do", c.name, c.dir)
+			c.removeOwned()
+			return nil
+		}
+	default:
+		return err
+	}
+	start := time.Now()
+	if err := c.teardown(ctx); err != nil {
+		return err
+	}
+	c.progress("local cluster %q removed (%s)", c.name, roundDuration(time.Since(start)))
+	return nil
+}
+
+// teardown stops everything and removes the state. The caller holds the lock.
+func (c *cluster) teardown(ctx context.Context) error {
+	done := c.step("stopping the Agent Sandbox controller and its supervisor")
+	c.stopSupervisor()
+	done(nil)
+
+	done = c.step("stopping the control plane")
+	err := c.stopComponents()
+	if err == nil {
+		err = c.kwokctlDelete(ctx)
+	}
+	done(err)
+	if err != nil {
+		return err
+	}
+	c.removeOwned()
+	return nil
+}
+
+// kwokctlDelete lets kwokctl remove its cluster (its pid files are gone by now, so
+// it signals nothing), then makes sure its work dir is gone.
+func (c *cluster) kwokctlDelete(ctx context.Context) error {
+	if _, err := os.Stat(c.kwokClusterDir()); err != nil {
+		return nil
+	}
+	if c.state == nil {
+		c.state = &clusterState{Name: c.name}
+	}
+	if c.state.Binaries == nil {
+		c.state.Binaries = map[string]string{}
+	}
+	if _, err := os.Stat(c.state.Binaries["kwokctl"]); err != nil {
+		if p, err := paths.Tool("kwokctl"); err == nil {
+			c.state.Binaries["kwokctl"] = p
+		}
+	}
+	if c.state.Binaries["kwokctl"] != "" {
+		_ = os.MkdirAll(c.logsDir(), 0o755)
+		if err := c.kwokctl(ctx, "--name", c.name, "delete", "cluster", "--kubeconfig", c.kubeconfig()); err != nil {
+			c.progress("(kwokctl delete failed; removing its files directly: %v)", firstLine(err.Error()))
+		}
+	}
+	return os.RemoveAll(filepath.Join(c.dir, kwokDir))
+}
+
+// removeOwned deletes what Up creates in Dir, then Dir itself if that left it
+// empty. Files Paddock did not create are left alone.
+func (c *cluster) removeOwned() {
+	for _, p := range []string{stateFile, supervisorFile, supervisorPID, kubeconfigFile, shimDir, logsDir, kwokDir, lockFile} {
+		_ = os.RemoveAll(filepath.Join(c.dir, p))
+	}
+	_ = os.Remove(c.dir) // only succeeds when empty
+}

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/paddock-platform/paddock/internal/procfs"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -64,30 +66,13 @@ func clusterCPU() map[string]float64 {
 	return out
 }
 
-// cpuOf is the user + system CPU seconds process pid has used (fields 14
-// and 15 of /proc/PID/stat, in USER_HZ ticks of 10 ms).
+// cpuOf is the user + system CPU seconds process pid has used.
 func cpuOf(pid int) float64 {
-	f := statFields(pid)
-	if len(f) < 13 {
+	st, err := procfs.ReadStat(pid)
+	if err != nil {
 		return 0
 	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return float64(u+st) / 100
-}
-
-// statFields are the fields of /proc/PID/stat after the command name (which
-// may hold spaces): f[0] is the state (field 3), f[1] the parent pid.
-func statFields(pid int) []string {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
+	return st.CPU().Seconds()
 }
 
 // sampleEvery is how often the process tree's memory is read.
@@ -222,12 +207,8 @@ func tree(root int) []proc {
 }
 
 func ppidOf(pid int) (int, bool) {
-	f := statFields(pid)
-	if len(f) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(f[1])
-	return ppid, err == nil
+	st, err := procfs.ReadStat(pid)
+	return st.PPID, err == nil
 }
 
 // statusOf reads VmRSS and the executable's name of pid.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/paddock-platform/paddock/internal/procfs"
+
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -339,12 +341,8 @@ func reapOrphanedPlugins(out io.Writer, op string) {
 
 // parentPID is field 4 of /proc/PID/stat.
 func parentPID(pid int) (int, bool) {
-	fields := statFields(pid)
-	if len(fields) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(fields[1])
-	return ppid, err == nil
+	st, err := procfs.ReadStat(pid)
+	return st.PPID, err == nil
 }
 
 // ObjectRef names one Kubernetes object.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/paddock-platform/paddock/internal/procfs"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -190,46 +191,14 @@ func holderAlive(pid int, since time.Time) bool {
 	return true
 }
 
-// statFields are the fields of /proc/PID/stat after the command name, which
-// may hold spaces: fields[0] is field 3 (the state), fields[1] the parent pid.
-func statFields(pid int) []string {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return nil
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(stat[i+1:]))
-}
-
-// processStart is when process pid started, from /proc (Linux only): field 22
-// of /proc/PID/stat counts clock ticks (USER_HZ, 100 on every Linux ABI Go
-// supports) since boot, and /proc/stat's btime is the boot time.
+// processStart is when process pid started (Linux /proc only).
 func processStart(pid int) (time.Time, bool) {
-	fields := statFields(pid)
-	if len(fields) < 20 {
-		return time.Time{}, false
-	}
-	ticks, err := strconv.ParseInt(fields[19], 10, 64)
+	st, err := procfs.ReadStat(pid)
 	if err != nil {
 		return time.Time{}, false
 	}
-	sys, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, line := range strings.Split(string(sys), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return time.Time{}, false
-			}
-			return time.Unix(boot, 0).Add(time.Duration(ticks) * 10 * time.Millisecond), true
-		}
-	}
-	return time.Time{}, false
+	t, err := st.StartTime()
+	return t, err == nil
 }
 
 // Cancel removes the update locks of the stack called name, after the

@@ -1,13 +1,14 @@
 package localcluster_test
 
 import (
+	"github.com/paddock-platform/paddock/internal/procfs"
+
 	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -322,13 +323,8 @@ func isReady(n *corev1.Node) bool {
 
 // alive: the pid exists and is not a zombie.
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+	st, err := procfs.ReadStat(pid)
+	return err == nil && st.State != 'Z'
 }
 
 // lineLogger sends complete progress lines to t.Log.

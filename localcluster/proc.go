@@ -1,6 +1,8 @@
 package localcluster
 
 import (
+	"github.com/paddock-platform/paddock/internal/procfs"
+
 	"errors"
 	"fmt"
 	"os"
@@ -10,9 +12,6 @@ import (
 	"syscall"
 	"time"
 )
-
-// procRoot is where process information is read from (Linux procfs).
-var procRoot = "/proc"
 
 // procRecord identifies one process this package started. A pid alone is not an
 // identity (pids are reused), so the kernel's start time of the process and the
@@ -35,26 +34,6 @@ type procInfo struct {
 
 var errNoProcess = errors.New("no such process")
 
-// parseStat extracts the state and start time from the contents of /proc/PID/stat.
-// The command name (field 2) is in parentheses and may itself contain spaces and
-// parentheses, so fields are counted from the last ')'.
-func parseStat(stat string) (state byte, startTime uint64, err error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return 0, 0, fmt.Errorf("malformed stat %q", stat)
-	}
-	fields := strings.Fields(stat[i+1:])
-	// fields[0] is field 3 (state); field 22 (starttime) is fields[19].
-	if len(fields) < 20 || len(fields[0]) != 1 {
-		return 0, 0, fmt.Errorf("malformed stat %q", stat)
-	}
-	startTime, err = strconv.ParseUint(fields[19], 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("malformed starttime in stat: %w", err)
-	}
-	return fields[0][0], startTime, nil
-}
-
 // cleanExe normalises a /proc/PID/exe target: the kernel appends " (deleted)" when
 // the binary was replaced on disk after the process started (for example by a
 // rebuild of the pinned tools); the process is still the one that was started.
@@ -68,19 +47,15 @@ func inspect(pid int) (procInfo, error) {
 	if pid <= 0 {
 		return procInfo{}, errNoProcess
 	}
-	dir := filepath.Join(procRoot, strconv.Itoa(pid))
-	raw, err := os.ReadFile(filepath.Join(dir, "stat"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-			return procInfo{}, errNoProcess
-		}
-		return procInfo{}, err
+	st, err := procfs.ReadStat(pid)
+	if errors.Is(err, procfs.ErrNoProcess) {
+		return procInfo{}, errNoProcess
 	}
-	state, start, err := parseStat(string(raw))
 	if err != nil {
 		return procInfo{}, err
 	}
-	info := procInfo{PID: pid, State: state, StartTime: start}
+	dir := filepath.Join(procfs.Root, strconv.Itoa(pid))
+	info := procInfo{PID: pid, State: st.State, StartTime: st.StartTicks}
 	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
 		info.Exe = cleanExe(exe)
 	}

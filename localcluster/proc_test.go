@@ -10,25 +10,6 @@ import (
 	"time"
 )
 
-func TestParseStat(t *testing.T) {
-	// Field 2 may hold spaces and parentheses; field 22 is the start time.
-	rest := " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 20 21"
-	for _, comm := range []string{"(sleep)", "(a b) c)", "((weird))"} {
-		state, start, err := parseStat("4242 " + comm + rest)
-		if err != nil {
-			t.Fatalf("%s: %v", comm, err)
-		}
-		if state != 'S' || start != 987654 {
-			t.Errorf("%s: got state %c start %d, want S 987654", comm, state, start)
-		}
-	}
-	for _, bad := range []string{"", "12 (x", "12 (x) S 1 2", "12 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 notanumber"} {
-		if _, _, err := parseStat(bad); err == nil {
-			t.Errorf("parseStat(%q): want an error", bad)
-		}
-	}
-}
-
 func TestMatchRecord(t *testing.T) {
 	rec := procRecord{PID: 10, StartTime: 500, Exe: "/opt/bin/agent-sandbox-controller"}
 	live := procInfo{PID: 10, State: 'S', StartTime: 500, Exe: "/opt/bin/agent-sandbox-controller"}

@@ -53,11 +53,12 @@ build: ## build the paddock CLI into ./bin
 	go build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(PADDOCK) ./cmd/paddock
 
 .PHONY: demo
-demo: tools build ## fresh machine to a running local platform: tools, local cluster, paddock up of $(EXAMPLE)
+demo: tools build ## fresh machine to a running local platform: tools, local cluster, paddock up and verify of $(EXAMPLE), then a summary
 	$(PADDOCK) local up
 	$(PADDOCK) up $(EXAMPLE)
-	$(PADDOCK) local status
-	$(PADDOCK) status $(EXAMPLE)
+	$(PADDOCK) verify $(EXAMPLE)
+	@echo
+	@$(PADDOCK) status $(EXAMPLE)
 
 .PHONY: bench
 bench: tools build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, claims -> bench/results/

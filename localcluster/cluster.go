@@ -49,6 +49,9 @@ type Cluster interface {
 	Down(ctx context.Context) error
 	// Status reports every component and the API server's health.
 	Status(ctx context.Context) (*Status, error)
+	// Where says how the cluster is reached once it runs (its kubeconfig and
+	// context); it touches nothing.
+	Where() *Info
 }
 
 // Info says how to reach a running cluster.
@@ -120,6 +123,8 @@ func New(opts Options) Cluster {
 	}
 	return c
 }
+
+func (c *cluster) Where() *Info { return c.info() }
 
 func (c *cluster) info() *Info {
 	return &Info{

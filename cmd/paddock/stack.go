@@ -159,31 +159,3 @@ func printOutputs(out io.Writer, outputs map[string]any) {
 		fmt.Fprintf(out, "  %-20s %s\n", k, v)
 	}
 }
-
-func newStatusCmd() *cobra.Command {
-	var f specFlags
-	cmd := &cobra.Command{
-		Use:   "status [SPEC]",
-		Short: "Show the outputs of the platform's last successful update",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := f.load(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr(), false, false)
-			if err != nil {
-				return err
-			}
-			p := l.p
-			outs, err := l.eng.Outputs(cmd.Context(), p)
-			if err != nil {
-				return err
-			}
-			if len(outs) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "stack of platform %q has no outputs: run `paddock up`\n", p.Name)
-				return nil
-			}
-			printOutputs(cmd.OutOrStdout(), outs)
-			return nil
-		},
-	}
-	f.register(cmd)
-	return cmd
-}

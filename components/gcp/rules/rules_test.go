@@ -86,6 +86,10 @@ func TestEachRuleRejectsWhatItGuards(t *testing.T) {
 		{"pool named system", func(p *spec.PlatformArgs) { p.NodePools[1].Name = "system" }, "GCP-006", "node_pool.system.name", "declared twice"},
 		{"min above max", func(p *spec.PlatformArgs) { p.NodePools[0].MinNodes = 5 }, "GCP-006", "node_pool.gvisor.autoscaling", "min 5, max 3"},
 		{"max zero", func(p *spec.PlatformArgs) { p.NodePools[0].MinNodes, p.NodePools[0].MaxNodes = 0, 0 }, "GCP-006", "node_pool.gvisor.autoscaling", "max >= 1"},
+		{"system pool may scale to zero", func(p *spec.PlatformArgs) {
+			p.SystemPool = spec.DefaultSystemPool()
+			p.SystemPool.MinNodes = 0
+		}, "GCP-006", "system_pool.autoscaling", "at least one node"},
 		{"no machine type", func(p *spec.PlatformArgs) { p.NodePools[0].MachineType = "" }, "GCP-006", "node_pool.gvisor.machine_type", "not a Compute Engine machine type"},
 		{"tiny disk", func(p *spec.PlatformArgs) { p.NodePools[0].DiskSizeGB = 5 }, "GCP-006", "node_pool.gvisor.disk_size_gb", "10 GB"},
 		{"sandboxed system pool", func(p *spec.PlatformArgs) {

@@ -358,7 +358,7 @@ var runtimeClassSpec = &blockSpec{
 		{Name: "handler", Kind: kString, Doc: "The runtime configured in containerd on the nodes. On target \"gke\", gVisor is \"gvisor\" (GKE Sandbox creates and owns the RuntimeClass \"gvisor\"; Paddock uses it as it is) and Kata is \"kata\", \"kata-qemu\" or \"kata-clh\" (Paddock installs the pinned kata-deploy on the kvm pools)."},
 		{Name: "node_pool", Kind: kString, Doc: "The node_pool that provides the runtime; node_selector and tolerations default to its labels and taints."},
 		{Name: "node_selector", Kind: kStringMap, Doc: "Node labels sandbox pods are scheduled onto."},
-		{Name: "overhead", Kind: kQuantityMap, Default: `Kata handlers: kata-deploy's figures ("kata", "kata-qemu": { cpu = "250m", memory = "320Mi" }; "kata-clh": { cpu = "250m", memory = "130Mi" }); none otherwise`, Doc: "Pod overhead of the runtime: cpu, memory. A Kata pod is a VM whose VMM and guest kernel the scheduler and quota must count."},
+		{Name: "overhead", Kind: kQuantityMap, Default: `Kata handlers: "kata", "kata-qemu": { cpu = "250m", memory = "320Mi" } (Paddock's conservative figure; kata-deploy 3.20.0 ships 160Mi); "kata-clh": { cpu = "250m", memory = "130Mi" } (kata-deploy's); none otherwise`, Doc: "Pod overhead of the runtime: cpu, memory. A Kata pod is a VM whose VMM and guest kernel the scheduler and quota must count."},
 	},
 	Blocks: []*blockSpec{tolerationSpec},
 }

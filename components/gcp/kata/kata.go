@@ -101,8 +101,12 @@ func Objects(args spec.KataArgs) []runtime.Object {
 							Env: []corev1.EnvVar{
 								{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 								{Name: "DEBUG", Value: "false"},
-								{Name: "SHIMS_X86_64", Value: strings.Join(shims, " ")},
-								{Name: "DEFAULT_SHIM_X86_64", Value: defaultShim(shims)},
+								// The names the pinned release reads (3.20.0: SHIMS and
+								// DEFAULT_SHIM; the per-architecture SHIMS_X86_64 came in
+								// 3.22.0). An unknown name is ignored and every shim gets
+								// installed; testdata/kata-deploy-env.txt pins the list.
+								{Name: "SHIMS", Value: strings.Join(shims, " ")},
+								{Name: "DEFAULT_SHIM", Value: defaultShim(shims)},
 								{Name: "CREATE_RUNTIMECLASSES", Value: "false"},
 								{Name: "CREATE_DEFAULT_RUNTIMECLASS", Value: "false"},
 							},

@@ -251,8 +251,10 @@ func (k KataArgs) KataShims() []string {
 
 // KataOverhead is the pod overhead (cpu, memory) of a Kata shim: the VMM and
 // guest kernel the scheduler must account for on top of the pod's requests.
-// The values follow kata-deploy's own RuntimeClasses (QEMU at 320Mi so the VMM
-// is not OOM-killed inside small pod cgroups).
+// The CPU figures and Cloud Hypervisor's 130Mi are those of kata-deploy
+// 3.20.0's own RuntimeClasses. QEMU's 320Mi is Paddock's conservative choice,
+// twice kata-deploy's 160Mi: an undercounted VMM is memory the scheduler and
+// the tenant quota do not see.
 var KataOverhead = map[string][2]string{
 	"qemu": {"250m", "320Mi"},
 	"clh":  {"250m", "130Mi"},

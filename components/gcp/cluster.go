@@ -7,13 +7,14 @@
 // The components take the plain values of package spec as their Args (aliased
 // here), never the model or the HCL; package rules validates those values and
 // NewPlatform refuses anything it rejects. Only the pulumi-gcp packages used
-// are imported (container, serviceaccount, projects, logging, storage,
-// bigquery, pubsub, monitoring).
+// are imported (container, serviceaccount, projects, artifactregistry,
+// logging, storage, bigquery, pubsub, monitoring).
 package gcp
 
 import (
 	"fmt"
 
+	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/artifactregistry"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/container"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/projects"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/serviceaccount"
@@ -231,6 +232,29 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		"name": c.Name, "endpoint": c.Endpoint, "kubeconfig": c.Kubeconfig,
 		"workloadPool": c.WorkloadPool, "nodeServiceAccount": c.NodeServiceAccount,
 	})
+}
+
+// grantImagePull lets the nodes pull from each repository: the node service
+// account gets spec.ImagePullRole on the repository itself (not the project),
+// beside the one role GKE documents for nodes, which reads no private
+// repository.
+func grantImagePull(ctx *pulumi.Context, c *Cluster, repos []spec.ArtifactRegistryRepository) ([]pulumi.Resource, error) {
+	member := c.NodeServiceAccount.ApplyT(func(email string) string { return "serviceAccount:" + email }).(pulumi.StringOutput)
+	var out []pulumi.Resource
+	for _, r := range repos {
+		grant, err := artifactregistry.NewRepositoryIamMember(ctx, c.Args.Name+"-nodes-pull/"+r.String(), &artifactregistry.RepositoryIamMemberArgs{
+			Project:    pulumi.String(r.Project),
+			Location:   pulumi.String(r.Location),
+			Repository: pulumi.String(r.Repository),
+			Role:       pulumi.String(spec.ImagePullRole),
+			Member:     member,
+		}, pulumi.Parent(c))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, grant)
+	}
+	return out, nil
 }
 
 func workloadPool(a ClusterArgs) string {

@@ -59,6 +59,21 @@ func Args(p *model.Platform) spec.PlatformArgs {
 		a.NodePools = append(a.NodePools, nodePool(np))
 	}
 
+	// What the nodes pull: every template's image and the Agent Sandbox
+	// controller's (pinned by digest as components/objects.ReleaseOptions
+	// does). The node service account may read the Artifact Registry
+	// repositories among them.
+	for _, t := range p.Tenants {
+		for _, tpl := range t.Templates {
+			a.Images = append(a.Images, tpl.Image)
+		}
+	}
+	controller := p.AgentSandbox.Image
+	if d := p.AgentSandbox.Digest; d != "" && !strings.Contains(controller, "@") {
+		controller += "@" + d
+	}
+	a.Images = append(a.Images, controller)
+
 	// The spec's Kata runtime classes name the shims kata-deploy installs;
 	// the in-cluster layer creates exactly those RuntimeClasses.
 	for _, e := range kataShims(p) {

@@ -286,3 +286,22 @@ audit_sink "gcs" {
 		}
 	}
 }
+
+// The images the nodes pull are every template's and the Agent Sandbox
+// controller's, pinned as the in-cluster layer pins it.
+func TestArgsImages(t *testing.T) {
+	p := load(t, gkeHead+`
+tenant "a" {
+  template "t1" { image = "europe-docker.pkg.dev/my-project/agents/a:1" }
+  template "t2" { image = "python:3.12-slim" }
+}
+tenant "b" {
+  template "t" { image = "europe-docker.pkg.dev/my-project/agents/b:2" }
+}
+`)
+	got := Args(p).Images
+	want := []string{"europe-docker.pkg.dev/my-project/agents/a:1", "python:3.12-slim", "europe-docker.pkg.dev/my-project/agents/b:2", p.AgentSandbox.Image}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("images %v, want %v", got, want)
+	}
+}

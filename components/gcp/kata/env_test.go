@@ -80,7 +80,7 @@ func TestEnvNamesAreReadByThePinnedKataDeploy(t *testing.T) {
 // pinned version reads, and the default is one of them.
 func TestEnvInstallsExactlyTheDeclaredShims(t *testing.T) {
 	for _, tc := range []struct {
-		shims       []string
+		shims      []string
 		want, dflt string
 	}{
 		{nil, "qemu clh", "qemu"},

@@ -33,6 +33,15 @@ var (
 	Image   = pins.KataDeployImage + ":" + pins.KataDeploy + "@" + pins.KataDeployDigest
 )
 
+// ImageOf is the kata-deploy image the install pulls: the mirror args name,
+// or the pinned Image.
+func ImageOf(args spec.KataArgs) string {
+	if args.Image != "" {
+		return args.Image
+	}
+	return Image
+}
+
 // Names of the objects kata-deploy runs as.
 const (
 	Namespace      = "kube-system"
@@ -44,10 +53,7 @@ const (
 // Objects are every object of the install, in creation order: RBAC, the
 // DaemonSet, the RuntimeClasses (none when args.ExternalRuntimeClasses).
 func Objects(args spec.KataArgs) []runtime.Object {
-	image := args.Image
-	if image == "" {
-		image = Image
-	}
+	image := ImageOf(args)
 	labels := merge(args.Labels, map[string]string{"app.kubernetes.io/name": "kata-deploy", "app.kubernetes.io/version": Version})
 	shims := args.KataShims()
 	yes := true
@@ -216,10 +222,7 @@ func NewInstall(ctx *pulumi.Context, name string, args *spec.KataArgs, opts ...p
 		}
 		deps = append(deps, r)
 	}
-	image := args.Image
-	if image == "" {
-		image = Image
-	}
+	image := ImageOf(*args)
 	var names pulumi.StringArray
 	if !args.ExternalRuntimeClasses {
 		for _, rc := range args.KataRuntimeClasses() {

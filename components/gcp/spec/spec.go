@@ -52,6 +52,9 @@ const (
 	// NodeServiceAccountRole is the least-privilege role GKE documents for the
 	// nodes' own service account (logs, metrics, resource metadata).
 	NodeServiceAccountRole = "roles/container.defaultNodeServiceAccount"
+	// ImagePullRole lets the nodes pull from one Artifact Registry repository;
+	// it is granted on the repository, never on the project.
+	ImagePullRole = "roles/artifactregistry.reader"
 	// CloudPlatformScope is the only OAuth scope nodes get; what they may do is
 	// decided by the node service account's IAM roles.
 	CloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform"
@@ -339,6 +342,14 @@ type PlatformArgs struct {
 	SystemPool NodePoolArgs
 	// NodePools are the sandbox pools (gVisor, KVM).
 	NodePools []NodePoolArgs
+	// Images are the container images the nodes pull for the platform (the
+	// sandbox templates, a mirror of the Agent Sandbox controller). GKE's node
+	// role reads no private repository: the node service account gets
+	// roles/artifactregistry.reader on each Artifact Registry repository
+	// they name (and the Kata image's). An image anywhere else must be
+	// pullable without credentials, through Cloud NAT on private nodes: it is
+	// declared as a prerequisite (Platform.PullPrerequisites), not granted.
+	Images []string
 	// Kata configures the Kata install, made when any pool is KVM.
 	Kata               KataArgs
 	WorkloadIdentities []WorkloadIdentityArgs

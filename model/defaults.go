@@ -173,6 +173,17 @@ func (p *Platform) AgentNeedsMetadataServer(t Tenant) bool {
 	return t.Identity.WorkloadIdentity(AgentRuntimeServiceAccount) != nil
 }
 
+// OrchestratorNeedsMetadataServer reports whether t's orchestrator pods must
+// reach the GKE metadata server: the orchestrator has a workload identity on a
+// GKE cluster with Workload Identity and Dataplane V2 on. Only its own pods
+// then get the hole, never the sandboxes.
+func (p *Platform) OrchestratorNeedsMetadataServer(t Tenant) bool {
+	if p.Target.Kind != TargetGKE || p.Cluster == nil || p.Cluster.NoWorkloadIdentity || p.Cluster.NoDataplaneV2 {
+		return false
+	}
+	return t.Identity.Orchestrator && t.Identity.WorkloadIdentity(AgentOrchestratorServiceAccount) != nil
+}
+
 // DefaultQuota caps a tenant's fleet (the guide's pilot sizing).
 func DefaultQuota() Quota {
 	return Quota{

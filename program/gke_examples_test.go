@@ -45,6 +45,18 @@ func TestMockGKEGVisorExample(t *testing.T) {
 	w := m.Find(t, "gcp:bigquery/datasetIamMember:DatasetIamMember", "agents-gvisor-bigquery-writer")
 	w.WantString(t, "role", "roles/bigquery.dataEditor")
 	w.WantString(t, "datasetId", "agent_audit")
+	// The orchestrators have workload identities: their own pods (and only
+	// pods bound to their account, by the orchestrator guardrails) reach the
+	// GKE metadata server; the sandboxes do not.
+	for _, ns := range []string{"agents-research", "agents-support"} {
+		np := m.Find(t, "kubernetes:networking.k8s.io/v1:NetworkPolicy", ns+"/allow-gke-metadata-server-orchestrator")
+		np.WantString(t, "spec.podSelector.matchLabels[paddock.dev/identity]", "agent-orchestrator")
+		np.WantString(t, "spec.egress[0].to[0].ipBlock.cidr", "169.254.169.254/32")
+		np.WantNumber(t, "spec.egress[0].ports[0].port", 80)
+		if hasResource(m, "kubernetes:networking.k8s.io/v1:NetworkPolicy", ns+"/allow-gke-metadata-server") {
+			t.Errorf("%s: the sandboxes' metadata server hole is open", ns)
+		}
+	}
 	// The agent image is private in Artifact Registry: the nodes may read
 	// exactly its repository.
 	checkImagePull(t, m, "agents-gvisor", "paddock-example-prod", "us", "agents")

@@ -424,6 +424,8 @@ var clusterSpec = &blockSpec{
 		{Name: "dataplane_v2", Kind: kBool, Default: "true", Doc: "GKE Dataplane V2, which enforces NetworkPolicy; false LOOSENS (PDK-704)."},
 		{Name: "workload_identity", Kind: kBool, Default: "true", Doc: "Workload Identity, which hides node credentials from pods; false LOOSENS (PDK-705)."},
 		{Name: "deletion_protection", Kind: kBool, Default: "true", Doc: "GKE deletion protection: `paddock destroy` cannot delete the cluster while it is on. Set false for throwaway platforms (tests, demos)."},
+		{Name: "fqdn_network_policy", Kind: kBool, Default: "false", Doc: "GKE FQDN network policy, which enforces the tenants' egress `fqdns` (needs Dataplane V2); a tenant with `fqdns` needs it on. Sticky: turning it off again makes GKE replace the cluster (refused unless allow_replacement = true); turning it on for an existing cluster needs GKE's anetd restart (docs/gcp.md)."},
+		{Name: "allow_replacement", Kind: kBool, Default: "false", Doc: "Let `preview` and `up` go ahead with a change that makes GCP replace the cluster or a node pool (every node and sandbox on it is lost). Off, such a change is refused, naming the field."},
 	},
 }
 

@@ -195,9 +195,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		cargs.Subnetwork = pulumi.String(a.Subnetwork)
 	}
 	gke, err := container.NewCluster(ctx, name, cargs, parent, pulumi.DependsOn(nodeSADeps),
-		// The default pool's settings only matter while it exists; once it is
-		// removed they must not force a replacement of the cluster.
-		pulumi.IgnoreChanges([]string{"nodeConfig", "initialNodeCount"}))
+		pulumi.IgnoreChanges(ClusterIgnoreChanges))
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +306,14 @@ func grantImagePull(ctx *pulumi.Context, c *Cluster, repos []spec.ArtifactRegist
 	}
 	return out, nil
 }
+
+// ClusterIgnoreChanges are the cluster inputs Pulumi ignores after creation:
+// the default pool's settings only matter while it exists; once it is
+// removed they must not force a replacement of the cluster.
+var ClusterIgnoreChanges = []string{"nodeConfig", "initialNodeCount"}
+
+// NodePoolIgnoreChanges: the autoscaler owns the node count after creation.
+var NodePoolIgnoreChanges = []string{"initialNodeCount"}
 
 func workloadPool(a ClusterArgs) string {
 	if a.DisableWorkloadIdentity {

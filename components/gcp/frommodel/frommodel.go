@@ -42,15 +42,19 @@ func Args(p *model.Platform) spec.PlatformArgs {
 		a.Cluster.DisableDataplaneV2 = c.NoDataplaneV2
 		a.Cluster.DisableWorkloadIdentity = c.NoWorkloadIdentity
 		a.Cluster.AllowDeletion = c.AllowDeletion
+		// Explicit, never derived from the tenants: GKE replaces the cluster
+		// when the flag goes off, so removing the last tenant's fqdns must not
+		// turn it off.
+		a.Cluster.FQDNNetworkPolicy = c.FQDNNetworkPolicy
 	}
 	var namespaces []string
 	for _, t := range p.Tenants {
 		namespaces = append(namespaces, t.Namespace)
 		// The in-cluster layer applies a GKE FQDNNetworkPolicy for every tenant
 		// with an allow-list (components/objects.FQDNPolicy): the cluster must
-		// serve them.
+		// serve them (GCP-018).
 		if len(t.Egress.FQDNs) > 0 && !t.Egress.Unrestricted {
-			a.Cluster.FQDNNetworkPolicy = true
+			a.FQDNNamespaces = append(a.FQDNNamespaces, t.Namespace)
 		}
 	}
 	sort.Strings(namespaces)

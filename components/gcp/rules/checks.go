@@ -85,6 +85,18 @@ func init() {
 	})
 
 	register(Rule{
+		ID: "GCP-018", Title: "FQDN allow-lists need FQDN network policy",
+		Hint: "Set cluster { fqdn_network_policy = true } (sticky: turning it off later replaces the cluster), or drop the tenants' fqdns.",
+		check: func(p spec.PlatformArgs) []Violation {
+			if len(p.FQDNNamespaces) == 0 || p.Cluster.FQDNNetworkPolicy {
+				return nil
+			}
+			return []Violation{v("cluster", "fqdn_network_policy", "tenant namespaces %s allow egress by host name (fqdns), which GKE enforces only with FQDN network policy, and the cluster leaves it off",
+				strings.Join(p.FQDNNamespaces, ", "))}
+		},
+	})
+
+	register(Rule{
 		ID: "GCP-005", Title: "Workload identity needs the workload pool",
 		Hint: "Keep workload_identity on for the cluster (the default), or give no tenant identity cloud access.",
 		check: func(p spec.PlatformArgs) []Violation {

@@ -132,7 +132,9 @@ type ClusterArgs struct {
 	// kubeconfig then points there and `up` must run from inside the VPC.
 	PrivateEndpoint bool
 	// FQDNNetworkPolicy turns on GKE FQDN network policies (egress allowlists by
-	// host name); it needs Dataplane V2.
+	// host name); it needs Dataplane V2. GKE replaces the cluster when it is
+	// turned off again, so it is set explicitly, never derived from what the
+	// tenants happen to list today.
 	FQDNNetworkPolicy bool
 	// DataAccessAuditLogs turns on Data Access audit logs (DATA_READ and
 	// DATA_WRITE) for container.googleapis.com. Admin Activity logs, which carry
@@ -342,6 +344,10 @@ type PlatformArgs struct {
 	SystemPool NodePoolArgs
 	// NodePools are the sandbox pools (gVisor, KVM).
 	NodePools []NodePoolArgs
+	// FQDNNamespaces are the tenant namespaces whose egress allow-list by
+	// host name the in-cluster layer applies as GKE FQDNNetworkPolicies: they
+	// need Cluster.FQDNNetworkPolicy (GCP-018).
+	FQDNNamespaces []string
 	// Images are the container images the nodes pull for the platform (the
 	// sandbox templates, a mirror of the Agent Sandbox controller). GKE's node
 	// role reads no private repository: the node service account gets

@@ -66,3 +66,23 @@ func TestMockNodesReadTheRepositoriesOfTheirImages(t *testing.T) {
 		t.Errorf("pull prerequisites %v on a gVisor-only platform without images", pre)
 	}
 }
+
+// What kata-deploy changes on a node (/opt/kata, containerd's configuration)
+// is never cleaned up by Paddock, and need not be: kata-deploy exists exactly
+// while a KVM pool does, runs only on that pool's VMs, and is applied through
+// the provider that depends on the pools, so `destroy` (and a spec that drops
+// the pool) deletes the DaemonSet first and the VMs it touched after.
+func TestMockKataLivesAndDiesWithTheKVMPools(t *testing.T) {
+	m, _ := runPlatform(t, gvisorPlatform())
+	if n := len(m.OfType("kubernetes:apps/v1:DaemonSet")) + len(m.OfType("paddock:gcp:Kata")); n != 0 {
+		t.Errorf("kata-deploy on a platform without a KVM pool (%d objects)", n)
+	}
+	m, _ = runPlatform(t, kataPlatform())
+	ds := m.Find(t, "kubernetes:apps/v1:DaemonSet", "kube-system/kata-deploy")
+	if ds.Provider != tK8sProv+"::vmdemo-gke" {
+		t.Fatalf("kata-deploy goes through %s", ds.Provider)
+	}
+	if prov := m.Find(t, tK8sProv, "vmdemo-gke"); !slices.Contains(prov.Deps, tNodePool+"::vmdemo/kata") {
+		t.Errorf("the provider of kata-deploy does not depend on the KVM pool: %v", prov.Deps)
+	}
+}

@@ -223,7 +223,7 @@ func init() {
 			var out []Violation
 			for _, np := range p.PoolsOf(spec.IsolationKVM) {
 				if np.ImageType != spec.ImageUbuntuContainerd {
-					out = append(out, v(poolAddr(np), "image_type", "%s supports neither nested virtualisation nor the kata-deploy install; kvm pools need %s", np.ImageType, spec.ImageUbuntuContainerd))
+					out = append(out, v(poolAddr(np), "image_type", "kata-deploy cannot install the Kata runtime on %s (a read-only root, noexec writable mounts); kvm pools need %s", np.ImageType, spec.ImageUbuntuContainerd))
 				}
 			}
 			return out

@@ -121,9 +121,13 @@ func (np NodePoolArgs) WithDefaults() NodePoolArgs {
 	return np
 }
 
-// DefaultImageType is the node image of an isolation: Ubuntu for KVM (COS has
-// no nested virtualisation and a read-only root kata-deploy cannot install
-// into), COS everywhere else (GKE Sandbox requires it).
+// DefaultImageType is the node image of an isolation: Ubuntu for KVM, COS
+// everywhere else (GKE Sandbox requires it). GKE supports nested
+// virtualisation on COS as well (from 1.28.4-gke.1083000); what rules COS
+// out for KVM pools is kata-deploy, which copies the Kata runtime to
+// /opt/kata on the host, executes it from there and rewrites containerd's
+// configuration, while COS keeps its root read-only and mounts its writable
+// paths noexec. Ubuntu nodes take that install as kata-deploy expects.
 func DefaultImageType(isolation string) string {
 	if isolation == IsolationKVM {
 		return ImageUbuntuContainerd

@@ -191,7 +191,8 @@ type NodePoolArgs struct {
 	// series with nested virtualisation (Intel: N1, N2, C2, C3), never E2.
 	MachineType string
 	// ImageType is the node image ("" = COS_CONTAINERD, or UBUNTU_CONTAINERD
-	// for KVM: COS supports neither nested virtualisation nor kata-deploy).
+	// for KVM: GKE offers nested virtualisation on COS too, from
+	// 1.28.4-gke.1083000, but kata-deploy cannot install into COS).
 	ImageType string
 	// MinNodes and MaxNodes bound the autoscaler, per zone of the pool.
 	MinNodes int

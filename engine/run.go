@@ -75,6 +75,9 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := guardReplacements(ctx, "up", p, s.Export, e.opts.Out); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	e.prepare("up", s)
 	var res auto.UpResult
@@ -108,6 +111,9 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 func (e *Engine) Preview(ctx context.Context, p *model.Platform) (*Result, error) {
 	s, err := e.stack(ctx, p)
 	if err != nil {
+		return nil, err
+	}
+	if err := guardReplacements(ctx, "preview", p, s.Export, e.opts.Out); err != nil {
 		return nil, err
 	}
 	start := time.Now()

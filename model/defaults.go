@@ -122,9 +122,9 @@ func DefaultAuditFilters() []string {
 
 // DefaultKataOverhead is the pod overhead (cpu, memory) of a Kata handler
 // when the spec sets none: the VMM and guest kernel the scheduler and quota
-// must count on top of the pod's containers. The figures are kata-deploy's own
-// (QEMU at 320Mi, so the VMM is not OOM-killed inside small pod cgroups); the
-// GCP layer uses the same (components/gcp/spec.KataOverhead, a test holds them
+// must count on top of the pod's containers. CPU and Cloud Hypervisor's 130Mi
+// are kata-deploy 3.20.0's own figures; QEMU's 320Mi is Paddock's conservative
+// choice (kata-deploy ships 160Mi). The GCP layer uses the same (components/gcp/spec.KataOverhead, a test holds them
 // equal). ok is false for handlers of unknown overhead.
 func DefaultKataOverhead(handler string) (cpu, memory string, ok bool) {
 	switch handler {
@@ -171,6 +171,17 @@ func (p *Platform) AgentNeedsMetadataServer(t Tenant) bool {
 		return false
 	}
 	return t.Identity.WorkloadIdentity(AgentRuntimeServiceAccount) != nil
+}
+
+// OrchestratorNeedsMetadataServer reports whether t's orchestrator pods must
+// reach the GKE metadata server: the orchestrator has a workload identity on a
+// GKE cluster with Workload Identity and Dataplane V2 on. Only its own pods
+// then get the hole, never the sandboxes.
+func (p *Platform) OrchestratorNeedsMetadataServer(t Tenant) bool {
+	if p.Target.Kind != TargetGKE || p.Cluster == nil || p.Cluster.NoWorkloadIdentity || p.Cluster.NoDataplaneV2 {
+		return false
+	}
+	return t.Identity.Orchestrator && t.Identity.WorkloadIdentity(AgentOrchestratorServiceAccount) != nil
 }
 
 // DefaultQuota caps a tenant's fleet (the guide's pilot sizing).

@@ -403,8 +403,15 @@ type Cluster struct {
 	// AllowDeletion turns GKE deletion protection off (spec:
 	// deletion_protection = false), so destroy can delete the cluster.
 	AllowDeletion bool
-	Src                Range
-	Attrs              Attrs
+	// FQDNNetworkPolicy turns GKE FQDN network policy on (spec:
+	// fqdn_network_policy = true). Explicit, never derived from the tenants:
+	// turning it off replaces the cluster.
+	FQDNNetworkPolicy bool
+	// AllowReplacement lets preview and up go ahead with a change that
+	// replaces the cluster or a node pool (spec: allow_replacement = true).
+	AllowReplacement bool
+	Src              Range
+	Attrs            Attrs
 }
 
 // Node pool isolations.

@@ -47,6 +47,7 @@ func TestGCPRulesFromSpec(t *testing.T) {
 		{"gcp001-cluster-name.hcl", "GCP-001 testdata/gcp/gcp001-cluster-name.hcl:2:1", "platform", "is not a valid GKE cluster name", "cluster name"},
 		{"gcp003-authorized-networks.hcl", "GCP-003 testdata/gcp/gcp003-authorized-networks.hcl:16:3", "cluster", "0.0.0.0/0 opens the control plane to the whole internet", "never 0.0.0.0/0"},
 		{"gcp004-fqdn-without-dataplane-v2.hcl", "GCP-004 testdata/gcp/gcp004-fqdn-without-dataplane-v2.hcl:16:3", "cluster", "only enforced by GKE Dataplane V2", "Keep dataplane_v2 on"},
+		{"gcp018-fqdns-without-fqdn-policy.hcl", "GCP-018 testdata/gcp/gcp018-fqdns-without-fqdn-policy.hcl:17:1", "cluster", "agents-research allow egress by host name", "fqdn_network_policy = true"},
 		{"gcp005-workload-identity-without-pool.hcl", "GCP-005 testdata/gcp/gcp005-workload-identity-without-pool.hcl:21:5", "tenant.research.workload_identity.orchestrator", "fixture-project.svc.id.goog pool", "Keep workload_identity on"},
 		{"gcp006-system-pool-name.hcl", "GCP-006 testdata/gcp/gcp006-system-pool-name.hcl:15:1", "node_pool.system", `node pool "system" is declared twice`, "each once"},
 		{"gcp007-dedicated-gvisor.hcl", "GCP-007 testdata/gcp/gcp007-dedicated-gvisor.hcl:17:3", "node_pool.sandboxes", "only apply to kvm pools", "gvisor"},
@@ -148,7 +149,8 @@ func TestGCPFindingsSupersedeClusterRules(t *testing.T) {
 	}{
 		{"0.0.0.0/0", `authorized_networks = ["0.0.0.0/0"]`, "", []string{"GCP-003"}, []string{"PDK-703"}},
 		{"0.0.0.0/1", `authorized_networks = ["0.0.0.0/1"]`, "", []string{"PDK-703"}, []string{"GCP-003"}},
-		{"fqdns without dataplane v2", `dataplane_v2 = false`, `egress {
+		{"fqdns without dataplane v2", `dataplane_v2 = false
+  fqdn_network_policy = true`, `egress {
     fqdns = ["api.example.com"]
   }`, []string{"GCP-004"}, []string{"PDK-704"}},
 		{"no dataplane v2", `dataplane_v2 = false`, "", []string{"PDK-704"}, []string{"GCP-004"}},

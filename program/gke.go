@@ -62,6 +62,9 @@ func gke(ctx *pulumi.Context, p *model.Platform) error {
 	// NAMESPACE/KSA -> the Google service account email it is annotated with.
 	ctx.Export("identities", cloud.Identities)
 	ctx.Export("runtimeClasses", runtimeClasses)
+	// Images the nodes pull from outside Artifact Registry: they must be
+	// pullable without credentials (Cloud NAT on private nodes) or mirrored.
+	ctx.Export("pullPrerequisites", pulumi.ToStringArray(cloud.PullPrerequisites))
 	return nil
 }
 

@@ -45,6 +45,41 @@ func TestMockGKEGVisorExample(t *testing.T) {
 	w := m.Find(t, "gcp:bigquery/datasetIamMember:DatasetIamMember", "agents-gvisor-bigquery-writer")
 	w.WantString(t, "role", "roles/bigquery.dataEditor")
 	w.WantString(t, "datasetId", "agent_audit")
+	// The orchestrators have workload identities: their own pods (and only
+	// pods bound to their account, by the orchestrator guardrails) reach the
+	// GKE metadata server; the sandboxes do not.
+	for _, ns := range []string{"agents-research", "agents-support"} {
+		np := m.Find(t, "kubernetes:networking.k8s.io/v1:NetworkPolicy", ns+"/allow-gke-metadata-server-orchestrator")
+		np.WantString(t, "spec.podSelector.matchLabels[paddock.dev/identity]", "agent-orchestrator")
+		np.WantString(t, "spec.egress[0].to[0].ipBlock.cidr", "169.254.169.254/32")
+		np.WantNumber(t, "spec.egress[0].ports[0].port", 80)
+		if hasResource(m, "kubernetes:networking.k8s.io/v1:NetworkPolicy", ns+"/allow-gke-metadata-server") {
+			t.Errorf("%s: the sandboxes' metadata server hole is open", ns)
+		}
+	}
+	// The agent image is private in Artifact Registry: the nodes may read
+	// exactly its repository.
+	checkImagePull(t, m, "agents-gvisor", "paddock-example-prod", "us", "agents")
+}
+
+// checkImagePull asserts that the cluster's nodes read exactly one Artifact
+// Registry repository, the one the example's template images live in, and
+// that the in-cluster layer (whose warm pools pull them) waits for the grant.
+func checkImagePull(t *testing.T, m *pulumitest.Mocks, cluster, project, location, repo string) {
+	t.Helper()
+	grants := m.OfType("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
+	if len(grants) != 1 {
+		t.Fatalf("%d repository grants, want 1 (the templates' repository)", len(grants))
+	}
+	g := grants[0]
+	g.WantString(t, "project", project)
+	g.WantString(t, "location", location)
+	g.WantString(t, "repository", repo)
+	g.WantString(t, "role", "roles/artifactregistry.reader")
+	g.WantString(t, "member", "serviceAccount:"+cluster+"-nodes@"+project+".iam.gserviceaccount.com")
+	if prov := m.Find(t, "pulumi:providers:kubernetes", cluster+"-gke"); !slices.Contains(prov.Deps, g.ID()) {
+		t.Errorf("the in-cluster layer does not wait for the nodes' pull grant %s", g.Name)
+	}
 }
 
 func TestMockGKEKataExample(t *testing.T) {
@@ -89,6 +124,7 @@ func TestMockGKEKataExample(t *testing.T) {
 	w := m.Find(t, "gcp:storage/bucketIAMMember:BucketIAMMember", "agents-kata-archive-writer")
 	w.WantString(t, "role", "roles/storage.objectCreator")
 	w.WantString(t, "bucket", "paddock-example-kata-audit")
+	checkImagePull(t, m, "agents-kata", "paddock-example-kata", "us", "agents")
 }
 
 // A workload identity of the agent (waived PDK-207): the agent-runtime KSA is

@@ -29,7 +29,7 @@ func TestLoadGKEGVisorExample(t *testing.T) {
 	p := loadDir(t, "../examples/gke-gvisor")
 	check(t, "target", []any{p.Target.Kind, p.Target.Project, p.Target.Location, p.Target.ClusterName},
 		[]any{model.TargetGKE, "paddock-example-prod", "europe-west1", "agents-gvisor"})
-	check(t, "cluster", *p.Cluster, model.Cluster{ReleaseChannel: "regular", AuthorizedNetworks: []string{"203.0.113.0/24"}, Src: p.Cluster.Src, Attrs: p.Cluster.Attrs})
+	check(t, "cluster", *p.Cluster, model.Cluster{ReleaseChannel: "regular", AuthorizedNetworks: []string{"203.0.113.0/24"}, FQDNNetworkPolicy: true, Src: p.Cluster.Src, Attrs: p.Cluster.Attrs})
 	check(t, "node pools", p.NodePools, []model.NodePool{{Name: "sandboxes", Isolation: "gvisor", MachineType: "e2-standard-8", MinNodes: 1, MaxNodes: 10, Src: p.NodePools[0].Src, Attrs: p.NodePools[0].Attrs}})
 	rc := p.RuntimeClasses[0]
 	check(t, "runtime class", []any{rc.Handler, rc.NodePool, rc.NodeSelector, rc.Tolerations}, []any{"gvisor", "sandboxes",

@@ -245,6 +245,12 @@ func (b *builder) cluster(cfg *config) {
 	if v, st := b.boolean(n.attr("deletion_protection")); st == set {
 		c.AllowDeletion = !v
 	}
+	if v, st := b.boolean(n.attr("fqdn_network_policy")); st == set {
+		c.FQDNNetworkPolicy = v
+	}
+	if v, st := b.boolean(n.attr("allow_replacement")); st == set {
+		c.AllowReplacement = v
+	}
 	if nets, st := b.strList(n.attr("authorized_networks")); st == set {
 		for _, cidr := range nets {
 			b.cidr(n.attr("authorized_networks"), cidr)

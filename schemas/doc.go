@@ -76,7 +76,7 @@
 //	target "local" {}                                   # exactly one: "local",
 //	target "kubeconfig" { path, context }               #   an existing cluster,
 //	target "gke" { project, location, cluster_name }    #   or a GKE cluster Paddock creates
-//	cluster { release_channel, private_nodes, authorized_networks, dataplane_v2, workload_identity, deletion_protection }   # gke only
+//	cluster { release_channel, private_nodes, authorized_networks, dataplane_v2, workload_identity, deletion_protection, fqdn_network_policy, allow_replacement }   # gke only
 //	node_pool "sandboxes" { isolation = "gvisor" | "kvm", machine_type, autoscaling { min, max }, labels, taint {...}, dedicated }   # gke only
 //	agent_sandbox { version = "v0.5.6", image, digest } # exactly one
 //	runtime_class "gvisor" { handler = "runsc", node_pool, node_selector = {...}, toleration {...}, overhead = {...} }

@@ -358,7 +358,7 @@ var runtimeClassSpec = &blockSpec{
 		{Name: "handler", Kind: kString, Doc: "The runtime configured in containerd on the nodes. On target \"gke\", gVisor is \"gvisor\" (GKE Sandbox creates and owns the RuntimeClass \"gvisor\"; Paddock uses it as it is) and Kata is \"kata\", \"kata-qemu\" or \"kata-clh\" (Paddock installs the pinned kata-deploy on the kvm pools)."},
 		{Name: "node_pool", Kind: kString, Doc: "The node_pool that provides the runtime; node_selector and tolerations default to its labels and taints."},
 		{Name: "node_selector", Kind: kStringMap, Doc: "Node labels sandbox pods are scheduled onto."},
-		{Name: "overhead", Kind: kQuantityMap, Default: `Kata handlers: kata-deploy's figures ("kata", "kata-qemu": { cpu = "250m", memory = "320Mi" }; "kata-clh": { cpu = "250m", memory = "130Mi" }); none otherwise`, Doc: "Pod overhead of the runtime: cpu, memory. A Kata pod is a VM whose VMM and guest kernel the scheduler and quota must count."},
+		{Name: "overhead", Kind: kQuantityMap, Default: `Kata handlers: "kata", "kata-qemu": { cpu = "250m", memory = "320Mi" } (Paddock's conservative figure; kata-deploy 3.20.0 ships 160Mi); "kata-clh": { cpu = "250m", memory = "130Mi" } (kata-deploy's); none otherwise`, Doc: "Pod overhead of the runtime: cpu, memory. A Kata pod is a VM whose VMM and guest kernel the scheduler and quota must count."},
 	},
 	Blocks: []*blockSpec{tolerationSpec},
 }
@@ -424,6 +424,8 @@ var clusterSpec = &blockSpec{
 		{Name: "dataplane_v2", Kind: kBool, Default: "true", Doc: "GKE Dataplane V2, which enforces NetworkPolicy; false LOOSENS (PDK-704)."},
 		{Name: "workload_identity", Kind: kBool, Default: "true", Doc: "Workload Identity, which hides node credentials from pods; false LOOSENS (PDK-705)."},
 		{Name: "deletion_protection", Kind: kBool, Default: "true", Doc: "GKE deletion protection: `paddock destroy` cannot delete the cluster while it is on. Set false for throwaway platforms (tests, demos)."},
+		{Name: "fqdn_network_policy", Kind: kBool, Default: "false", Doc: "GKE FQDN network policy, which enforces the tenants' egress `fqdns` (needs Dataplane V2); a tenant with `fqdns` needs it on. Sticky: turning it off again makes GKE replace the cluster (refused unless allow_replacement = true); turning it on for an existing cluster needs GKE's anetd restart (docs/gcp.md)."},
+		{Name: "allow_replacement", Kind: kBool, Default: "false", Doc: "Let `preview` and `up` go ahead with a change that makes GCP replace the cluster or a node pool (every node and sandbox on it is lost). Off, such a change is refused, naming the field."},
 	},
 }
 

@@ -7,13 +7,14 @@
 // The components take the plain values of package spec as their Args (aliased
 // here), never the model or the HCL; package rules validates those values and
 // NewPlatform refuses anything it rejects. Only the pulumi-gcp packages used
-// are imported (container, serviceaccount, projects, logging, storage,
-// bigquery, pubsub, monitoring).
+// are imported (container, serviceaccount, projects, artifactregistry,
+// logging, storage, bigquery, pubsub, monitoring).
 package gcp
 
 import (
 	"fmt"
 
+	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/artifactregistry"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/container"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/projects"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/serviceaccount"
@@ -194,13 +195,17 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		cargs.Subnetwork = pulumi.String(a.Subnetwork)
 	}
 	gke, err := container.NewCluster(ctx, name, cargs, parent, pulumi.DependsOn(nodeSADeps),
-		// The default pool's settings only matter while it exists; once it is
-		// removed they must not force a replacement of the cluster.
-		pulumi.IgnoreChanges([]string{"nodeConfig", "initialNodeCount"}))
+		pulumi.IgnoreChanges(ClusterIgnoreChanges))
 	if err != nil {
 		return nil, err
 	}
 	c.GKE = gke
+
+	if !a.PublicNodes {
+		if _, err := newWebhookFirewall(ctx, c, nodeSA, parent); err != nil {
+			return nil, err
+		}
+	}
 
 	if a.DataAccessAuditLogs {
 		if _, err := projects.NewIAMAuditConfig(ctx, name+"-container-data-access", &projects.IAMAuditConfigArgs{
@@ -232,6 +237,83 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		"workloadPool": c.WorkloadPool, "nodeServiceAccount": c.NodeServiceAccount,
 	})
 }
+
+// WebhookPort is the port the Agent Sandbox release's webhook (CRD
+// conversion) listens on: its Service's targetPort, the pod's port 9443.
+const WebhookPort = 9443
+
+// firewallToken is pulumi-gcp's compute firewall rule. It is registered by
+// token, without the generated compute package: that package is 13 MB of Go
+// source (container, already the costliest, is 3.9 MB) for one resource. A
+// test checks the token and every input name against the pinned SDK's source.
+const firewallToken = "gcp:compute/firewall:Firewall"
+
+type firewallRule struct {
+	pulumi.CustomResourceState
+	Name pulumi.StringOutput `pulumi:"name"`
+}
+
+// newWebhookFirewall lets a private cluster's control plane reach the
+// webhook on the nodes. GKE's own firewall rule for private clusters admits
+// the control plane on 443 and 10250 only, so without this every request
+// that needs CRD conversion (any object read or written in a version other
+// than the stored one) times out. Exactly the control plane's range, to
+// exactly this cluster's nodes (by their service account: unlike a network
+// tag, nobody can attach it to another VM without the right to act as it),
+// on exactly the webhook's port.
+func newWebhookFirewall(ctx *pulumi.Context, c *Cluster, nodeSA pulumi.StringOutput, parent pulumi.ResourceOption) (*firewallRule, error) {
+	a := c.Args
+	network := a.Network
+	if network == "" {
+		network = "default"
+	}
+	fw := &firewallRule{}
+	err := ctx.RegisterResource(firewallToken, a.Name+"-control-plane-webhooks", pulumi.Map{
+		"project":               pulumi.String(a.Project),
+		"network":               pulumi.String(network),
+		"name":                  pulumi.String(a.Name + "-control-plane-webhooks"),
+		"description":           pulumi.String(fmt.Sprintf("GKE control plane of %s to the Agent Sandbox webhook on its nodes; managed by Paddock", a.Name)),
+		"direction":             pulumi.String("INGRESS"),
+		"sourceRanges":          pulumi.StringArray{pulumi.String(a.MasterCIDR)},
+		"targetServiceAccounts": pulumi.StringArray{nodeSA},
+		"allows": pulumi.MapArray{pulumi.Map{
+			"protocol": pulumi.String("tcp"),
+			"ports":    pulumi.StringArray{pulumi.String(fmt.Sprint(WebhookPort))},
+		}},
+	}, fw, parent)
+	return fw, err
+}
+
+// grantImagePull lets the nodes pull from each repository: the node service
+// account gets spec.ImagePullRole on the repository itself (not the project),
+// beside the one role GKE documents for nodes, which reads no private
+// repository.
+func grantImagePull(ctx *pulumi.Context, c *Cluster, repos []spec.ArtifactRegistryRepository) ([]pulumi.Resource, error) {
+	member := c.NodeServiceAccount.ApplyT(func(email string) string { return "serviceAccount:" + email }).(pulumi.StringOutput)
+	var out []pulumi.Resource
+	for _, r := range repos {
+		grant, err := artifactregistry.NewRepositoryIamMember(ctx, c.Args.Name+"-nodes-pull/"+r.String(), &artifactregistry.RepositoryIamMemberArgs{
+			Project:    pulumi.String(r.Project),
+			Location:   pulumi.String(r.Location),
+			Repository: pulumi.String(r.Repository),
+			Role:       pulumi.String(spec.ImagePullRole),
+			Member:     member,
+		}, pulumi.Parent(c))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, grant)
+	}
+	return out, nil
+}
+
+// ClusterIgnoreChanges are the cluster inputs Pulumi ignores after creation:
+// the default pool's settings only matter while it exists; once it is
+// removed they must not force a replacement of the cluster.
+var ClusterIgnoreChanges = []string{"nodeConfig", "initialNodeCount"}
+
+// NodePoolIgnoreChanges: the autoscaler owns the node count after creation.
+var NodePoolIgnoreChanges = []string{"initialNodeCount"}
 
 func workloadPool(a ClusterArgs) string {
 	if a.DisableWorkloadIdentity {

@@ -98,8 +98,7 @@ func NewNodePool(ctx *pulumi.Context, name string, cluster *Cluster, args *NodeP
 	}, pulumi.Parent(np),
 		// The pool's name is fixed: a replacement must delete the old pool first.
 		pulumi.DeleteBeforeReplace(true),
-		// The autoscaler owns the node count after creation.
-		pulumi.IgnoreChanges([]string{"initialNodeCount"}))
+		pulumi.IgnoreChanges(NodePoolIgnoreChanges))
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,11 @@ type Platform struct {
 	// Identities maps NAMESPACE/KSA to the Google service account email the
 	// KSA must be annotated with.
 	Identities pulumi.StringMapOutput `pulumi:"identities"`
+	// PullPrerequisites are the images the nodes pull from outside Artifact
+	// Registry (kata-deploy from quay.io, public images): nothing is granted
+	// for them, so they must be pullable without credentials, through Cloud
+	// NAT on private nodes, or mirrored to Artifact Registry.
+	PullPrerequisites []string
 
 	// Args are the defaulted args.
 	Args PlatformArgs
@@ -84,12 +89,26 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 		pools = append(pools, np)
 	}
 
+	// The nodes pull the platform's images (and kata-deploy's) as their own
+	// service account.
+	images := append([]string(nil), a.Images...)
+	if len(a.PoolsOf(spec.IsolationKVM)) > 0 {
+		images = append(images, kata.ImageOf(a.Kata))
+	}
+	repos, elsewhere := spec.ImageRepositories(images...)
+	p.PullPrerequisites = elsewhere
+	grants, err := grantImagePull(ctx, cluster, repos)
+	if err != nil {
+		return nil, err
+	}
+
 	// The provider of the in-cluster layer. It is created once every pool is
-	// up, so nothing in-cluster is applied to a cluster with no nodes to run it.
+	// up and may pull its images, so nothing in-cluster is applied to a
+	// cluster with no nodes to run it.
 	prov, err := kubernetes.NewProvider(ctx, name+"-gke", &kubernetes.ProviderArgs{
 		Kubeconfig:            cluster.Kubeconfig,
 		EnableServerSideApply: pulumi.BoolPtr(true),
-	}, parent, pulumi.DependsOn(pools))
+	}, parent, pulumi.DependsOn(append(pools, grants...)))
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +175,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 	return p, ctx.RegisterResourceOutputs(p, pulumi.Map{
 		"clusterName": p.ClusterName, "kubeconfig": p.Kubeconfig, "workloadPool": p.WorkloadPool,
 		"runtimeClasses": p.RuntimeClassNames, "identities": p.Identities,
+		"pullPrerequisites": pulumi.ToStringArray(p.PullPrerequisites),
 	})
 }
 

@@ -318,7 +318,7 @@ func TestMockKataInstall(t *testing.T) {
 			env[o["name"].StringValue()] = v.StringValue()
 		}
 	}
-	for k, want := range map[string]string{"SHIMS_X86_64": "qemu clh", "DEFAULT_SHIM_X86_64": "qemu", "CREATE_RUNTIMECLASSES": "false", "CREATE_DEFAULT_RUNTIMECLASS": "false"} {
+	for k, want := range map[string]string{"SHIMS": "qemu clh", "DEFAULT_SHIM": "qemu", "CREATE_RUNTIMECLASSES": "false", "CREATE_DEFAULT_RUNTIMECLASS": "false"} {
 		if env[k] != want {
 			t.Errorf("kata-deploy env %s = %q, want %q", k, env[k], want)
 		}

@@ -136,5 +136,52 @@ func Guardrails(p *model.Platform, t model.Tenant) []Guardrail {
 		Expression: fmt.Sprintf("object.spec.sandboxTemplateRef.name in %s", celList(templates)),
 		Message:    fmt.Sprintf("a warm pool in tenant %s may only serve one of its own templates (%s): pools never cross trust boundaries", t.Name, strings.Join(templates, ", ")),
 	}}))
-	return out
+	return append(out, orchestratorGuardrails(p, t)...)
+}
+
+// orchestratorGuardrails bind IdentityLabel to the orchestrator's service
+// account where a NetworkPolicy selects by it (the orchestrator's metadata
+// server hole): a pod may carry it only when it runs as agent-orchestrator,
+// and a sandbox, template or claim never, nor may a sandbox run as the
+// orchestrator. The claim matters: its additionalPodMetadata labels the
+// sandbox pod, and the orchestrator writes claims. None without the hole.
+func orchestratorGuardrails(p *model.Platform, t model.Tenant) []Guardrail {
+	if !p.OrchestratorNeedsMetadataServer(t) {
+		return nil
+	}
+	key, sa := "'"+IdentityLabel+"'", "'"+model.AgentOrchestratorServiceAccount+"'"
+	absent := func(labels string) string {
+		return fmt.Sprintf("!has(%s) || !(%s in %s)", labels, key, labels)
+	}
+	podTemplate := func(path string) string {
+		return fmt.Sprintf("!has(%[1]s.metadata) || %[2]s", path, absent(path+".metadata.labels"))
+	}
+	return []Guardrail{
+		guardrail(p, t, "orchestrator-pods", []admissionv1.NamedRuleWithOperations{rule("", "v1", "pods")},
+			[]admissionv1.Validation{{
+				Expression: fmt.Sprintf("%s || (object.metadata.labels[%s] == %s && has(object.spec.serviceAccountName) && object.spec.serviceAccountName == %s)",
+					absent("object.metadata.labels"), key, sa, sa),
+				Message: fmt.Sprintf("in tenant %s only a pod running as %s may carry %s=%s (it opens the GKE metadata server)",
+					t.Name, model.AgentOrchestratorServiceAccount, IdentityLabel, model.AgentOrchestratorServiceAccount),
+			}}),
+		guardrail(p, t, "orchestrator-sandboxes", []admissionv1.NamedRuleWithOperations{
+			rule("agents.x-k8s.io", "*", "sandboxes"),
+			rule("extensions.agents.x-k8s.io", "*", "sandboxtemplates"),
+		}, []admissionv1.Validation{
+			{
+				Expression: podTemplate("object.spec.podTemplate"),
+				Message:    fmt.Sprintf("a sandbox of tenant %s may not carry %s: it is the orchestrator's", t.Name, IdentityLabel),
+			},
+			{
+				Expression: fmt.Sprintf("!has(object.spec.podTemplate.spec.serviceAccountName) || object.spec.podTemplate.spec.serviceAccountName != %s", sa),
+				Message:    fmt.Sprintf("a sandbox of tenant %s may not run as %s", t.Name, model.AgentOrchestratorServiceAccount),
+			},
+		}),
+		guardrail(p, t, "orchestrator-claims", []admissionv1.NamedRuleWithOperations{
+			rule("extensions.agents.x-k8s.io", "*", "sandboxclaims"),
+		}, []admissionv1.Validation{{
+			Expression: fmt.Sprintf("!has(object.spec.additionalPodMetadata) || %s", absent("object.spec.additionalPodMetadata.labels")),
+			Message:    fmt.Sprintf("a claim in tenant %s may not label its sandbox %s: it is the orchestrator's", t.Name, IdentityLabel),
+		}}),
+	}
 }

@@ -8,6 +8,19 @@ import (
 	"github.com/paddock-platform/paddock/model"
 )
 
+// IdentityLabel marks the pods of a tenant's orchestrator. The tenant's
+// orchestrator guardrails bind it to the orchestrator's service account (no
+// other pod, no sandbox, template or claim may carry it), so a NetworkPolicy
+// may select the orchestrator's pods by it.
+const IdentityLabel = "paddock.dev/identity"
+
+// OrchestratorPodLabels are what the orchestrator's pod template carries to
+// get the orchestrator's own egress (the GKE metadata server, when it has a
+// workload identity).
+func OrchestratorPodLabels() map[string]string {
+	return map[string]string{IdentityLabel: model.AgentOrchestratorServiceAccount}
+}
+
 // OrchestratorRules are all the orchestrator may do, in its tenant's namespace
 // only: manage claims, read sandboxes. No secrets, no pods, no exec.
 func OrchestratorRules() []rbacv1.PolicyRule {

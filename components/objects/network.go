@@ -149,7 +149,35 @@ func NetworkPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.Network
 	if r, ok := metadataServerRule(p, t); ok {
 		egress(AllowMetadataServerPolicy, r)
 	}
+	if np := orchestratorMetadataServerPolicy(p, t); np != nil {
+		out = append(out, np)
+	}
 	return out, nil
+}
+
+// AllowOrchestratorMetadataServerPolicy lets the orchestrator's own pods reach
+// the GKE metadata server when the orchestrator has a workload identity.
+const AllowOrchestratorMetadataServerPolicy = "allow-gke-metadata-server-orchestrator"
+
+// orchestratorMetadataServerPolicy is the metadata server hole (TCP 80 to
+// 169.254.169.254/32) for the pods labelled IdentityLabel=agent-orchestrator
+// only, so that an orchestrator with a workload identity can get its tokens
+// under the tenant's default-deny. The label is bound to the orchestrator's
+// service account by the tenant's orchestrator-identity guardrail: no pod
+// running as anything else, no sandbox, template or claim may carry it. nil
+// unless model.Platform.OrchestratorNeedsMetadataServer.
+func orchestratorMetadataServerPolicy(p *model.Platform, t model.Tenant) *networkingv1.NetworkPolicy {
+	if !p.OrchestratorNeedsMetadataServer(t) {
+		return nil
+	}
+	return netpol(p, t, AllowOrchestratorMetadataServerPolicy, networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: OrchestratorPodLabels()},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+		Egress: []networkingv1.NetworkPolicyEgressRule{{
+			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: model.GKEMetadataServerCIDR}}},
+			Ports: []networkingv1.NetworkPolicyPort{port(model.GKEMetadataServerProto, model.GKEMetadataServerPort)},
+		}},
+	})
 }
 
 // metadataServerRule is the one hole a workload identity of the agent needs

@@ -20,6 +20,11 @@ cluster {
   authorized_networks = var.admin_networks
   dataplane_v2        = true
   workload_identity   = true
+
+  # The tenants' egress fqdns are enforced by GKE FQDN network policy. On
+  # purpose, not derived from the tenants: turning it off later replaces the
+  # whole cluster, which Paddock refuses unless allow_replacement = true.
+  fqdn_network_policy = true
 }
 
 # GKE Sandbox: every node runs gVisor, and GKE labels and taints the nodes

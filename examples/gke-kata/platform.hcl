@@ -43,8 +43,9 @@ agent_sandbox {
 
 # kata-deploy (pinned, installed by Paddock on the KVM pool) puts the
 # "kata-qemu" handler on the KVM nodes. Each sandbox's VM is counted in
-# scheduling and quota: the pod overhead defaults to kata-deploy's own figures
-# for QEMU (250m CPU, 320Mi memory); set overhead = { cpu, memory } to change it.
+# scheduling and quota: the pod overhead defaults to 250m CPU and 320Mi memory
+# for QEMU (Paddock's conservative figure; kata-deploy 3.20.0 ships 160Mi); set
+# overhead = { cpu, memory } to change it.
 runtime_class "kata" {
   handler   = "kata-qemu"
   node_pool = "kata"

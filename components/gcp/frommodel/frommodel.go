@@ -42,15 +42,19 @@ func Args(p *model.Platform) spec.PlatformArgs {
 		a.Cluster.DisableDataplaneV2 = c.NoDataplaneV2
 		a.Cluster.DisableWorkloadIdentity = c.NoWorkloadIdentity
 		a.Cluster.AllowDeletion = c.AllowDeletion
+		// Explicit, never derived from the tenants: GKE replaces the cluster
+		// when the flag goes off, so removing the last tenant's fqdns must not
+		// turn it off.
+		a.Cluster.FQDNNetworkPolicy = c.FQDNNetworkPolicy
 	}
 	var namespaces []string
 	for _, t := range p.Tenants {
 		namespaces = append(namespaces, t.Namespace)
 		// The in-cluster layer applies a GKE FQDNNetworkPolicy for every tenant
 		// with an allow-list (components/objects.FQDNPolicy): the cluster must
-		// serve them.
+		// serve them (GCP-018).
 		if len(t.Egress.FQDNs) > 0 && !t.Egress.Unrestricted {
-			a.Cluster.FQDNNetworkPolicy = true
+			a.FQDNNamespaces = append(a.FQDNNamespaces, t.Namespace)
 		}
 	}
 	sort.Strings(namespaces)
@@ -58,6 +62,21 @@ func Args(p *model.Platform) spec.PlatformArgs {
 	for _, np := range p.NodePools {
 		a.NodePools = append(a.NodePools, nodePool(np))
 	}
+
+	// What the nodes pull: every template's image and the Agent Sandbox
+	// controller's (pinned by digest as components/objects.ReleaseOptions
+	// does). The node service account may read the Artifact Registry
+	// repositories among them.
+	for _, t := range p.Tenants {
+		for _, tpl := range t.Templates {
+			a.Images = append(a.Images, tpl.Image)
+		}
+	}
+	controller := p.AgentSandbox.Image
+	if d := p.AgentSandbox.Digest; d != "" && !strings.Contains(controller, "@") {
+		controller += "@" + d
+	}
+	a.Images = append(a.Images, controller)
 
 	// The spec's Kata runtime classes name the shims kata-deploy installs;
 	// the in-cluster layer creates exactly those RuntimeClasses.

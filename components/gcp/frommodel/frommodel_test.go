@@ -34,23 +34,27 @@ func TestArgsCluster(t *testing.T) {
 cluster {
   release_channel     = "stable"
   authorized_networks = ["203.0.113.0/24", "198.51.100.7/32"]
+  fqdn_network_policy = true
 }
 tenant "a" {
   egress { fqdns = ["api.example.com"] }
 }
 `)
-	c := Args(p).Cluster
+	a := Args(p)
 	want := spec.ClusterArgs{
 		Project: "my-project", Location: "europe-west4", Name: "demo", ReleaseChannel: "STABLE",
 		AuthorizedNetworks: []spec.AuthorizedNetwork{{CIDR: "203.0.113.0/24"}, {CIDR: "198.51.100.7/32"}},
 		FQDNNetworkPolicy:  true,
 	}
-	if !reflect.DeepEqual(c, want) {
-		t.Errorf("cluster = %+v\nwant      %+v", c, want)
+	if !reflect.DeepEqual(a.Cluster, want) {
+		t.Errorf("cluster = %+v\nwant      %+v", a.Cluster, want)
+	}
+	if !reflect.DeepEqual(a.FQDNNamespaces, []string{"agents-a"}) {
+		t.Errorf("FQDN namespaces %v", a.FQDNNamespaces)
 	}
 
-	// Loosened: every knob maps to the GCP layer's loosening field; no tenant
-	// lists FQDNs, so no FQDN network policy.
+	// Loosened: every knob maps to the GCP layer's loosening field; FQDN
+	// network policy stays off unless the spec turns it on.
 	p = load(t, gkeHead+`
 cluster {
   private_nodes       = false
@@ -59,12 +63,46 @@ cluster {
   deletion_protection = false
 }
 `)
-	c = Args(p).Cluster
+	c := Args(p).Cluster
 	if !c.PublicNodes || !c.DisableDataplaneV2 || !c.DisableWorkloadIdentity || c.FQDNNetworkPolicy || !c.AllowDeletion {
 		t.Errorf("loosened cluster = %+v", c)
 	}
 	if c.ReleaseChannel != "REGULAR" {
 		t.Errorf("default release channel %q", c.ReleaseChannel)
+	}
+}
+
+// FQDN network policy is explicit and sticky: removing the last tenant's
+// fqdns leaves it on (GKE would replace the cluster to turn it off), and
+// fqdns without it are refused by GCP-018 at the cluster block.
+func TestArgsFQDNNetworkPolicyIsExplicit(t *testing.T) {
+	p := load(t, gkeHead+`
+cluster { fqdn_network_policy = true }
+tenant "a" {}
+`)
+	if a := Args(p); !a.Cluster.FQDNNetworkPolicy || len(a.FQDNNamespaces) != 0 {
+		t.Errorf("without fqdns: policy %v, namespaces %v; want on and none", a.Cluster.FQDNNetworkPolicy, a.FQDNNamespaces)
+	}
+	p = load(t, gkeHead+`
+tenant "a" {
+  egress { fqdns = ["api.example.com"] }
+}
+`)
+	a := Args(p)
+	if a.Cluster.FQDNNetworkPolicy {
+		t.Error("FQDN network policy derived from the tenants' fqdns")
+	}
+	var found bool
+	for _, v := range rules.Validate(a) {
+		if v.Rule == "GCP-018" {
+			found = true
+			if obj, src := Source(p, v); obj != "cluster" || src != p.Target.Src {
+				t.Errorf("GCP-018 reported at %s %v, want the target block (there is no cluster block)", obj, src)
+			}
+		}
+	}
+	if !found {
+		t.Error("fqdns without fqdn_network_policy pass the GCP rules")
 	}
 }
 
@@ -284,5 +322,24 @@ audit_sink "gcs" {
 		if _, r := Source(p, v); r.Filename != "spec.hcl" {
 			t.Errorf("%s [%s] has no source", v.Field(), v.Rule)
 		}
+	}
+}
+
+// The images the nodes pull are every template's and the Agent Sandbox
+// controller's, pinned as the in-cluster layer pins it.
+func TestArgsImages(t *testing.T) {
+	p := load(t, gkeHead+`
+tenant "a" {
+  template "t1" { image = "europe-docker.pkg.dev/my-project/agents/a:1" }
+  template "t2" { image = "python:3.12-slim" }
+}
+tenant "b" {
+  template "t" { image = "europe-docker.pkg.dev/my-project/agents/b:2" }
+}
+`)
+	got := Args(p).Images
+	want := []string{"europe-docker.pkg.dev/my-project/agents/a:1", "python:3.12-slim", "europe-docker.pkg.dev/my-project/agents/b:2", p.AgentSandbox.Image}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("images %v, want %v", got, want)
 	}
 }

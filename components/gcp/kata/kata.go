@@ -33,6 +33,15 @@ var (
 	Image   = pins.KataDeployImage + ":" + pins.KataDeploy + "@" + pins.KataDeployDigest
 )
 
+// ImageOf is the kata-deploy image the install pulls: the mirror args name,
+// or the pinned Image.
+func ImageOf(args spec.KataArgs) string {
+	if args.Image != "" {
+		return args.Image
+	}
+	return Image
+}
+
 // Names of the objects kata-deploy runs as.
 const (
 	Namespace      = "kube-system"
@@ -44,10 +53,7 @@ const (
 // Objects are every object of the install, in creation order: RBAC, the
 // DaemonSet, the RuntimeClasses (none when args.ExternalRuntimeClasses).
 func Objects(args spec.KataArgs) []runtime.Object {
-	image := args.Image
-	if image == "" {
-		image = Image
-	}
+	image := ImageOf(args)
 	labels := merge(args.Labels, map[string]string{"app.kubernetes.io/name": "kata-deploy", "app.kubernetes.io/version": Version})
 	shims := args.KataShims()
 	yes := true
@@ -101,8 +107,12 @@ func Objects(args spec.KataArgs) []runtime.Object {
 							Env: []corev1.EnvVar{
 								{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 								{Name: "DEBUG", Value: "false"},
-								{Name: "SHIMS_X86_64", Value: strings.Join(shims, " ")},
-								{Name: "DEFAULT_SHIM_X86_64", Value: defaultShim(shims)},
+								// The names the pinned release reads (3.20.0: SHIMS and
+								// DEFAULT_SHIM; the per-architecture SHIMS_X86_64 came in
+								// 3.22.0). An unknown name is ignored and every shim gets
+								// installed; testdata/kata-deploy-env.txt pins the list.
+								{Name: "SHIMS", Value: strings.Join(shims, " ")},
+								{Name: "DEFAULT_SHIM", Value: defaultShim(shims)},
 								{Name: "CREATE_RUNTIMECLASSES", Value: "false"},
 								{Name: "CREATE_DEFAULT_RUNTIMECLASS", Value: "false"},
 							},
@@ -212,10 +222,7 @@ func NewInstall(ctx *pulumi.Context, name string, args *spec.KataArgs, opts ...p
 		}
 		deps = append(deps, r)
 	}
-	image := args.Image
-	if image == "" {
-		image = Image
-	}
+	image := ImageOf(*args)
 	var names pulumi.StringArray
 	if !args.ExternalRuntimeClasses {
 		for _, rc := range args.KataRuntimeClasses() {

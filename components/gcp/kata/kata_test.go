@@ -72,7 +72,7 @@ func TestObjects(t *testing.T) {
 			for _, e := range x.Spec.Template.Spec.Containers[0].Env {
 				env[e.Name] = e.Value
 			}
-			if x.Spec.Template.Spec.Containers[0].Image != a.Image || env["SHIMS_X86_64"] != "clh" || env["DEFAULT_SHIM_X86_64"] != "clh" {
+			if x.Spec.Template.Spec.Containers[0].Image != a.Image || env["SHIMS"] != "clh" || env["DEFAULT_SHIM"] != "clh" {
 				t.Errorf("override not applied: %s %v", x.Spec.Template.Spec.Containers[0].Image, env)
 			}
 		case *nodev1.RuntimeClass:
@@ -102,7 +102,7 @@ func TestObjectsExternalRuntimeClasses(t *testing.T) {
 		t.Fatal("no kata-deploy DaemonSet")
 	}
 	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == "SHIMS_X86_64" && e.Value != "qemu" {
+		if e.Name == "SHIMS" && e.Value != "qemu" {
 			t.Errorf("shims %q, want qemu", e.Value)
 		}
 	}

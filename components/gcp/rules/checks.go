@@ -85,6 +85,18 @@ func init() {
 	})
 
 	register(Rule{
+		ID: "GCP-018", Title: "FQDN allow-lists need FQDN network policy",
+		Hint: "Set cluster { fqdn_network_policy = true } (sticky: turning it off later replaces the cluster), or drop the tenants' fqdns.",
+		check: func(p spec.PlatformArgs) []Violation {
+			if len(p.FQDNNamespaces) == 0 || p.Cluster.FQDNNetworkPolicy {
+				return nil
+			}
+			return []Violation{v("cluster", "fqdn_network_policy", "tenant namespaces %s allow egress by host name (fqdns), which GKE enforces only with FQDN network policy, and the cluster leaves it off",
+				strings.Join(p.FQDNNamespaces, ", "))}
+		},
+	})
+
+	register(Rule{
 		ID: "GCP-005", Title: "Workload identity needs the workload pool",
 		Hint: "Keep workload_identity on for the cluster (the default), or give no tenant identity cloud access.",
 		check: func(p spec.PlatformArgs) []Violation {
@@ -101,7 +113,7 @@ func init() {
 
 	register(Rule{
 		ID: "GCP-006", Title: "Node pool names and sizes",
-		Hint: "Name pools with 1-40 lowercase letters, digits and dashes, each once, and give the autoscaler 0 <= min <= max, max >= 1.",
+		Hint: "Name pools with 1-40 lowercase letters, digits and dashes, each once, and give the autoscaler 0 <= min <= max, max >= 1 (min >= 1 for the system pool).",
 		check: func(p spec.PlatformArgs) []Violation {
 			var out []Violation
 			seen := map[string]bool{}
@@ -116,6 +128,12 @@ func init() {
 				seen[np.Name] = true
 				if np.MinNodes < 0 || np.MaxNodes < 1 || np.MinNodes > np.MaxNodes {
 					out = append(out, v(e.addr, "autoscaling", "min %d, max %d: want 0 <= min <= max and max >= 1", np.MinNodes, np.MaxNodes))
+				} else if e.addr == "system_pool" && np.MinNodes < 1 {
+					// Every other pool is tainted for sandboxes: with the system
+					// pool at zero, kube-dns, GKE's agents and the Agent Sandbox
+					// controller (and its webhook) have no node until the
+					// autoscaler reacts to a pending pod, and claims fail meanwhile.
+					out = append(out, v(e.addr, "autoscaling", "min %d: the system pool must keep at least one node (GKE's own workloads and the Agent Sandbox controller run only there)", np.MinNodes))
 				}
 				if !machineRE.MatchString(np.MachineType) {
 					out = append(out, v(e.addr, "machine_type", "%q is not a Compute Engine machine type", np.MachineType))
@@ -205,7 +223,7 @@ func init() {
 			var out []Violation
 			for _, np := range p.PoolsOf(spec.IsolationKVM) {
 				if np.ImageType != spec.ImageUbuntuContainerd {
-					out = append(out, v(poolAddr(np), "image_type", "%s supports neither nested virtualisation nor the kata-deploy install; kvm pools need %s", np.ImageType, spec.ImageUbuntuContainerd))
+					out = append(out, v(poolAddr(np), "image_type", "kata-deploy cannot install the Kata runtime on %s (a read-only root, noexec writable mounts); kvm pools need %s", np.ImageType, spec.ImageUbuntuContainerd))
 				}
 			}
 			return out

@@ -18,6 +18,7 @@ func valid() spec.PlatformArgs {
 			AuthorizedNetworks: []spec.AuthorizedNetwork{{CIDR: "203.0.113.0/24"}},
 			FQDNNetworkPolicy:  true,
 		},
+		FQDNNamespaces: []string{"agents-team-a"},
 		NodePools: []spec.NodePoolArgs{
 			{Name: "gvisor", Isolation: spec.IsolationGVisor, MachineType: "e2-standard-4", MinNodes: 1, MaxNodes: 3, Labels: map[string]string{"team": "a"}},
 			{Name: "kata", Isolation: spec.IsolationKVM, MachineType: "n2-standard-4", MinNodes: 0, MaxNodes: 2},
@@ -80,12 +81,17 @@ func TestEachRuleRejectsWhatItGuards(t *testing.T) {
 		{"master cidr public", func(p *spec.PlatformArgs) { p.Cluster.MasterCIDR = "8.8.8.0/28" }, "GCP-003", "cluster.master_cidr", "private IPv4 /28"},
 		{"private endpoint public nodes", func(p *spec.PlatformArgs) { p.Cluster.PrivateEndpoint, p.Cluster.PublicNodes = true, true }, "GCP-003", "cluster.private_endpoint", "needs private nodes"},
 		{"fqdn without dpv2", func(p *spec.PlatformArgs) { p.Cluster.DisableDataplaneV2 = true }, "GCP-004", "cluster.dataplane_v2", "Dataplane V2"},
+		{"fqdns without fqdn policy", func(p *spec.PlatformArgs) { p.Cluster.FQDNNetworkPolicy = false }, "GCP-018", "cluster.fqdn_network_policy", "agents-team-a allow egress by host name"},
 		{"identity without pool", func(p *spec.PlatformArgs) { p.Cluster.DisableWorkloadIdentity = true }, "GCP-005", "workload_identity.agents-team-a/tool-gateway", "paddock-test.svc.id.goog"},
 		{"bad pool name", func(p *spec.PlatformArgs) { p.NodePools[0].Name = "GVisor" }, "GCP-006", "node_pool.GVisor.name", "not a valid node pool name"},
 		{"duplicate pool", func(p *spec.PlatformArgs) { p.NodePools[1].Name = "gvisor" }, "GCP-006", "node_pool.gvisor.name", "declared twice"},
 		{"pool named system", func(p *spec.PlatformArgs) { p.NodePools[1].Name = "system" }, "GCP-006", "node_pool.system.name", "declared twice"},
 		{"min above max", func(p *spec.PlatformArgs) { p.NodePools[0].MinNodes = 5 }, "GCP-006", "node_pool.gvisor.autoscaling", "min 5, max 3"},
 		{"max zero", func(p *spec.PlatformArgs) { p.NodePools[0].MinNodes, p.NodePools[0].MaxNodes = 0, 0 }, "GCP-006", "node_pool.gvisor.autoscaling", "max >= 1"},
+		{"system pool may scale to zero", func(p *spec.PlatformArgs) {
+			p.SystemPool = spec.DefaultSystemPool()
+			p.SystemPool.MinNodes = 0
+		}, "GCP-006", "system_pool.autoscaling", "at least one node"},
 		{"no machine type", func(p *spec.PlatformArgs) { p.NodePools[0].MachineType = "" }, "GCP-006", "node_pool.gvisor.machine_type", "not a Compute Engine machine type"},
 		{"tiny disk", func(p *spec.PlatformArgs) { p.NodePools[0].DiskSizeGB = 5 }, "GCP-006", "node_pool.gvisor.disk_size_gb", "10 GB"},
 		{"sandboxed system pool", func(p *spec.PlatformArgs) {

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -119,9 +121,13 @@ func (np NodePoolArgs) WithDefaults() NodePoolArgs {
 	return np
 }
 
-// DefaultImageType is the node image of an isolation: Ubuntu for KVM (COS has
-// no nested virtualisation and a read-only root kata-deploy cannot install
-// into), COS everywhere else (GKE Sandbox requires it).
+// DefaultImageType is the node image of an isolation: Ubuntu for KVM, COS
+// everywhere else (GKE Sandbox requires it). GKE supports nested
+// virtualisation on COS as well (from 1.28.4-gke.1083000); what rules COS
+// out for KVM pools is kata-deploy, which copies the Kata runtime to
+// /opt/kata on the host, executes it from there and rewrites containerd's
+// configuration, while COS keeps its root read-only and mounts its writable
+// paths noexec. Ubuntu nodes take that install as kata-deploy expects.
 func DefaultImageType(isolation string) string {
 	if isolation == IsolationKVM {
 		return ImageUbuntuContainerd
@@ -251,8 +257,10 @@ func (k KataArgs) KataShims() []string {
 
 // KataOverhead is the pod overhead (cpu, memory) of a Kata shim: the VMM and
 // guest kernel the scheduler must account for on top of the pod's requests.
-// The values follow kata-deploy's own RuntimeClasses (QEMU at 320Mi so the VMM
-// is not OOM-killed inside small pod cgroups).
+// The CPU figures and Cloud Hypervisor's 130Mi are those of kata-deploy
+// 3.20.0's own RuntimeClasses. QEMU's 320Mi is Paddock's conservative choice,
+// twice kata-deploy's 160Mi: an undercounted VMM is memory the scheduler and
+// the tenant quota do not see.
 var KataOverhead = map[string][2]string{
 	"qemu": {"250m", "320Mi"},
 	"clh":  {"250m", "130Mi"},
@@ -470,4 +478,68 @@ users:
 // KubeconfigContext is the context name of a cluster's kubeconfig.
 func KubeconfigContext(project, location, cluster string) string {
 	return fmt.Sprintf("gke_%s_%s_%s", project, location, cluster)
+}
+
+// ArtifactRegistryRepository is one Docker repository of Artifact Registry.
+type ArtifactRegistryRepository struct {
+	Project    string // "my-project", or "example.com:my-project" (domain-scoped)
+	Location   string // "us", "europe-west4"
+	Repository string
+}
+
+// String is the repository's image path prefix.
+func (r ArtifactRegistryRepository) String() string {
+	return r.Location + "-docker.pkg.dev/" + strings.Replace(r.Project, ":", "/", 1) + "/" + r.Repository
+}
+
+// ParseArtifactRegistryImage returns the Artifact Registry repository image
+// lives in: LOCATION-docker.pkg.dev/PROJECT/REPOSITORY/IMAGE[:tag][@digest],
+// where a domain-scoped project is written DOMAIN/PROJECT. ok is false for an
+// image anywhere else.
+func ParseArtifactRegistryImage(image string) (r ArtifactRegistryRepository, ok bool) {
+	host, path, found := strings.Cut(image, "/")
+	location, isAR := strings.CutSuffix(host, "-docker.pkg.dev")
+	if !found || !isAR || !arLocationRE.MatchString(location) {
+		return r, false
+	}
+	parts := strings.Split(path, "/")
+	project := parts[0]
+	if strings.Contains(project, ".") && len(parts) > 1 {
+		project, parts = parts[0]+":"+parts[1], parts[1:]
+	}
+	// PROJECT, REPOSITORY and at least one image path element.
+	if len(parts) < 3 || project == "" || !arRepositoryRE.MatchString(parts[1]) {
+		return r, false
+	}
+	return ArtifactRegistryRepository{Project: project, Location: location, Repository: parts[1]}, true
+}
+
+var (
+	arLocationRE   = regexp.MustCompile(`^[a-z]+(-[a-z]+[0-9]+)?$`)
+	arRepositoryRE = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
+)
+
+// ImageRepositories splits images into the distinct Artifact Registry
+// repositories they live in and the images that live elsewhere, both sorted.
+func ImageRepositories(images ...string) (repos []ArtifactRegistryRepository, elsewhere []string) {
+	seenRepo, seenImage := map[ArtifactRegistryRepository]bool{}, map[string]bool{}
+	for _, img := range images {
+		if img == "" {
+			continue
+		}
+		if r, ok := ParseArtifactRegistryImage(img); ok {
+			if !seenRepo[r] {
+				seenRepo[r] = true
+				repos = append(repos, r)
+			}
+			continue
+		}
+		if !seenImage[img] {
+			seenImage[img] = true
+			elsewhere = append(elsewhere, img)
+		}
+	}
+	sort.Slice(repos, func(i, j int) bool { return repos[i].String() < repos[j].String() })
+	sort.Strings(elsewhere)
+	return repos, elsewhere
 }

@@ -52,6 +52,9 @@ const (
 	// NodeServiceAccountRole is the least-privilege role GKE documents for the
 	// nodes' own service account (logs, metrics, resource metadata).
 	NodeServiceAccountRole = "roles/container.defaultNodeServiceAccount"
+	// ImagePullRole lets the nodes pull from one Artifact Registry repository;
+	// it is granted on the repository, never on the project.
+	ImagePullRole = "roles/artifactregistry.reader"
 	// CloudPlatformScope is the only OAuth scope nodes get; what they may do is
 	// decided by the node service account's IAM roles.
 	CloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform"
@@ -129,7 +132,9 @@ type ClusterArgs struct {
 	// kubeconfig then points there and `up` must run from inside the VPC.
 	PrivateEndpoint bool
 	// FQDNNetworkPolicy turns on GKE FQDN network policies (egress allowlists by
-	// host name); it needs Dataplane V2.
+	// host name); it needs Dataplane V2. GKE replaces the cluster when it is
+	// turned off again, so it is set explicitly, never derived from what the
+	// tenants happen to list today.
 	FQDNNetworkPolicy bool
 	// DataAccessAuditLogs turns on Data Access audit logs (DATA_READ and
 	// DATA_WRITE) for container.googleapis.com. Admin Activity logs, which carry
@@ -186,7 +191,8 @@ type NodePoolArgs struct {
 	// series with nested virtualisation (Intel: N1, N2, C2, C3), never E2.
 	MachineType string
 	// ImageType is the node image ("" = COS_CONTAINERD, or UBUNTU_CONTAINERD
-	// for KVM: COS supports neither nested virtualisation nor kata-deploy).
+	// for KVM: GKE offers nested virtualisation on COS too, from
+	// 1.28.4-gke.1083000, but kata-deploy cannot install into COS).
 	ImageType string
 	// MinNodes and MaxNodes bound the autoscaler, per zone of the pool.
 	MinNodes int
@@ -339,6 +345,18 @@ type PlatformArgs struct {
 	SystemPool NodePoolArgs
 	// NodePools are the sandbox pools (gVisor, KVM).
 	NodePools []NodePoolArgs
+	// FQDNNamespaces are the tenant namespaces whose egress allow-list by
+	// host name the in-cluster layer applies as GKE FQDNNetworkPolicies: they
+	// need Cluster.FQDNNetworkPolicy (GCP-018).
+	FQDNNamespaces []string
+	// Images are the container images the nodes pull for the platform (the
+	// sandbox templates, a mirror of the Agent Sandbox controller). GKE's node
+	// role reads no private repository: the node service account gets
+	// roles/artifactregistry.reader on each Artifact Registry repository
+	// they name (and the Kata image's). An image anywhere else must be
+	// pullable without credentials, through Cloud NAT on private nodes: it is
+	// declared as a prerequisite (Platform.PullPrerequisites), not granted.
+	Images []string
 	// Kata configures the Kata install, made when any pool is KVM.
 	Kata               KataArgs
 	WorkloadIdentities []WorkloadIdentityArgs

@@ -347,3 +347,29 @@ func TestAlertFilters(t *testing.T) {
 		t.Errorf("uptime filter: %s", u)
 	}
 }
+
+func TestParseArtifactRegistryImage(t *testing.T) {
+	for image, want := range map[string]string{
+		"us-docker.pkg.dev/paddock-example-prod/agents/runtime:1.4.2":            "us-docker.pkg.dev/paddock-example-prod/agents",
+		"europe-west4-docker.pkg.dev/p-1234/repo/a/b/c@sha256:" + strings64("f"): "europe-west4-docker.pkg.dev/p-1234/repo",
+		"us-docker.pkg.dev/example.com/scoped-project/repo/img:1":                "us-docker.pkg.dev/example.com/scoped-project/repo",
+		"python:3.12-slim":                     "",
+		"docker.io/library/python:3.12":        "",
+		"gcr.io/paddock/x:1":                   "",
+		"us-docker.pkg.dev/project-only":       "", // no repository, no image
+		"us-docker.pkg.dev/project/repo":       "", // a repository is not an image
+		"evil.example/us-docker.pkg.dev/p/r/i": "",
+		"us-maven.pkg.dev/p/r/i":               "",
+	} {
+		r, ok := ParseArtifactRegistryImage(image)
+		if got := map[bool]string{true: r.String(), false: ""}[ok]; got != want {
+			t.Errorf("ParseArtifactRegistryImage(%q) = %q, want %q", image, got, want)
+		}
+	}
+	r, _ := ParseArtifactRegistryImage("us-docker.pkg.dev/example.com/scoped-project/repo/img:1")
+	if r.Project != "example.com:scoped-project" || r.Location != "us" || r.Repository != "repo" {
+		t.Errorf("domain-scoped project: %+v", r)
+	}
+}
+
+func strings64(c string) string { return strings.Repeat(c, 64) }

@@ -13,7 +13,8 @@ agent_sandbox {
 }
 
 cluster {
-  dataplane_v2 = false
+  dataplane_v2        = false
+  fqdn_network_policy = true
 }
 
 tenant "research" {

@@ -319,6 +319,25 @@ runtime_class "kata" {
       ports = /*@*/[70000]
     }
   }`), "Value out of range", "between 1 and 65535"},
+		{"allow cidr with a zero-padded prefix length", ten(`egress {
+    allow {
+      cidr  = /*@*/"10.40.0.0/016"
+      ports = [443]
+    }
+  }`), "Invalid CIDR", `bad bits after slash: "016"`},
+		{"allow cidr IPv4-mapped", ten(`egress {
+    allow {
+      cidr  = /*@*/"::ffff:169.254.169.254/128"
+      ports = [443]
+    }
+  }`), "Invalid CIDR", "write the IPv4 range it means"},
+		{"proxy cidr with a zero-padded prefix length", ten(`egress {
+    proxy {
+      url  = "http://10.0.0.5:3128"
+      cidr = /*@*/"10.0.0.5/032"
+    }
+  }`), "Invalid CIDR", `bad bits after slash: "032"`},
+		{"authorized network zero-padded", gke(`cluster { authorized_networks = /*@*/["203.0.113.0/024"] }`), "Invalid CIDR", "CIDR notation"},
 		{"allow protocol", ten(`egress {
     allow {
       cidr     = "10.0.0.0/8"

@@ -3,7 +3,6 @@ package schemas
 import (
 	"fmt"
 	"math"
-	"net"
 	"net/url"
 	"path"
 	"regexp"
@@ -254,14 +253,25 @@ func (b *builder) cluster(cfg *config) {
 	b.p.Cluster = &c
 }
 
-// cidr reports a value of attr that is not a CIDR.
+// cidr reports a value of attr that is not a CIDR. It reads it with
+// model.ParseCIDR, the parser every later stage uses, so a range that passes
+// here never fails later.
 func (b *builder) cidr(attr *hcl.Attribute, s string) bool {
-	if _, _, err := net.ParseCIDR(s); err != nil {
+	if _, err := model.ParseCIDR(s); err != nil {
 		b.errorf(attr.Expr.Range(), "Invalid CIDR",
-			"%q is not an address range in CIDR notation, such as \"10.0.0.0/8\" or \"203.0.113.7/32\".", s)
+			"%q is not an address range in CIDR notation, such as \"10.0.0.0/8\" or \"203.0.113.7/32\" (%s).", s, cidrReason(err))
 		return false
 	}
 	return true
+}
+
+// cidrReason is the parser's complaint without the repeated input.
+func cidrReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "): "); i >= 0 && strings.HasPrefix(msg, "netip.ParsePrefix(") {
+		return msg[i+3:]
+	}
+	return msg
 }
 
 func (b *builder) nodePool(n *node) (model.NodePool, bool) {

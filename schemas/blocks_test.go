@@ -134,7 +134,9 @@ func TestLoadLooseningKnobs(t *testing.T) {
 	check(t, "tenant", []any{a.Namespace, a.PodSecurity, a.Quota.Disabled, a.LimitRange.Disabled, a.Identity.Orchestrator, a.Egress.Unrestricted},
 		[]any{"default", "privileged", true, true, false, true})
 	check(t, "token", []any{a.Identity.ToolGatewayToken.Audience, a.Identity.ToolGatewayToken.Expiration, a.Identity.ToolGatewayToken.MountPath}, []any{"tool-gateway", 12 * time.Hour, "/var/run/secrets/tokens"})
-	check(t, "allow", []any{a.Egress.Allows[0].CIDR, a.Egress.Allows[0].Ports, a.Egress.Allows[0].Protocol}, []any{"0.0.0.0/0", []int32{80, 443, 53}, "TCP"})
+	b := p.Tenants[1]
+	check(t, "allow", []any{b.Egress.Allows[0].CIDR, b.Egress.Allows[0].Ports, b.Egress.Allows[0].Protocol}, []any{"0.0.0.0/0", []int32{80, 443, 53}, "TCP"})
+	check(t, "proxy", []any{b.Egress.Proxy.CIDR, b.Egress.Proxy.Port}, []any{"169.254.169.254/32", int32(80)})
 	check(t, "claims", []any{a.Claims.TTL, a.Claims.MaxTTL, a.Claims.ShutdownPolicy}, []any{time.Duration(0), time.Duration(0), "Retain"})
 	tpl := a.Templates[0]
 	check(t, "knobs", []any{tpl.AllowRoot, tpl.RunAsUser, tpl.Seccomp, tpl.AllowPrivilegeEscalation, tpl.Privileged, tpl.WritableRootFilesystem, tpl.AddCapabilities, tpl.AutomountServiceAccountToken},
@@ -154,6 +156,7 @@ func TestLoadLooseningKnobs(t *testing.T) {
 		{a.Attrs, "pod_security", "pod_security "},
 		{a.Quota.Attrs, "enabled", "enabled = false # PDK-103"},
 		{a.Claims.Attrs, "shutdown_policy", "shutdown_policy "},
+		{b.Egress.Proxy.Attrs, "cidr", "cidr = \"169.254.169.254/32\""},
 		{cl.Attrs, "dataplane_v2", "dataplane_v2 "},
 		{p.AgentSandbox.Attrs, "image", "image   = \"registry.k8s.io"},
 	} {

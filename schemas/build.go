@@ -955,7 +955,7 @@ func (b *builder) egress(n *node, eg model.Egress) model.Egress {
 }
 
 func (b *builder) proxy(n *node) *model.EgressProxy {
-	px := &model.EgressProxy{Src: n.src()}
+	px := &model.EgressProxy{Src: n.src(), Attrs: n.attrs()}
 	raw, st := b.str(n.attr("url"))
 	if b.required(st, n.attr("url"), n.blockMeta, "url", "the proxy URL", `url = "http://squid.egress.svc.cluster.local:3128"`) == set {
 		px.URL = raw

@@ -268,7 +268,7 @@ func SandboxTemplate(p *model.Platform, t model.Tenant, tpl model.Template) (*ex
 		Containers: []corev1.Container{container},
 		Volumes:    volumes,
 	}
-	netpol, mgmt, err := templateNetworkPolicy(p, t)
+	netpol, mgmt, _, err := templateNetworkPolicy(p, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -305,32 +305,43 @@ func seccompProfile(s string) *corev1.SeccompProfile {
 // templateNetworkPolicy is the controller-managed policy of the template's
 // sandboxes, mirroring the namespace's egress holes (belt and braces: it
 // survives namespace policy edits). No ingress rule: nothing dials a sandbox.
-func templateNetworkPolicy(p *model.Platform, t model.Tenant) (*extv1beta1.NetworkPolicySpec, extv1beta1.NetworkPolicyManagement, error) {
+// origins are those of its egress rules, by index; without a policy of its own
+// (default_deny = false) the controller applies ControllerDefaultEgress, and
+// origins are those of its rules.
+func templateNetworkPolicy(p *model.Platform, t model.Tenant) (*extv1beta1.NetworkPolicySpec, extv1beta1.NetworkPolicyManagement, []Origin, error) {
 	if t.Egress.Unrestricted {
 		// The controller's secure default (public internet only; RFC 1918 and
 		// metadata blocked) is the least it gets.
-		return nil, extv1beta1.NetworkPolicyManagementManaged, nil
+		at := Origin{Field: OriginDefaultDeny, Src: t.Egress.Attrs.At("default_deny", orSrc(t.Egress.Src, t.Src))}
+		origins := make([]Origin, len(ControllerDefaultEgress()))
+		for i := range origins {
+			origins[i] = at
+		}
+		return nil, extv1beta1.NetworkPolicyManagementManaged, origins, nil
+	}
+	tr, err := egressRules(p, t)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	np := &extv1beta1.NetworkPolicySpec{}
-	if t.Egress.DNS {
-		np.Egress = append(np.Egress, DNSEgressRule())
+	var origins []Origin
+	add := func(r originRule) {
+		np.Egress = append(np.Egress, r.rule)
+		origins = append(origins, r.origin)
 	}
-	rules, err := EgressRules(t)
-	if err != nil {
-		return nil, "", err
+	if tr.dns != nil {
+		add(*tr.dns)
 	}
-	np.Egress = append(np.Egress, rules...)
-	if r, ok := metadataServerRule(p, t); ok {
-		np.Egress = append(np.Egress, r)
+	for _, h := range tr.holes {
+		add(h)
 	}
-	if t.Egress.Proxy != nil {
-		r, err := proxyRule(t.Egress.Proxy)
-		if err != nil {
-			return nil, "", err
-		}
-		np.Egress = append(np.Egress, r)
+	if tr.metadata != nil {
+		add(*tr.metadata)
 	}
-	return np, extv1beta1.NetworkPolicyManagementManaged, nil
+	if tr.proxy != nil {
+		add(*tr.proxy)
+	}
+	return np, extv1beta1.NetworkPolicyManagementManaged, origins, nil
 }
 
 func resources(r model.Resources) (corev1.ResourceRequirements, error) {

@@ -307,6 +307,9 @@ runtime_class "kata" {
     tool_gateway_token { path = /*@*/"tokens" }
   }`), "Invalid mount path", "clean absolute directory"},
 		{"fqdn", ten(`egress { fqdns = /*@*/["https://api.example.com"] }`), "Invalid host name", "no scheme, port or path"},
+		{"fqdn wildcard over an ICANN public suffix", ten(`egress { fqdns = /*@*/["api.example.com", "*.co.uk"] }`), "Wildcard over a public suffix", `"co.uk", a public suffix`},
+		{"fqdn wildcard over a private public suffix", ten(`egress { fqdns = /*@*/["*.github.io"] }`), "Wildcard over a public suffix", "List the hosts"},
+		{"fqdn wildcard over a whole top-level domain", ten(`egress { fqdns = /*@*/["*.internal"] }`), "Invalid host name", "*.example.com"},
 		{"allow without ports", ten(`egress {
     /*@*/allow { cidr = "10.0.0.0/8" }
   }`), "Missing required argument", "needs the destination ports"},

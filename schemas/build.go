@@ -916,9 +916,14 @@ func (b *builder) egress(n *node, eg model.Egress) model.Egress {
 	}
 	if names, st := b.strList(n.attr("fqdns")); st == set {
 		for _, name := range names {
-			if !fqdnRe.MatchString(name) {
+			switch {
+			case !fqdnRe.MatchString(name):
 				b.errorf(n.attr("fqdns").Expr.Range(), "Invalid host name",
 					"%q is not a host name such as \"api.example.com\" or \"*.example.com\" (lower case, no scheme, port or path).", name)
+			case model.PublicSuffixWildcard(name):
+				b.errorf(n.attr("fqdns").Expr.Range(), "Wildcard over a public suffix",
+					"%q matches every host under %q, a public suffix where anyone can register a name (the public suffix list), so an agent could reach hosts an attacker controls. List the hosts, or a wildcard under a domain you control such as \"*.example.com\". (Policy rule PDK-504.)",
+					name, strings.TrimPrefix(name, "*."))
 			}
 		}
 		eg.FQDNs = names

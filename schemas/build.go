@@ -372,7 +372,7 @@ func (b *builder) agentSandbox(ac *node) model.AgentSandboxRelease {
 	switch st {
 	case set:
 		if problem := imageProblem(image); problem != "" {
-			b.errorf(ac.attr("image").Expr.Range(), "Invalid image", "The controller image %q %s Remove image to use the pinned release image.", image, problem)
+			b.errorf(ac.attr("image").Expr.Range(), "Invalid image", "The controller image %s %s Remove image to use the pinned release image.", clipValue(image), problem)
 		}
 		r.Image = image
 	case unset:
@@ -1039,7 +1039,7 @@ func (b *builder) template(tc *node) model.Template {
 	image, st := b.str(tc.attr("image"))
 	if b.required(st, tc.attr("image"), tc.blockMeta, "image", "a container image", `image = "python:3.12-slim"`) == set {
 		if problem := imageProblem(image); problem != "" {
-			b.errorf(tc.attr("image").Expr.Range(), "Invalid image", "The image %q %s", image, problem)
+			b.errorf(tc.attr("image").Expr.Range(), "Invalid image", "The image %s %s", clipValue(image), problem)
 		}
 		t.Image = image
 	}

@@ -407,3 +407,24 @@ func TestEgressPropertyEveryRenderedHoleHasAFinding(t *testing.T) {
 	}
 	t.Logf("%d specs loaded, %d rendered egress rules checked", loaded, checked)
 }
+
+// A finding on a megabyte-long line prints a window of it.
+func TestFindingSnippetClipped(t *testing.T) {
+	src := localHead + `tenant "a" {
+  egress {
+    allow {
+      cidr  = "0.0.0.0/0" # ` + strings.Repeat("x", 900<<10) + `
+      ports = [443]
+    }
+  }
+}
+`
+	r := policy.Check(mustLoadSource(t, src), testNow)
+	var out strings.Builder
+	if err := r.WriteText(&out, policy.TextOptions{Source: func(string) ([]byte, bool) { return []byte(src), true }}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fired(r, "PDK-504")) != 1 || out.Len() > 5000 || !strings.Contains(out.String(), `cidr  = "0.0.0.0/0"`) {
+		t.Errorf("%d bytes:\n%.3000s", out.Len(), out.String())
+	}
+}

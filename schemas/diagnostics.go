@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/mitchellh/go-wordwrap"
+
+	"github.com/paddock-platform/paddock/internal/snippet"
 )
 
 // detailWidth is the column at which diagnostic details are wrapped.
@@ -121,17 +123,15 @@ func writeSnippet(w io.Writer, src []byte, s hcl.Range) {
 			rest = nil
 		}
 		text := strings.TrimRight(string(line), "\r")
+		startCol, endCol := 0, 0
+		if n == s.Start.Line {
+			startCol, endCol = s.Start.Byte-lineStart, s.End.Byte-lineStart
+		}
+		// A line can be megabytes long: print a window around the subject.
+		text, startCol, endCol = snippet.Clip(text, startCol, endCol)
 		fmt.Fprintf(w, "  %*d: %s\n", width, n, text)
 
 		if n == s.Start.Line && s.End.Line == s.Start.Line {
-			startCol := s.Start.Byte - lineStart
-			endCol := s.End.Byte - lineStart
-			if startCol > len(text) {
-				startCol = len(text)
-			}
-			if endCol > len(text) {
-				endCol = len(text)
-			}
 			// Keep tabs so carets line up under tab-indented source.
 			var pad strings.Builder
 			for _, r := range text[:startCol] {

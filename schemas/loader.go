@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/paddock-platform/paddock/internal/snippet"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -162,7 +164,7 @@ func (l *Loader) load(files []*hcl.File, diags hcl.Diagnostics, opts LoadOptions
 	b.locals(cfg.Locals, cfg.LocalOrder)
 	p := b.build(cfg)
 	diags = append(diags, b.diags...)
-	diags = sortDiagnostics(dedupeDiagnostics(redactDiagnostics(diags, p.SensitiveValues())))
+	diags = sortDiagnostics(dedupeDiagnostics(clipDiagnostics(redactDiagnostics(diags, p.SensitiveValues()))))
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -243,6 +245,46 @@ func redactDiagnostics(diags hcl.Diagnostics, values []string) hcl.Diagnostics {
 		d.Expression, d.EvalContext = nil, nil
 	}
 	return diags
+}
+
+// clipDiagnostics cuts every long run of non-space characters in the text of
+// diags (a value quoted in a message can be a megabyte long) to
+// snippet.Width, so that every output (text, JSON, SARIF) stays readable.
+func clipDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
+	for _, d := range diags {
+		d.Summary = clipRuns(d.Summary)
+		d.Detail = clipRuns(d.Detail)
+	}
+	return diags
+}
+
+func clipRuns(s string) string {
+	if len(s) <= snippet.Width {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		i := strings.IndexAny(s, " \n\t")
+		if i < 0 {
+			i = len(s)
+		}
+		word := s[:i]
+		if len(word) > snippet.Width {
+			cut := snippet.Width / 2
+			for cut > 0 && !utf8.RuneStart(word[cut]) {
+				cut--
+			}
+			fmt.Fprintf(&b, "%s… (%d characters)", word[:cut], len(word))
+		} else {
+			b.WriteString(word)
+		}
+		if i < len(s) {
+			b.WriteByte(s[i])
+			i++
+		}
+		s = s[i:]
+	}
+	return b.String()
 }
 
 // dedupeDiagnostics drops exact repeats (a for_each tenant reports an error

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -62,8 +61,12 @@ func (dw *diagWriter) file(name string) *hcl.File {
 		return f
 	}
 	var f *hcl.File
-	if src, err := os.ReadFile(name); err == nil {
-		f, _ = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	if src, d := readSpecFile(name, nil); d == nil {
+		// The body names the blocks around a diagnostic; a file too deeply
+		// nested to parse safely gets its snippet without them.
+		if checkNesting(src, name, hcl.InitialPos, modeConfig) == nil {
+			f, _ = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		}
 		if f == nil {
 			f = &hcl.File{Bytes: src}
 		}

@@ -8,7 +8,7 @@ import (
 // Image references are checked with the reference grammar and its length
 // limits, at the image argument, with the value clipped in the message.
 func TestImageReferences(t *testing.T) {
-	long := "r.example.com/" + strings.Repeat("a", 5<<20) + ":1"
+	long := "r.example.com/" + strings.Repeat("a", 600<<10) + ":1"
 	for _, c := range []struct {
 		image  string
 		detail string // "" for a valid reference

@@ -35,13 +35,17 @@ const (
 	maxReplicas   = 100
 	maxCount      = 100000
 	maxNodes      = 1000
-	maxForEach    = 1000
 	minTokenLife  = 10 * time.Minute
 	maxTokenLife  = 24 * time.Hour
 	minClaimTTL   = time.Second
 	maxClaimTTL   = 365 * 24 * time.Hour
 	minSessionTTL = time.Minute
 )
+
+// MaxTenants bounds the tenants of a platform, however they are written
+// (tenant blocks, for_each, both): each is some twenty objects, and a
+// thousand are twenty thousand objects for one stack.
+const MaxTenants = 1000
 
 type builder struct {
 	evaluator
@@ -561,13 +565,33 @@ func (b *builder) tenants(tenants []*node) {
 			names[tn.Label] = tn.LabelRange
 		}
 	}
+	// full reports, once, a tenant past MaxTenants at at.
+	reported := false
+	full := func(at hcl.Range, how string) bool {
+		if len(b.p.Tenants) < MaxTenants {
+			return false
+		}
+		if !reported {
+			reported = true
+			b.errorf(at, "Too many tenants",
+				"%s makes tenant number %d; a platform has at most %d tenants, however they are written (tenant blocks and for_each together). Split the tenants over several platforms (each its own stack).",
+				how, MaxTenants+1, MaxTenants)
+		}
+		return true
+	}
 	for _, tn := range tenants {
 		fe := tn.attr("for_each")
 		if fe == nil {
+			if full(tn.DefRange, fmt.Sprintf("The tenant block %q", tn.Label)) {
+				continue
+			}
 			b.p.Tenants = append(b.p.Tenants, b.tenant(tn, tn.Label, namespaces))
 			continue
 		}
 		for _, inst := range b.forEach(fe) {
+			if full(fe.Expr.Range(), "for_each") {
+				break
+			}
 			if problem := dnsLabelProblem(inst.key); problem != "" {
 				b.errorf(fe.Expr.Range(), "Invalid tenant name",
 					"The for_each key %q names a tenant, but it %s It names Kubernetes objects, so it must be a DNS-1123 label.%s",
@@ -656,8 +680,8 @@ func (b *builder) forEach(attr *hcl.Attribute) []instance {
 	default:
 		return bad(fmt.Sprintf("for_each is %s.", ty.FriendlyName()))
 	}
-	if len(out) > maxForEach {
-		b.errorf(attr.Expr.Range(), "Too many tenants", "for_each makes %d tenants; at most %d are supported.", len(out), maxForEach)
+	if len(out) > MaxTenants {
+		b.errorf(attr.Expr.Range(), "Too many tenants", "for_each makes %d tenants; a platform has at most %d tenants, however they are written (tenant blocks and for_each together). Split the tenants over several platforms (each its own stack).", len(out), MaxTenants)
 		return nil
 	}
 	return out

@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 )
 
 // JSONSchemaID identifies the schema JSONSchema returns.
@@ -21,7 +22,7 @@ func JSONSchema() ([]byte, error) {
 	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	root["$id"] = JSONSchemaID
 	root["title"] = "Paddock platform spec"
-	root["description"] = "A hardened AI-agent sandbox platform on Kubernetes. Anything left out takes Paddock's hardened default; arguments marked LOOSENS undo a default and are reported by policy."
+	root["description"] = "A hardened AI-agent sandbox platform on Kubernetes. Anything left out takes Paddock's hardened default; arguments marked LOOSENS undo a default and are reported by policy. Limits: " + strings.Join(Limits(), " ")
 	return json.MarshalIndent(root, "", "  ")
 }
 
@@ -69,6 +70,9 @@ func blockSchema(s *blockSpec) object {
 		return one
 	}
 	o := object{"type": "object", "description": s.Doc, "additionalProperties": one}
+	if s.Type == blockTenant {
+		o["maxProperties"] = MaxTenants
+	}
 	switch s.Name {
 	case nameDNSLabel:
 		o["propertyNames"] = object{"pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": dnsLabelMaxLength}

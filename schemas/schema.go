@@ -342,7 +342,7 @@ var claimsSpec = &blockSpec{
 
 var tenantSpec = &blockSpec{
 	Type: blockTenant, Label: "name", Name: nameDNSLabel, What: "tenant", Repeat: true,
-	Doc: "One trust boundary: its own restricted namespace, quota, identities, network posture, templates and warm pools. With for_each, one tenant per element, named by each.key.",
+	Doc: "One trust boundary: its own restricted namespace, quota, identities, network posture, templates and warm pools. With for_each, one tenant per element, named by each.key. " + Limits()[0],
 	Attrs: []attrSpec{
 		{Name: "for_each", Kind: kAny, Doc: "A map, or a set or list of strings: one tenant per element, named by its key (each.key, each.value)."},
 		{Name: "namespace", Kind: kString, Default: "agents-<tenant>", Doc: "The tenant's namespace."},

@@ -15,7 +15,7 @@ func TestLimitsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := JSONSchema()
+	b, err := JSONSchema(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

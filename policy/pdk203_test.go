@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/paddock-platform/paddock/policy"
@@ -39,5 +40,32 @@ func TestPlainCredentialsDespiteReferences(t *testing.T) {
 				t.Errorf("PDK-203 fires: %v, want %v", got, c.fires)
 			}
 		})
+	}
+}
+
+// PDK-101 judges the Namespace Paddock applies: pod_security = "baseline"
+// reaches it, the finding says so truthfully, and a waiver accepts it.
+func TestPodSecurityLevelReachesTheNamespace(t *testing.T) {
+	src := localHead + `tenant "a" {
+  pod_security = "baseline"
+}
+`
+	r := policy.Check(mustLoadSource(t, src), testNow)
+	fs := fired(r, "PDK-101")
+	if len(fs) != 1 || fs[0].Src.String() != srcAt(t, src, `pod_security = "baseline"`) ||
+		!strings.Contains(fs[0].Message, `enforces Pod Security level "baseline" on namespace "agents-a"`) {
+		t.Errorf("PDK-101: %v", fs)
+	}
+	waived := policy.Check(mustLoadSource(t, src+`waiver {
+  rule   = "PDK-101"
+  scope  = "tenant.a"
+  reason = "The agent image needs baseline."
+}
+`), testNow)
+	if len(fired(waived, "PDK-101")) != 0 || len(waived.Waived) != 1 {
+		t.Errorf("waived: %v %v", fired(waived, "PDK-101"), waived.Waived)
+	}
+	if r := policy.Check(mustLoadSource(t, localHead+`tenant "a" {}`+"\n"), testNow); len(fired(r, "PDK-101")) != 0 {
+		t.Error("PDK-101 fires on the default")
 	}
 }

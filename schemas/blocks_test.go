@@ -132,7 +132,7 @@ func TestLoadLooseningKnobs(t *testing.T) {
 	check(t, "shared pool", p.NodePools[0].Shared, true)
 	a := p.Tenants[0]
 	check(t, "tenant", []any{a.Namespace, a.PodSecurity, a.Quota.Disabled, a.LimitRange.Disabled, a.Identity.Orchestrator, a.Egress.Unrestricted},
-		[]any{"default", "privileged", true, true, false, true})
+		[]any{"default", "baseline", true, true, false, true})
 	check(t, "token", []any{a.Identity.ToolGatewayToken.Audience, a.Identity.ToolGatewayToken.Expiration, a.Identity.ToolGatewayToken.MountPath}, []any{"tool-gateway", 12 * time.Hour, "/var/run/secrets/tokens"})
 	b := p.Tenants[1]
 	check(t, "allow", []any{b.Egress.Allows[0].CIDR, b.Egress.Allows[0].Ports, b.Egress.Allows[0].Protocol}, []any{"0.0.0.0/0", []int32{80, 443, 53}, "TCP"})
@@ -291,6 +291,7 @@ runtime_class "kata" {
   digest  = /*@*/"sha256:abc"
 }`, 1), "Invalid digest", "64 lower case hex digits"},
 		{"pod security", ten(`pod_security = /*@*/"restricte"`), "Invalid Pod Security level", `Did you mean "restricted"?`},
+		{"pod security privileged", ten(`pod_security = /*@*/"privileged"`), "Pod Security privileged refused", `"baseline" with a waiver of PDK-101`},
 		{"quota quantity", ten(`quota { cpu = /*@*/"8 cores" }`), "Invalid quantity", `The quota cpu "8 cores"`},
 		{"quota pods", ten(`quota { pods = /*@*/-1 }`), "Value out of range", "pods must be between 0 and 100000"},
 		{"limit range request above default", ten(`limit_range {

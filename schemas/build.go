@@ -737,7 +737,12 @@ func (b *builder) tenant(tc *node, name string, namespaces map[string]hcl.Range)
 		}
 	}
 	t.Namespace = ns
-	if v, st := b.enum(tc.attr("pod_security"), podSecurityLevels, "Pod Security level"); st == set {
+	if v, st := b.str(tc.attr("pod_security")); st == set && v == "privileged" {
+		// Privileged enforces nothing: the namespace would lose the one fence
+		// that holds whoever writes its pods.
+		b.errorf(tc.attr("pod_security").Expr.Range(), "Pod Security privileged refused",
+			"pod_security = \"privileged\" turns Pod Security admission off for namespace %q: any pod, privileged or on the host's namespaces, would be admitted. Use \"restricted\" (the default), or \"baseline\" with a waiver of PDK-101 that says why.", t.Namespace)
+	} else if v, st := b.enum(tc.attr("pod_security"), podSecurityLevels, "Pod Security level"); st == set {
 		t.PodSecurity = v
 	}
 	t.Quota = b.quota(tc.one(blockQuota), t.Quota)

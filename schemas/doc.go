@@ -86,7 +86,7 @@
 //	tenant "team-a" {
 //	  for_each     = var.teams                          # optional: one tenant per key (each.key, each.value)
 //	  namespace    = "agents-team-a"                    # default "agents-<tenant>"
-//	  pod_security = "restricted"
+//	  pod_security = "restricted"                       # or "baseline", flagged (PDK-101); audit and warn stay restricted
 //	  quota        { pods, cpu, memory, ephemeral_storage, pvcs, storage, enabled }
 //	  limit_range  { default = {...}, default_request = {...}, enabled }
 //	  identity {

@@ -352,7 +352,7 @@ var tenantSpec = &blockSpec{
 	Attrs: []attrSpec{
 		{Name: "for_each", Kind: kAny, Doc: "A map, or a set or list of strings: one tenant per element, named by its key (each.key, each.value)."},
 		{Name: "namespace", Kind: kString, Default: "agents-<tenant>", Doc: "The tenant's namespace."},
-		{Name: "pod_security", Kind: kString, Enum: podSecurityLevels, Default: "restricted", Doc: "Pod Security Standards level; anything but restricted LOOSENS.", Rules: []string{"PDK-101"}},
+		{Name: "pod_security", Kind: kString, Enum: podSecurityLevels, Default: "restricted", Doc: "Pod Security Standards level the namespace enforces: \"restricted\", or \"baseline\", which LOOSENS (audit and warn stay at restricted). \"privileged\" is refused: it turns Pod Security admission off.", Rules: []string{"PDK-101"}},
 	},
 	Blocks: []*blockSpec{quotaSpec, limitRangeSpec, identitySpec, egressSpec, claimsSpec, templateSpec, warmPoolSpec},
 }
@@ -509,7 +509,7 @@ var (
 	taintEffects        = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
 	protocols           = []string{"TCP", "UDP", "SCTP"}
 	shutdownPolicies    = []string{"Delete", "DeleteForeground", "Retain"}
-	podSecurityLevels   = []string{"restricted", "baseline", "privileged"}
+	podSecurityLevels   = []string{"restricted", "baseline"}
 	isolations          = []string{"gvisor", "kvm"}
 	releaseChannels     = []string{"rapid", "regular", "stable"}
 	auditKinds          = []string{"bigquery", "storage", "pubsub"}

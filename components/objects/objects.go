@@ -23,11 +23,14 @@ import (
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 )
 
-// Pod Security Standards labels: enforce, audit and warn all at restricted, each
-// pinned to the Kubernetes minor Paddock is tested against so a cluster upgrade
-// cannot silently change what "restricted" means.
+// Pod Security Standards labels. Enforce is the tenant's level (restricted
+// unless the spec loosens it to baseline, which policy flags); audit and warn
+// stay at restricted whatever is enforced, so a loosened namespace still
+// records and shows every pod restricted would refuse. Each is pinned to the
+// Kubernetes minor Paddock is tested against, so a cluster upgrade cannot
+// silently change what a level means.
 const (
-	PSSLevel = "restricted"
+	PSSLevel = model.PodSecurityRestricted
 )
 
 // PSSVersion is the pinned Pod Security Standards version ("v1.35").
@@ -40,11 +43,19 @@ func PSSVersion() string {
 	return "v" + parts[0] + "." + parts[1]
 }
 
-// PSSLabels are the namespace labels that make the API server enforce restricted.
-func PSSLabels() map[string]string {
+// PSSLabels are the namespace labels that make the API server enforce
+// level ("" means restricted) and audit and warn at restricted.
+func PSSLabels(level string) map[string]string {
+	if level == "" {
+		level = PSSLevel
+	}
 	m := map[string]string{}
 	for _, mode := range []string{"enforce", "audit", "warn"} {
-		m["pod-security.kubernetes.io/"+mode] = PSSLevel
+		l := PSSLevel
+		if mode == "enforce" {
+			l = level
+		}
+		m["pod-security.kubernetes.io/"+mode] = l
 		m["pod-security.kubernetes.io/"+mode+"-version"] = PSSVersion()
 	}
 	return m
@@ -68,7 +79,7 @@ func merge(ms ...map[string]string) map[string]string {
 func Namespace(p *model.Platform, t model.Tenant) *corev1.Namespace {
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: meta(t.Namespace, "", merge(p.Labels(t.Name), PSSLabels())),
+		ObjectMeta: meta(t.Namespace, "", merge(p.Labels(t.Name), PSSLabels(t.PodSecurity))),
 	}
 }
 

@@ -44,8 +44,8 @@ runtime_class "runc" {
 }
 
 tenant "team-a" {
-  namespace    = "default"    # PDK-102
-  pod_security = "privileged" # PDK-101
+  namespace    = "default"  # PDK-102
+  pod_security = "baseline" # PDK-101
 
   quota {
     enabled = false # PDK-103

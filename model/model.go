@@ -341,6 +341,7 @@ type EgressProxy struct {
 	PodLabels map[string]string
 	CIDR      string
 	Src       Range
+	Attrs     Attrs
 }
 
 // Claim shutdown policies (SandboxClaim spec.lifecycle.shutdownPolicy).

@@ -1,27 +1,45 @@
 package policy
 
 import (
-	"net"
+	"net/netip"
+	"strings"
 
 	"github.com/paddock-platform/paddock/model"
 )
 
 // metadataAddresses are the cloud instance metadata endpoints.
-var metadataAddresses = []net.IP{
-	net.ParseIP("169.254.169.254"), // GCE, EC2, Azure
-	net.ParseIP("169.254.169.252"), // GKE metadata server (Workload Identity)
-	net.ParseIP("169.254.170.2"),   // ECS task metadata
-	net.ParseIP("fd00:ec2::254"),   // EC2 over IPv6
+var metadataAddresses = []netip.Addr{
+	netip.MustParseAddr("169.254.169.254"), // GCE, EC2, Azure
+	netip.MustParseAddr("169.254.169.252"), // GKE metadata server (Workload Identity)
+	netip.MustParseAddr("169.254.170.2"),   // ECS task metadata
+	netip.MustParseAddr("fd00:ec2::254"),   // EC2 over IPv6
 }
 
-// covers reports whether cidr contains any of ips.
-func covers(cidr string, ips []net.IP) bool {
-	_, n, err := net.ParseCIDR(cidr)
-	if err != nil {
-		return false
-	}
-	for _, ip := range ips {
-		if n.Contains(ip) {
+// metadataAddr is the address every cloud's metadata service answers on.
+var metadataAddr = metadataAddresses[0]
+
+// metadataHosts are the names that resolve to a metadata service.
+var metadataHosts = []string{"metadata.google.internal", "metadata.goog", "instance-data.ec2.internal"}
+
+// linkLocal is where metadata services live; a range inside it targets them.
+var (
+	linkLocal   = netip.MustParsePrefix("169.254.0.0/16")
+	linkLocalV6 = netip.MustParsePrefix("fe80::/10")
+)
+
+// metadataPorts are the ports metadata services answer on (HTTP, and 988 for
+// the GKE metadata server's Workload Identity endpoint).
+var metadataPorts = []int32{80, 988, 8080}
+
+// metadataName reports whether an FQDN allow-list entry (a name or a
+// "*.suffix" pattern) matches a metadata service's host name.
+func metadataName(name string) bool {
+	name = strings.TrimSuffix(name, ".")
+	for _, h := range metadataHosts {
+		if name == h || name == "*" {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(name, "*."); ok && strings.HasSuffix(h, "."+rest) {
 			return true
 		}
 	}
@@ -31,35 +49,9 @@ func covers(cidr string, ips []net.IP) bool {
 // internetWide reports whether cidr spans a large part of the internet: an
 // IPv4 prefix shorter than /8 or an IPv6 prefix shorter than /16.
 func internetWide(cidr string) bool {
-	_, n, err := net.ParseCIDR(cidr)
+	pfx, err := model.ParseCIDR(cidr)
 	if err != nil {
 		return false
 	}
-	ones, bits := n.Mask.Size()
-	if bits == 32 {
-		return ones < 8
-	}
-	return ones < 16
-}
-
-func hasPort(ports []int32, p int32) bool {
-	for _, x := range ports {
-		if x == p {
-			return true
-		}
-	}
-	return false
-}
-
-// isMetadataServerHole reports whether a is exactly the one hole Paddock
-// itself opens for a workload identity of the agent (TCP 80 to the GKE
-// metadata server, 169.254.169.254/32), on a platform where it opens it
-// (model.Platform.AgentNeedsMetadataServer). Anything wider is not.
-func isMetadataServerHole(p *model.Platform, t *model.Tenant, a *model.EgressAllow) bool {
-	proto := a.Protocol
-	if proto == "" {
-		proto = "TCP"
-	}
-	return p.AgentNeedsMetadataServer(*t) && a.CIDR == model.GKEMetadataServerCIDR && proto == model.GKEMetadataServerProto &&
-		len(a.Ports) == 1 && a.Ports[0] == model.GKEMetadataServerPort
+	return peer{kind: peerCIDR, prefix: pfx.Masked()}.internetWide()
 }

@@ -13,7 +13,48 @@ var (
 	credentialNameRe = regexp.MustCompile(`(?i)(^|_)(api_?key|secret|password|passwd|token|credentials?|private_?key|access_?key)($|_)`)
 	// credentialValueRe matches well-known key formats.
 	credentialValueRe = regexp.MustCompile(`^(sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[baprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}|-----BEGIN)`)
+	// envRefRe is a Kubernetes dependent environment variable reference,
+	// $(NAME), which the kubelet expands from the container's other
+	// variables; "$$(" is its escape for a literal "$(".
+	envRefRe = regexp.MustCompile(`\$\$\(|\$\([A-Za-z_][A-Za-z0-9_.-]*\)`)
 )
+
+// literalParts are the parts of an env value that are written in the spec
+// itself: what is left once the $(NAME) references are taken out. A value
+// made only of references holds no literal; "$(X)sk-..." still holds the key.
+func literalParts(v string) []string {
+	var parts []string
+	last := 0
+	for _, m := range envRefRe.FindAllStringIndex(v, -1) {
+		if v[m[0]:m[1]] == "$$(" {
+			continue // an escaped "$(" is literal text
+		}
+		if m[0] > last {
+			parts = append(parts, v[last:m[0]])
+		}
+		last = m[1]
+	}
+	if last < len(v) {
+		parts = append(parts, v[last:])
+	}
+	return parts
+}
+
+func holdsCredential(name, v string) bool {
+	parts := literalParts(v)
+	if len(parts) == 0 {
+		return false
+	}
+	if credentialNameRe.MatchString(name) {
+		return true
+	}
+	for _, p := range append(parts, strings.Join(parts, "")) {
+		if credentialValueRe.MatchString(strings.TrimSpace(p)) {
+			return true
+		}
+	}
+	return false
+}
 
 func init() {
 	register(Rule{
@@ -29,11 +70,7 @@ func init() {
 				}
 				sort.Strings(names)
 				for _, n := range names {
-					v := tpl.Env[n]
-					if v == "" || strings.HasPrefix(v, "$(") {
-						continue
-					}
-					if credentialNameRe.MatchString(n) || credentialValueRe.MatchString(v) {
+					if holdsCredential(n, tpl.Env[n]) {
 						c.report(templateAddr(t, tpl), tpl.Attrs.At("env", tpl.Src),
 							"Template %q of tenant %q sets %s in plain env: the value is in the spec, the template and every pod description.", tpl.Name, t.Name, n)
 					}

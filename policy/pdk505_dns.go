@@ -9,13 +9,13 @@ func init() {
 		Checklist: []string{"H17", "L5"},
 		Fix:       "Remove port 53 from the allow; `dns = true` (the default) already allows the cluster DNS.",
 		check: func(c *checker) {
-			c.eachTenant(func(t *model.Tenant) {
-				for i := range t.Egress.Allows {
-					a := &t.Egress.Allows[i]
-					if hasPort(a.Ports, 53) {
-						c.report(tenantAddr(t), a.Attrs.At("ports", a.Src), "Tenant %q allows DNS (port 53) to %s, a resolver outside the cluster.", t.Name, a.CIDR)
-					}
+			c.eachEgressFinding(func(_ *model.Tenant, r *egressRule) string {
+				if !r.allowsPort(53) {
+					return ""
 				}
+				return peersWhere(r, func(pr peer) bool { return pr.kind != peerClusterDNS && pr.kind != peerName })
+			}, func(t *model.Tenant, f egressFinding) {
+				c.report(tenantAddr(t), f.origin.PortsSrc(), "Tenant %q allows DNS (port 53) to %s, a resolver outside the cluster %s.", t.Name, f.what, f.through())
 			})
 		},
 	})

@@ -235,6 +235,8 @@ type checker struct {
 	p        *model.Platform
 	rule     *Rule
 	findings []Finding
+	// egressCache holds each tenant's rendered egress (egress.go).
+	egressCache map[*model.Tenant]*tenantEgress
 }
 
 // report records a finding of the current rule. The message passes through

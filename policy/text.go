@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mitchellh/go-wordwrap"
+
+	"github.com/paddock-platform/paddock/internal/snippet"
 )
 
 // TextOptions tune WriteText.
@@ -129,7 +131,6 @@ func writeWhere(w io.Writer, f Finding, src *sourceCache, opts TextOptions) {
 // writeLine prints a numbered source line and underlines it from column to
 // the end of its content (without a trailing block opener).
 func writeLine(w io.Writer, line string, n, col int) {
-	fmt.Fprintf(w, "  %d: %s\n", n, line)
 	start := 0 // byte offset of column col (columns count characters)
 	for i := 1; i < col && start < len(line); i++ {
 		_, size := utf8.DecodeRuneInString(line[start:])
@@ -140,6 +141,9 @@ func writeLine(w io.Writer, line string, n, col int) {
 	if end <= start {
 		end = len(strings.TrimRight(code, " \t"))
 	}
+	// A line can be megabytes long: print a window around the finding.
+	line, start, end = snippet.Clip(line, start, end)
+	fmt.Fprintf(w, "  %d: %s\n", n, line)
 	var pad strings.Builder
 	for _, r := range line[:start] {
 		if r == '\t' {

@@ -132,9 +132,11 @@ func TestLoadLooseningKnobs(t *testing.T) {
 	check(t, "shared pool", p.NodePools[0].Shared, true)
 	a := p.Tenants[0]
 	check(t, "tenant", []any{a.Namespace, a.PodSecurity, a.Quota.Disabled, a.LimitRange.Disabled, a.Identity.Orchestrator, a.Egress.Unrestricted},
-		[]any{"default", "privileged", true, true, false, true})
+		[]any{"default", "baseline", true, true, false, true})
 	check(t, "token", []any{a.Identity.ToolGatewayToken.Audience, a.Identity.ToolGatewayToken.Expiration, a.Identity.ToolGatewayToken.MountPath}, []any{"tool-gateway", 12 * time.Hour, "/var/run/secrets/tokens"})
-	check(t, "allow", []any{a.Egress.Allows[0].CIDR, a.Egress.Allows[0].Ports, a.Egress.Allows[0].Protocol}, []any{"0.0.0.0/0", []int32{80, 443, 53}, "TCP"})
+	b := p.Tenants[1]
+	check(t, "allow", []any{b.Egress.Allows[0].CIDR, b.Egress.Allows[0].Ports, b.Egress.Allows[0].Protocol}, []any{"0.0.0.0/0", []int32{80, 443, 53}, "TCP"})
+	check(t, "proxy", []any{b.Egress.Proxy.CIDR, b.Egress.Proxy.Port}, []any{"169.254.169.254/32", int32(80)})
 	check(t, "claims", []any{a.Claims.TTL, a.Claims.MaxTTL, a.Claims.ShutdownPolicy}, []any{time.Duration(0), time.Duration(0), "Retain"})
 	tpl := a.Templates[0]
 	check(t, "knobs", []any{tpl.AllowRoot, tpl.RunAsUser, tpl.Seccomp, tpl.AllowPrivilegeEscalation, tpl.Privileged, tpl.WritableRootFilesystem, tpl.AddCapabilities, tpl.AutomountServiceAccountToken},
@@ -154,6 +156,7 @@ func TestLoadLooseningKnobs(t *testing.T) {
 		{a.Attrs, "pod_security", "pod_security "},
 		{a.Quota.Attrs, "enabled", "enabled = false # PDK-103"},
 		{a.Claims.Attrs, "shutdown_policy", "shutdown_policy "},
+		{b.Egress.Proxy.Attrs, "cidr", "cidr = \"169.254.169.254/32\""},
 		{cl.Attrs, "dataplane_v2", "dataplane_v2 "},
 		{p.AgentSandbox.Attrs, "image", "image   = \"registry.k8s.io"},
 	} {
@@ -288,6 +291,7 @@ runtime_class "kata" {
   digest  = /*@*/"sha256:abc"
 }`, 1), "Invalid digest", "64 lower case hex digits"},
 		{"pod security", ten(`pod_security = /*@*/"restricte"`), "Invalid Pod Security level", `Did you mean "restricted"?`},
+		{"pod security privileged", ten(`pod_security = /*@*/"privileged"`), "Pod Security privileged refused", `"baseline" with a waiver of PDK-101`},
 		{"quota quantity", ten(`quota { cpu = /*@*/"8 cores" }`), "Invalid quantity", `The quota cpu "8 cores"`},
 		{"quota pods", ten(`quota { pods = /*@*/-1 }`), "Value out of range", "pods must be between 0 and 100000"},
 		{"limit range request above default", ten(`limit_range {
@@ -304,6 +308,9 @@ runtime_class "kata" {
     tool_gateway_token { path = /*@*/"tokens" }
   }`), "Invalid mount path", "clean absolute directory"},
 		{"fqdn", ten(`egress { fqdns = /*@*/["https://api.example.com"] }`), "Invalid host name", "no scheme, port or path"},
+		{"fqdn wildcard over an ICANN public suffix", ten(`egress { fqdns = /*@*/["api.example.com", "*.co.uk"] }`), "Wildcard over a public suffix", `"co.uk", a public suffix`},
+		{"fqdn wildcard over a private public suffix", ten(`egress { fqdns = /*@*/["*.github.io"] }`), "Wildcard over a public suffix", "List the hosts"},
+		{"fqdn wildcard over a whole top-level domain", ten(`egress { fqdns = /*@*/["*.internal"] }`), "Invalid host name", "*.example.com"},
 		{"allow without ports", ten(`egress {
     /*@*/allow { cidr = "10.0.0.0/8" }
   }`), "Missing required argument", "needs the destination ports"},
@@ -319,6 +326,25 @@ runtime_class "kata" {
       ports = /*@*/[70000]
     }
   }`), "Value out of range", "between 1 and 65535"},
+		{"allow cidr with a zero-padded prefix length", ten(`egress {
+    allow {
+      cidr  = /*@*/"10.40.0.0/016"
+      ports = [443]
+    }
+  }`), "Invalid CIDR", `bad bits after slash: "016"`},
+		{"allow cidr IPv4-mapped", ten(`egress {
+    allow {
+      cidr  = /*@*/"::ffff:169.254.169.254/128"
+      ports = [443]
+    }
+  }`), "Invalid CIDR", "write the IPv4 range it means"},
+		{"proxy cidr with a zero-padded prefix length", ten(`egress {
+    proxy {
+      url  = "http://10.0.0.5:3128"
+      cidr = /*@*/"10.0.0.5/032"
+    }
+  }`), "Invalid CIDR", `bad bits after slash: "032"`},
+		{"authorized network zero-padded", gke(`cluster { authorized_networks = /*@*/["203.0.113.0/024"] }`), "Invalid CIDR", "CIDR notation"},
 		{"allow protocol", ten(`egress {
     allow {
       cidr     = "10.0.0.0/8"

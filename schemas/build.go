@@ -3,7 +3,6 @@ package schemas
 import (
 	"fmt"
 	"math"
-	"net"
 	"net/url"
 	"path"
 	"regexp"
@@ -36,13 +35,17 @@ const (
 	maxReplicas   = 100
 	maxCount      = 100000
 	maxNodes      = 1000
-	maxForEach    = 1000
 	minTokenLife  = 10 * time.Minute
 	maxTokenLife  = 24 * time.Hour
 	minClaimTTL   = time.Second
 	maxClaimTTL   = 365 * 24 * time.Hour
 	minSessionTTL = time.Minute
 )
+
+// MaxTenants bounds the tenants of a platform, however they are written
+// (tenant blocks, for_each, both): each is some twenty objects, and a
+// thousand are twenty thousand objects for one stack.
+const MaxTenants = 1000
 
 type builder struct {
 	evaluator
@@ -260,14 +263,25 @@ func (b *builder) cluster(cfg *config) {
 	b.p.Cluster = &c
 }
 
-// cidr reports a value of attr that is not a CIDR.
+// cidr reports a value of attr that is not a CIDR. It reads it with
+// model.ParseCIDR, the parser every later stage uses, so a range that passes
+// here never fails later.
 func (b *builder) cidr(attr *hcl.Attribute, s string) bool {
-	if _, _, err := net.ParseCIDR(s); err != nil {
+	if _, err := model.ParseCIDR(s); err != nil {
 		b.errorf(attr.Expr.Range(), "Invalid CIDR",
-			"%q is not an address range in CIDR notation, such as \"10.0.0.0/8\" or \"203.0.113.7/32\".", s)
+			"%q is not an address range in CIDR notation, such as \"10.0.0.0/8\" or \"203.0.113.7/32\" (%s).", s, cidrReason(err))
 		return false
 	}
 	return true
+}
+
+// cidrReason is the parser's complaint without the repeated input.
+func cidrReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "): "); i >= 0 && strings.HasPrefix(msg, "netip.ParsePrefix(") {
+		return msg[i+3:]
+	}
+	return msg
 }
 
 func (b *builder) nodePool(n *node) (model.NodePool, bool) {
@@ -368,7 +382,7 @@ func (b *builder) agentSandbox(ac *node) model.AgentSandboxRelease {
 	switch st {
 	case set:
 		if problem := imageProblem(image); problem != "" {
-			b.errorf(ac.attr("image").Expr.Range(), "Invalid image", "The controller image %q %s Remove image to use the pinned release image.", image, problem)
+			b.errorf(ac.attr("image").Expr.Range(), "Invalid image", "The controller image %s %s Remove image to use the pinned release image.", clipValue(image), problem)
 		}
 		r.Image = image
 	case unset:
@@ -557,13 +571,33 @@ func (b *builder) tenants(tenants []*node) {
 			names[tn.Label] = tn.LabelRange
 		}
 	}
+	// full reports, once, a tenant past MaxTenants at at.
+	reported := false
+	full := func(at hcl.Range, how string) bool {
+		if len(b.p.Tenants) < MaxTenants {
+			return false
+		}
+		if !reported {
+			reported = true
+			b.errorf(at, "Too many tenants",
+				"%s makes tenant number %d; a platform has at most %d tenants, however they are written (tenant blocks and for_each together). Split the tenants over several platforms (each its own stack).",
+				how, MaxTenants+1, MaxTenants)
+		}
+		return true
+	}
 	for _, tn := range tenants {
 		fe := tn.attr("for_each")
 		if fe == nil {
+			if full(tn.DefRange, fmt.Sprintf("The tenant block %q", tn.Label)) {
+				continue
+			}
 			b.p.Tenants = append(b.p.Tenants, b.tenant(tn, tn.Label, namespaces))
 			continue
 		}
 		for _, inst := range b.forEach(fe) {
+			if full(fe.Expr.Range(), "for_each") {
+				break
+			}
 			if problem := dnsLabelProblem(inst.key); problem != "" {
 				b.errorf(fe.Expr.Range(), "Invalid tenant name",
 					"The for_each key %q names a tenant, but it %s It names Kubernetes objects, so it must be a DNS-1123 label.%s",
@@ -652,8 +686,8 @@ func (b *builder) forEach(attr *hcl.Attribute) []instance {
 	default:
 		return bad(fmt.Sprintf("for_each is %s.", ty.FriendlyName()))
 	}
-	if len(out) > maxForEach {
-		b.errorf(attr.Expr.Range(), "Too many tenants", "for_each makes %d tenants; at most %d are supported.", len(out), maxForEach)
+	if len(out) > MaxTenants {
+		b.errorf(attr.Expr.Range(), "Too many tenants", "for_each makes %d tenants; a platform has at most %d tenants, however they are written (tenant blocks and for_each together). Split the tenants over several platforms (each its own stack).", len(out), MaxTenants)
 		return nil
 	}
 	return out
@@ -709,7 +743,12 @@ func (b *builder) tenant(tc *node, name string, namespaces map[string]hcl.Range)
 		}
 	}
 	t.Namespace = ns
-	if v, st := b.enum(tc.attr("pod_security"), podSecurityLevels, "Pod Security level"); st == set {
+	if v, st := b.str(tc.attr("pod_security")); st == set && v == "privileged" {
+		// Privileged enforces nothing: the namespace would lose the one fence
+		// that holds whoever writes its pods.
+		b.errorf(tc.attr("pod_security").Expr.Range(), "Pod Security privileged refused",
+			"pod_security = \"privileged\" turns Pod Security admission off for namespace %q: any pod, privileged or on the host's namespaces, would be admitted. Use \"restricted\" (the default), or \"baseline\" with a waiver of PDK-101 that says why.", t.Namespace)
+	} else if v, st := b.enum(tc.attr("pod_security"), podSecurityLevels, "Pod Security level"); st == set {
 		t.PodSecurity = v
 	}
 	t.Quota = b.quota(tc.one(blockQuota), t.Quota)
@@ -912,9 +951,14 @@ func (b *builder) egress(n *node, eg model.Egress) model.Egress {
 	}
 	if names, st := b.strList(n.attr("fqdns")); st == set {
 		for _, name := range names {
-			if !fqdnRe.MatchString(name) {
+			switch {
+			case !fqdnRe.MatchString(name):
 				b.errorf(n.attr("fqdns").Expr.Range(), "Invalid host name",
 					"%q is not a host name such as \"api.example.com\" or \"*.example.com\" (lower case, no scheme, port or path).", name)
+			case model.PublicSuffixWildcard(name):
+				b.errorf(n.attr("fqdns").Expr.Range(), "Wildcard over a public suffix",
+					"%q matches every host under %q, a public suffix where anyone can register a name (the public suffix list), so an agent could reach hosts an attacker controls. List the hosts, or a wildcard under a domain you control such as \"*.example.com\". (Policy rule PDK-504.)",
+					name, strings.TrimPrefix(name, "*."))
 			}
 		}
 		eg.FQDNs = names
@@ -951,7 +995,7 @@ func (b *builder) egress(n *node, eg model.Egress) model.Egress {
 }
 
 func (b *builder) proxy(n *node) *model.EgressProxy {
-	px := &model.EgressProxy{Src: n.src()}
+	px := &model.EgressProxy{Src: n.src(), Attrs: n.attrs()}
 	raw, st := b.str(n.attr("url"))
 	if b.required(st, n.attr("url"), n.blockMeta, "url", "the proxy URL", `url = "http://squid.egress.svc.cluster.local:3128"`) == set {
 		px.URL = raw
@@ -1030,7 +1074,7 @@ func (b *builder) template(tc *node) model.Template {
 	image, st := b.str(tc.attr("image"))
 	if b.required(st, tc.attr("image"), tc.blockMeta, "image", "a container image", `image = "python:3.12-slim"`) == set {
 		if problem := imageProblem(image); problem != "" {
-			b.errorf(tc.attr("image").Expr.Range(), "Invalid image", "The image %q %s", image, problem)
+			b.errorf(tc.attr("image").Expr.Range(), "Invalid image", "The image %s %s", clipValue(image), problem)
 		}
 		t.Image = image
 	}

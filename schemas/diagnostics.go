@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -13,6 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/mitchellh/go-wordwrap"
+
+	"github.com/paddock-platform/paddock/internal/snippet"
 )
 
 // detailWidth is the column at which diagnostic details are wrapped.
@@ -60,8 +61,12 @@ func (dw *diagWriter) file(name string) *hcl.File {
 		return f
 	}
 	var f *hcl.File
-	if src, err := os.ReadFile(name); err == nil {
-		f, _ = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	if src, d := readSpecFile(name, nil); d == nil {
+		// The body names the blocks around a diagnostic; a file too deeply
+		// nested to parse safely gets its snippet without them.
+		if checkNesting(src, name, hcl.InitialPos, modeConfig) == nil {
+			f, _ = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		}
 		if f == nil {
 			f = &hcl.File{Bytes: src}
 		}
@@ -121,17 +126,15 @@ func writeSnippet(w io.Writer, src []byte, s hcl.Range) {
 			rest = nil
 		}
 		text := strings.TrimRight(string(line), "\r")
+		startCol, endCol := 0, 0
+		if n == s.Start.Line {
+			startCol, endCol = s.Start.Byte-lineStart, s.End.Byte-lineStart
+		}
+		// A line can be megabytes long: print a window around the subject.
+		text, startCol, endCol = snippet.Clip(text, startCol, endCol)
 		fmt.Fprintf(w, "  %*d: %s\n", width, n, text)
 
 		if n == s.Start.Line && s.End.Line == s.Start.Line {
-			startCol := s.Start.Byte - lineStart
-			endCol := s.End.Byte - lineStart
-			if startCol > len(text) {
-				startCol = len(text)
-			}
-			if endCol > len(text) {
-				endCol = len(text)
-			}
 			// Keep tabs so carets line up under tab-indented source.
 			var pad strings.Builder
 			for _, r := range text[:startCol] {

@@ -111,3 +111,35 @@ func TestContextString(t *testing.T) {
 		}
 	}
 }
+
+// A diagnostic about a megabyte-long line prints a window of it, not the
+// line twice (source and carets).
+func TestSnippetsClipped(t *testing.T) {
+	long := strings.Repeat("a", 900<<10)
+	src := head + `tenant "t" {
+  template "x" {
+    image         = "python:3.12"
+    runtime_class = "gvsior"  # ` + long + `
+  }
+}
+`
+	l := NewLoader()
+	_, diags := l.LoadSource("spec.hcl", []byte(src), LoadOptions{Environ: []string{}})
+	if !diags.HasErrors() {
+		t.Fatal("want an error")
+	}
+	var out strings.Builder
+	l.WriteDiagnostics(&out, diags)
+	if out.Len() > 2000 || !strings.Contains(out.String(), `runtime_class = "gvsior"`) || !strings.Contains(out.String(), "^^^^^^^^") {
+		t.Errorf("%d bytes:\n%.2000s", out.Len(), out.String())
+	}
+	// The subject itself megabytes long: the carets are clipped too.
+	src = head + "tenant \"t\" {\n  template \"x\" {\n    image = \"python:3.12\"\n    runtime_class = \"" + long + "\"\n  }\n}\n"
+	l = NewLoader()
+	_, diags = l.LoadSource("spec.hcl", []byte(src), LoadOptions{Environ: []string{}})
+	out.Reset()
+	l.WriteDiagnostics(&out, diags)
+	if !diags.HasErrors() || out.Len() > 4000 {
+		t.Errorf("%d bytes:\n%.4000s", out.Len(), out.String())
+	}
+}

@@ -58,11 +58,14 @@
 // # Resource bounds
 //
 // Loading a spec is bounded in time and memory whatever the spec says:
-// numbers stay within ±1e1000 (numbers.go; converting larger ones to text
-// takes seconds to hours), range() produces at most 10,000 numbers per load,
-// and no function result or local value exceeds 131,072 elements and
-// characters (functions.go). format widths and indent are bounded too. The
-// fuzz targets (fuzz_test.go) hold the load to ten seconds per input.
+// files are read only when they are regular files within a size and token
+// budget, and nesting and operator chains are bounded before the recursive
+// parser sees them (limits.go); numbers stay within ±1e1000 (numbers.go;
+// converting larger ones to text takes seconds to hours); range() and
+// function results are bounded (functions.go); format widths and indent are
+// bounded too. Limits lists the bounds a spec author meets, and `paddock
+// schema` prints them. The fuzz targets (fuzz_test.go) hold a load to ten
+// seconds per input.
 //
 // # Language
 //
@@ -83,7 +86,7 @@
 //	tenant "team-a" {
 //	  for_each     = var.teams                          # optional: one tenant per key (each.key, each.value)
 //	  namespace    = "agents-team-a"                    # default "agents-<tenant>"
-//	  pod_security = "restricted"
+//	  pod_security = "restricted"                       # or "baseline", flagged (PDK-101); audit and warn stay restricted
 //	  quota        { pods, cpu, memory, ephemeral_storage, pvcs, storage, enabled }
 //	  limit_range  { default = {...}, default_request = {...}, enabled }
 //	  identity {

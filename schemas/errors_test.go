@@ -170,7 +170,7 @@ tenant "b" {
 }`, 1), "Invalid image", "white space", ""},
 		{"invalid image", head + `tenant "t" {
   template "x" { image = /*@*/"python:" }
-}`, "Invalid image", "not a complete image reference", ""},
+}`, "Invalid image", "is not an image reference", ""},
 		{"invalid quantity", head + tpl(`resources { limits = { memory = /*@*/"1 Gi" } }`), "Invalid quantity", `The limits.memory "1 Gi" is not a Kubernetes quantity`, ""},
 		{"negative quantity", head + tpl(`tmp_size = /*@*/"-1Gi"`), "Invalid quantity", "is negative", ""},
 		{"zero tmp_size", head + tpl(`tmp_size = /*@*/"0"`), "Invalid tmp_size", "tmp_size is zero", ""},

@@ -17,10 +17,31 @@ import (
 // formatted: its syntax errors are returned instead, so a half-typed file is
 // never mangled.
 func Format(filename string, src []byte) ([]byte, hcl.Diagnostics) {
+	if len(src) > MaxSpecFileSize {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Spec file too large",
+			Detail:   fmt.Sprintf("%s is larger than %d MiB, the most Paddock reads from one spec or vars file.", filename, MaxSpecFileSize>>20),
+			Subject:  &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos},
+		}}
+	}
+	if d := checkNesting(src, filename, hcl.InitialPos, modeConfig); d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
 	if _, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos); diags.HasErrors() {
 		return nil, diags
 	}
 	return hclwrite.Format(src), nil
+}
+
+// ReadSpecFile reads a spec or vars file as the loader does: a regular file
+// of at most MaxSpecFileSize bytes, or a diagnostic saying why not.
+func ReadSpecFile(name string) ([]byte, hcl.Diagnostics) {
+	src, d := readSpecFile(name, nil)
+	if d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
+	return src, nil
 }
 
 // FormatTargets expands paths into the files `paddock fmt` works on: a file

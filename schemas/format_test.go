@@ -114,7 +114,7 @@ func TestFormatTargets(t *testing.T) {
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	b, err := JSONSchema()
+	b, err := JSONSchema(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 // accepts the JSON-syntax spec that loads (and rejects typos).
 func TestJSONSchema(t *testing.T) {
 	s := compileSchema(t)
-	b, _ := JSONSchema()
+	b, _ := JSONSchema(nil)
 	var doc map[string]any
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)

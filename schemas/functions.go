@@ -96,8 +96,11 @@ func functions() map[string]function.Function {
 // (nested for expressions over range(1024), or locals that double a string
 // or list at every step).
 const (
-	// maxRangeTotal bounds the elements range() produces in one load.
-	maxRangeTotal = 10000
+	// MaxRangeCall bounds the numbers one range() call makes (go-cty's own
+	// bound, kept so that every spec means the same with any go-cty).
+	MaxRangeCall = 1024
+	// MaxRangeTotal bounds the numbers all range() calls of one load make.
+	MaxRangeTotal = 10000
 	// maxValueSize bounds a function result or local value: its string bytes
 	// plus its elements.
 	maxValueSize = 1 << 17
@@ -151,12 +154,15 @@ func limitResult(f function.Function) function.Function {
 // rangeBudget shares maxRangeTotal among the range() calls of one load.
 type rangeBudget struct{ left int }
 
-func newRangeBudget() *rangeBudget { return &rangeBudget{left: maxRangeTotal} }
+func newRangeBudget() *rangeBudget { return &rangeBudget{left: MaxRangeTotal} }
 
 func (rb *rangeBudget) wrap(f function.Function) function.Function {
 	return wrapImpl(f, func(args []cty.Value, call func() (cty.Value, error)) (cty.Value, error) {
 		if rb.left < 0 {
-			return cty.NilVal, fmt.Errorf("range() calls of this spec produce more than %d numbers in all", maxRangeTotal)
+			return cty.NilVal, fmt.Errorf("range() calls of this spec produce more than %d numbers in all", MaxRangeTotal)
+		}
+		if n, ok := rangeCount(args); ok && n.Cmp(big.NewFloat(MaxRangeCall)) > 0 {
+			return cty.NilVal, fmt.Errorf("range() makes at most %d numbers in one call (and %d in all the calls of a spec); this call would make %s", MaxRangeCall, MaxRangeTotal, n.Text('g', 7))
 		}
 		v, err := call()
 		if err != nil {
@@ -166,10 +172,52 @@ func (rb *rangeBudget) wrap(f function.Function) function.Function {
 			rb.left -= v.LengthInt()
 		}
 		if rb.left < 0 {
-			return cty.NilVal, fmt.Errorf("range() calls of this spec produce more than %d numbers in all", maxRangeTotal)
+			return cty.NilVal, fmt.Errorf("range() calls of this spec produce more than %d numbers in all", MaxRangeTotal)
 		}
 		return v, nil
 	})
+}
+
+// rangeCount is how many numbers range(args...) makes, as Terraform's range
+// counts them (range(limit), range(start, limit), range(start, limit,
+// step)); ok is false when the arguments are not known numbers.
+func rangeCount(args []cty.Value) (*big.Float, bool) {
+	nums := make([]*big.Float, 0, 3)
+	for _, a := range args {
+		a, _ = a.Unmark()
+		if !a.IsKnown() || a.IsNull() || a.Type() != cty.Number {
+			return nil, false
+		}
+		nums = append(nums, a.AsBigFloat())
+	}
+	start, limit, step := big.NewFloat(0), big.NewFloat(0), big.NewFloat(1)
+	switch len(nums) {
+	case 1:
+		limit = nums[0]
+	case 2:
+		start, limit = nums[0], nums[1]
+		if limit.Cmp(start) < 0 {
+			step = big.NewFloat(-1)
+		}
+	case 3:
+		start, limit, step = nums[0], nums[1], nums[2]
+	default:
+		return nil, false
+	}
+	if step.Sign() == 0 {
+		return nil, false
+	}
+	n := new(big.Float).Quo(new(big.Float).Sub(limit, start), step)
+	if n.Sign() <= 0 {
+		return big.NewFloat(0), true
+	}
+	// Round up: range(0, 3, 2) makes 0 and 2.
+	i, acc := n.Int(nil)
+	out := new(big.Float).SetInt(i)
+	if acc == big.Below {
+		out.Add(out, big.NewFloat(1))
+	}
+	return out, true
 }
 
 // guardIndent bounds indent()'s number of spaces.

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/paddock-platform/paddock/internal/snippet"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -55,11 +57,17 @@ type LoadOptions struct {
 // fresh Loader, for callers that only need the model.
 type Loader struct {
 	parser *hclparse.Parser
+	// refused are files refused before parsing (too deeply nested), kept
+	// for the snippets of their diagnostics.
+	refused map[string]*hcl.File
+	// budget and tokens are what is left of MaxSpecSize and MaxSpecTokens
+	// in this load.
+	budget, tokens int
 }
 
 // NewLoader returns an empty Loader.
 func NewLoader() *Loader {
-	return &Loader{parser: hclparse.NewParser()}
+	return &Loader{parser: hclparse.NewParser(), refused: map[string]*hcl.File{}, budget: MaxSpecSize, tokens: MaxSpecTokens}
 }
 
 // LoadDir parses every *.hcl file in dir (sorted by name, merged as one spec)
@@ -96,11 +104,12 @@ func (l *Loader) LoadFiles(paths []string, opts LoadOptions) (*model.Platform, h
 	}
 	var files []*hcl.File
 	for _, name := range names {
-		parse := l.parser.ParseHCLFile
-		if strings.HasSuffix(name, SpecJSONFileExt) {
-			parse = l.parser.ParseJSONFile
+		src, d := readSpecFile(name, &l.budget)
+		if d != nil {
+			diags = append(diags, d)
+			continue
 		}
-		f, fdiags := parse(name)
+		f, fdiags := l.parse(name, src, strings.HasSuffix(name, SpecJSONFileExt))
 		diags = append(diags, fdiags...)
 		if f != nil {
 			files = append(files, f)
@@ -110,14 +119,50 @@ func (l *Loader) LoadFiles(paths []string, opts LoadOptions) (*model.Platform, h
 	return l.load(files, diags, opts)
 }
 
+// parse parses one file after checking it is within the input bounds
+// (limits.go); a file that is not is refused with a diagnostic and never
+// reaches the parser.
+func (l *Loader) parse(name string, src []byte, json bool) (*hcl.File, hcl.Diagnostics) {
+	if len(src) > MaxSpecFileSize {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Spec file too large",
+			Detail:   fmt.Sprintf("%s is larger than %d MiB, the most Paddock reads from one spec or vars file. Split it into several files of the spec directory, or use for_each.", name, MaxSpecFileSize>>20),
+			Subject:  &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos},
+		}}
+	}
+	var d *hcl.Diagnostic
+	var tokens int
+	if json {
+		tokens, d = checkJSONNesting(src, name)
+	} else {
+		tokens, d = checkTokens(src, name, hcl.InitialPos, modeConfig)
+	}
+	if d == nil && tokens > l.tokens {
+		d = &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Spec too large",
+			Detail: fmt.Sprintf("The spec's files hold more than %d tokens (names, values, operators) together, the most Paddock reads in one load; a spec of a thousand tenants written out holds about 165,000. Use for_each, or split the platform.",
+				MaxSpecTokens),
+			Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos},
+		}
+	}
+	l.tokens -= tokens
+	if d != nil {
+		// Keep the source for the diagnostic's snippet, without a body.
+		l.refused[name] = &hcl.File{Bytes: src}
+		return nil, hcl.Diagnostics{d}
+	}
+	if json {
+		return l.parser.ParseJSON(src, name)
+	}
+	return l.parser.ParseHCL(src, name)
+}
+
 // LoadSource is the package-level LoadSource, keeping the parsed file. A
 // filename ending in .json selects HCL's JSON syntax.
 func (l *Loader) LoadSource(filename string, src []byte, opts LoadOptions) (*model.Platform, hcl.Diagnostics) {
-	parse := l.parser.ParseHCL
-	if strings.HasSuffix(filename, ".json") {
-		parse = l.parser.ParseJSON
-	}
-	f, diags := parse(src, filename)
+	f, diags := l.parse(filename, src, strings.HasSuffix(filename, ".json"))
 	var files []*hcl.File
 	if f != nil {
 		files = append(files, f)
@@ -125,9 +170,21 @@ func (l *Loader) LoadSource(filename string, src []byte, opts LoadOptions) (*mod
 	return l.load(files, diags, opts)
 }
 
-// Files returns every file the loader parsed, by filename, for WriteDiagnostics.
+// Files returns every file the loader parsed (or refused to parse), by
+// filename, for WriteDiagnostics.
 func (l *Loader) Files() map[string]*hcl.File {
-	return l.parser.Files()
+	files := l.parser.Files()
+	if len(l.refused) == 0 {
+		return files
+	}
+	out := make(map[string]*hcl.File, len(files)+len(l.refused))
+	for name, f := range l.refused {
+		out[name] = f
+	}
+	for name, f := range files {
+		out[name] = f
+	}
+	return out
 }
 
 // WriteDiagnostics renders diags with snippets from the files this loader
@@ -162,7 +219,7 @@ func (l *Loader) load(files []*hcl.File, diags hcl.Diagnostics, opts LoadOptions
 	b.locals(cfg.Locals, cfg.LocalOrder)
 	p := b.build(cfg)
 	diags = append(diags, b.diags...)
-	diags = sortDiagnostics(dedupeDiagnostics(redactDiagnostics(diags, p.SensitiveValues())))
+	diags = sortDiagnostics(dedupeDiagnostics(clipDiagnostics(redactDiagnostics(diags, p.SensitiveValues()))))
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -196,7 +253,13 @@ func (l *Loader) inputs(opts LoadOptions) (inputs, hcl.Diagnostics) {
 		in.add(name, varSource{origin: EnvVarPrefix + name, raw: envVals[name]})
 	}
 	for _, name := range opts.VarFiles {
-		f, fdiags := l.parser.ParseHCLFile(name)
+		var f *hcl.File
+		var fdiags hcl.Diagnostics
+		if src, d := readSpecFile(name, &l.budget); d != nil {
+			fdiags = hcl.Diagnostics{d}
+		} else {
+			f, fdiags = l.parse(name, src, false)
+		}
 		diags = append(diags, fdiags...)
 		if f == nil || fdiags.HasErrors() {
 			if f == nil && !fdiags.HasErrors() {
@@ -243,6 +306,46 @@ func redactDiagnostics(diags hcl.Diagnostics, values []string) hcl.Diagnostics {
 		d.Expression, d.EvalContext = nil, nil
 	}
 	return diags
+}
+
+// clipDiagnostics cuts every long run of non-space characters in the text of
+// diags (a value quoted in a message can be a megabyte long) to
+// snippet.Width, so that every output (text, JSON, SARIF) stays readable.
+func clipDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
+	for _, d := range diags {
+		d.Summary = clipRuns(d.Summary)
+		d.Detail = clipRuns(d.Detail)
+	}
+	return diags
+}
+
+func clipRuns(s string) string {
+	if len(s) <= snippet.Width {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		i := strings.IndexAny(s, " \n\t")
+		if i < 0 {
+			i = len(s)
+		}
+		word := s[:i]
+		if len(word) > snippet.Width {
+			cut := snippet.Width / 2
+			for cut > 0 && !utf8.RuneStart(word[cut]) {
+				cut--
+			}
+			fmt.Fprintf(&b, "%s… (%d characters)", word[:cut], len(word))
+		} else {
+			b.WriteString(word)
+		}
+		if i < len(s) {
+			b.WriteByte(s[i])
+			i++
+		}
+		s = s[i:]
+	}
+	return b.String()
 }
 
 // dedupeDiagnostics drops exact repeats (a for_each tenant reports an error

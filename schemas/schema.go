@@ -97,6 +97,9 @@ type attrSpec struct {
 	Doc     string
 	Enum    []string // allowed values, for strings
 	Default string   // the default, as the reference shows it ("" for none)
+	// Rules are the IDs of the policy rules that judge what the argument
+	// sets; the reference names them from the rule registry.
+	Rules []string
 }
 
 // blockSpec is one block type of the language.
@@ -112,6 +115,8 @@ type blockSpec struct {
 	// What names the label in messages: "tenant", "runtime class".
 	What string
 	Doc  string
+	// Rules are the IDs of the policy rules that judge the block.
+	Rules []string
 	// Repeat allows more than one block of this type in its parent; labelled
 	// blocks must then have unique labels within Scope.
 	Repeat bool
@@ -182,7 +187,7 @@ var resourcesSpec = &blockSpec{
 	Attrs: []attrSpec{
 		{Name: "requests", Kind: kQuantityMap, Doc: "Requests by resource: cpu, memory, ephemeral_storage.", Default: `{ cpu = "250m", memory = "512Mi", ephemeral_storage = "1Gi" }`},
 		{Name: "limits", Kind: kQuantityMap, Doc: "Limits by resource: cpu, memory, ephemeral_storage.", Default: `{ cpu = "1", memory = "1Gi", ephemeral_storage = "2Gi" }`},
-		{Name: "unbounded", Kind: kStringList, Enum: resourceKeys, Doc: "LOOSENS: resources that get no limit at all. Policy flags it (PDK-111)."},
+		{Name: "unbounded", Kind: kStringList, Enum: resourceKeys, Doc: "LOOSENS: resources that get no limit at all.", Rules: []string{"PDK-308"}},
 	},
 }
 
@@ -203,7 +208,7 @@ var secretEnvSpec = &blockSpec{
 	Attrs: []attrSpec{
 		{Name: "secret", Kind: kString, Doc: "The Secret's name."},
 		{Name: "key", Kind: kString, Doc: "The key in the Secret."},
-		{Name: "optional", Kind: kBool, Default: "false", Doc: "LOOSENS: start the sandbox without the Secret. Policy flags it (PDK-601)."},
+		{Name: "optional", Kind: kBool, Default: "false", Doc: "LOOSENS: start the sandbox without the Secret.", Rules: []string{"PDK-601"}},
 	},
 }
 
@@ -214,17 +219,17 @@ var templateSpec = &blockSpec{
 		{Name: "image", Kind: kString, Doc: "The agent runtime image. Pin a tag or digest."},
 		{Name: "command", Kind: kStringList, Doc: "The container's command."},
 		{Name: "args", Kind: kStringList, Doc: "The container's arguments."},
-		{Name: "runtime_class", Kind: kString, Doc: "The runtime_class sandboxes run under (gVisor or Kata). Leaving it out runs generated code on the host kernel: policy flags it (PDK-301)."},
+		{Name: "runtime_class", Kind: kString, Doc: "The runtime_class sandboxes run under (gVisor or Kata). Leaving it out runs generated code on the host kernel.", Rules: []string{"PDK-301"}},
 		{Name: "run_as_user", Kind: kNumber, Default: "10001", Doc: "The UID the sandbox runs as; never 0."},
 		{Name: "tmp_size", Kind: kQuantity, Default: "512Mi", Doc: "Size of the writable /tmp (the root filesystem is read-only)."},
 		{Name: "env", Kind: kStringMap, Doc: "Plain environment variables. Never put credentials here: use secret_env."},
-		{Name: "run_as_non_root", Kind: kBool, Default: "true", Doc: "LOOSENS when false: allow root (PDK-303)."},
-		{Name: "allow_privilege_escalation", Kind: kBool, Default: "false", Doc: "LOOSENS when true (PDK-305)."},
-		{Name: "privileged", Kind: kBool, Default: "false", Doc: "LOOSENS when true: a privileged container (PDK-305)."},
-		{Name: "read_only_root", Kind: kBool, Default: "true", Doc: "LOOSENS when false: a writable root filesystem (PDK-306)."},
-		{Name: "add_capabilities", Kind: kStringList, Doc: "LOOSENS: Linux capabilities added back after dropping ALL (PDK-307)."},
-		{Name: "seccomp_profile", Kind: kString, Default: "RuntimeDefault", Doc: "\"RuntimeDefault\", \"Localhost/<profile>\", or (LOOSENS) \"Unconfined\" (PDK-304)."},
-		{Name: "automount_token", Kind: kBool, Default: "false", Doc: "LOOSENS when true: mount the agent's service account token (PDK-201)."},
+		{Name: "run_as_non_root", Kind: kBool, Default: "true", Doc: "LOOSENS when false: allow root.", Rules: []string{"PDK-303"}},
+		{Name: "allow_privilege_escalation", Kind: kBool, Default: "false", Doc: "LOOSENS when true.", Rules: []string{"PDK-305"}},
+		{Name: "privileged", Kind: kBool, Default: "false", Doc: "LOOSENS when true: a privileged container.", Rules: []string{"PDK-305"}},
+		{Name: "read_only_root", Kind: kBool, Default: "true", Doc: "LOOSENS when false: a writable root filesystem.", Rules: []string{"PDK-306"}},
+		{Name: "add_capabilities", Kind: kStringList, Doc: "LOOSENS: Linux capabilities added back after dropping ALL.", Rules: []string{"PDK-307"}},
+		{Name: "seccomp_profile", Kind: kString, Default: "RuntimeDefault", Doc: "\"RuntimeDefault\", \"Localhost/<profile>\", or (LOOSENS) \"Unconfined\".", Rules: []string{"PDK-304"}},
+		{Name: "automount_token", Kind: kBool, Default: "false", Doc: "LOOSENS when true: mount the agent's service account token.", Rules: []string{"PDK-201"}},
 	},
 	Blocks: []*blockSpec{resourcesSpec, workspaceSpec, secretEnvSpec},
 }
@@ -248,7 +253,7 @@ var quotaSpec = &blockSpec{
 		{Name: "ephemeral_storage", Kind: kQuantity, Default: "20Gi", Doc: "Maximum sum of ephemeral storage limits."},
 		{Name: "pvcs", Kind: kNumber, Default: "20", Doc: "Maximum persistent volume claims."},
 		{Name: "storage", Kind: kQuantity, Default: "100Gi", Doc: "Maximum sum of persistent storage requests."},
-		{Name: "enabled", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no quota at all (PDK-103)."},
+		{Name: "enabled", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no quota at all.", Rules: []string{"PDK-103"}},
 	},
 }
 
@@ -258,7 +263,7 @@ var limitRangeSpec = &blockSpec{
 	Attrs: []attrSpec{
 		{Name: "default", Kind: kQuantityMap, Default: `{ cpu = "1", memory = "1Gi", ephemeral_storage = "2Gi" }`, Doc: "Default limits."},
 		{Name: "default_request", Kind: kQuantityMap, Default: `{ cpu = "250m", memory = "512Mi", ephemeral_storage = "1Gi" }`, Doc: "Default requests."},
-		{Name: "enabled", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no LimitRange (PDK-105)."},
+		{Name: "enabled", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no LimitRange.", Rules: []string{"PDK-105"}},
 	},
 }
 
@@ -274,8 +279,9 @@ var workloadIdentityLabels = []string{wiOrchestrator, wiAgent}
 var workloadIdentitySpec = &blockSpec{
 	Type: blockWorkloadIdentity, Label: "service_account", Name: nameEnum, Labels: workloadIdentityLabels, What: "workload identity", Repeat: true,
 	LabelHint: `The label names the tenant's Kubernetes service account that gets cloud access: "orchestrator" (agent-orchestrator) or "agent" (agent-runtime, the identity sandboxes run as).`,
+	Rules:     []string{"PDK-207"},
 	Doc: "Google Cloud access for one of the tenant's Kubernetes service accounts, through GKE Workload Identity (target \"gke\" only): " +
-		"\"orchestrator\" (agent-orchestrator) or \"agent\" (agent-runtime, the sandboxes' own identity: LOOSENS, PDK-207). " +
+		"\"orchestrator\" (agent-orchestrator) or \"agent\" (agent-runtime, the sandboxes' own identity: LOOSENS). " +
 		"Paddock creates a Google service account holding exactly the roles listed, lets only that Kubernetes service account impersonate it, and annotates the Kubernetes service account. No key is ever created.",
 	Attrs: []attrSpec{
 		{Name: "roles", Kind: kStringList, Doc: "The project roles of the Google service account, and its only ones: predefined (\"roles/storage.objectViewer\") or custom (\"projects/<project>/roles/<name>\"). Basic roles (owner, editor, viewer) are refused."},
@@ -293,7 +299,7 @@ var identitySpec = &blockSpec{
 		Doc:  "Mount a projected, audience-bound, short-lived token into sandboxes, for an in-pod tool gateway that must call the API server.",
 		Attrs: []attrSpec{
 			{Name: "audience", Kind: kString, Default: "tool-gateway", Doc: "The only audience that accepts the token."},
-			{Name: "expiration", Kind: kDuration, Default: "1h", Doc: "Token lifetime, 10m to 24h; over 1h policy flags it (PDK-602)."},
+			{Name: "expiration", Kind: kDuration, Default: "1h", Doc: "Token lifetime, 10m to 24h; over 1h LOOSENS.", Rules: []string{"PDK-602"}},
 			{Name: "path", Kind: kString, Default: "/var/run/secrets/tokens", Doc: "Directory the token file is mounted in."},
 		},
 	}},
@@ -304,16 +310,16 @@ var egressSpec = &blockSpec{
 	Doc:  "Egress of the tenant's sandboxes. Ingress is always denied; egress is denied except what is listed here.",
 	Attrs: []attrSpec{
 		{Name: "dns", Kind: kBool, Default: "true", Doc: "Allow DNS to the cluster resolver (kube-system/kube-dns) only."},
-		{Name: "fqdns", Kind: kStringList, Doc: "Host names sandboxes may reach on TCP 443 (\"api.example.com\", \"*.example.com\"). Needs an FQDN-aware CNI."},
-		{Name: "default_deny", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no default-deny NetworkPolicy at all (PDK-501)."},
+		{Name: "fqdns", Kind: kStringList, Doc: "Host names sandboxes may reach on TCP 443 (\"api.example.com\", \"*.example.com\"). Needs an FQDN-aware CNI. A wildcard over a public suffix (\"*.co.uk\", \"*.github.io\") is refused.", Rules: []string{"PDK-503", "PDK-504"}},
+		{Name: "default_deny", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no default-deny NetworkPolicy at all.", Rules: []string{"PDK-501"}},
 	},
 	Blocks: []*blockSpec{
 		{
 			Type: blockAllow, Repeat: true,
 			Doc: "A CIDR and port hole in the default deny.",
 			Attrs: []attrSpec{
-				{Name: "cidr", Kind: kString, Doc: "Destination range, such as \"10.20.0.0/16\"."},
-				{Name: "ports", Kind: kNumberList, Doc: "Destination ports, such as [443]."},
+				{Name: "cidr", Kind: kString, Doc: "Destination range, such as \"10.20.0.0/16\".", Rules: []string{"PDK-503", "PDK-504"}},
+				{Name: "ports", Kind: kNumberList, Doc: "Destination ports, such as [443].", Rules: []string{"PDK-502", "PDK-505"}},
 				{Name: "protocol", Kind: kString, Enum: protocols, Default: "TCP", Doc: "Protocol of the ports."},
 			},
 		},
@@ -321,10 +327,10 @@ var egressSpec = &blockSpec{
 			Type: blockProxy,
 			Doc:  "The egress proxy sandboxes reach the outside through; they get HTTPS_PROXY and HTTP_PROXY.",
 			Attrs: []attrSpec{
-				{Name: "url", Kind: kString, Doc: "The proxy URL, such as \"http://squid.egress.svc.cluster.local:3128\"."},
+				{Name: "url", Kind: kString, Doc: "The proxy URL, such as \"http://squid.egress.svc.cluster.local:3128\"; its port is the one sandboxes may reach.", Rules: []string{"PDK-502"}},
 				{Name: "namespace", Kind: kString, Doc: "Namespace of the proxy pods (selects them in the NetworkPolicy)."},
 				{Name: "pod_labels", Kind: kStringMap, Doc: "Labels of the proxy pods within namespace."},
-				{Name: "cidr", Kind: kString, Doc: "Address range of a proxy outside the cluster (instead of namespace)."},
+				{Name: "cidr", Kind: kString, Doc: "Address range of a proxy outside the cluster (instead of namespace).", Rules: []string{"PDK-503", "PDK-504"}},
 			},
 		},
 	},
@@ -334,19 +340,19 @@ var claimsSpec = &blockSpec{
 	Type: blockClaims,
 	Doc:  "Lifecycle of every SandboxClaim of the tenant: sessions expire even if the orchestrator forgets.",
 	Attrs: []attrSpec{
-		{Name: "ttl", Kind: kDuration, Default: "10m", Doc: "How long a finished claim is kept (ttlSecondsAfterFinished); \"none\" LOOSENS (PDK-406)."},
-		{Name: "max_ttl", Kind: kDuration, Default: "4h", Doc: "Maximum session lifetime; \"none\" LOOSENS (PDK-406)."},
-		{Name: "shutdown_policy", Kind: kString, Enum: shutdownPolicies, Default: "Delete", Doc: "What happens at expiry; anything but Delete LOOSENS (PDK-407)."},
+		{Name: "ttl", Kind: kDuration, Default: "10m", Doc: "How long a finished claim is kept (ttlSecondsAfterFinished); \"none\" LOOSENS.", Rules: []string{"PDK-406"}},
+		{Name: "max_ttl", Kind: kDuration, Default: "4h", Doc: "Maximum session lifetime; \"none\" LOOSENS.", Rules: []string{"PDK-406"}},
+		{Name: "shutdown_policy", Kind: kString, Enum: shutdownPolicies, Default: "Delete", Doc: "What happens at expiry; anything but Delete LOOSENS.", Rules: []string{"PDK-407"}},
 	},
 }
 
 var tenantSpec = &blockSpec{
 	Type: blockTenant, Label: "name", Name: nameDNSLabel, What: "tenant", Repeat: true,
-	Doc: "One trust boundary: its own restricted namespace, quota, identities, network posture, templates and warm pools. With for_each, one tenant per element, named by each.key.",
+	Doc: "One trust boundary: its own restricted namespace, quota, identities, network posture, templates and warm pools. With for_each, one tenant per element, named by each.key. " + Limits()[0],
 	Attrs: []attrSpec{
 		{Name: "for_each", Kind: kAny, Doc: "A map, or a set or list of strings: one tenant per element, named by its key (each.key, each.value)."},
 		{Name: "namespace", Kind: kString, Default: "agents-<tenant>", Doc: "The tenant's namespace."},
-		{Name: "pod_security", Kind: kString, Enum: podSecurityLevels, Default: "restricted", Doc: "Pod Security Standards level; anything but restricted LOOSENS (PDK-101)."},
+		{Name: "pod_security", Kind: kString, Enum: podSecurityLevels, Default: "restricted", Doc: "Pod Security Standards level the namespace enforces: \"restricted\", or \"baseline\", which LOOSENS (audit and warn stay at restricted). \"privileged\" is refused: it turns Pod Security admission off.", Rules: []string{"PDK-101"}},
 	},
 	Blocks: []*blockSpec{quotaSpec, limitRangeSpec, identitySpec, egressSpec, claimsSpec, templateSpec, warmPoolSpec},
 }
@@ -370,7 +376,7 @@ var nodePoolSpec = &blockSpec{
 		{Name: "isolation", Kind: kString, Enum: isolations, Default: "gvisor", Doc: "\"gvisor\" (GKE Sandbox) or \"kvm\" (nested virtualization for Kata Containers)."},
 		{Name: "machine_type", Kind: kString, Default: "e2-standard-4 (kvm: n2-standard-4)", Doc: "The Compute Engine machine type."},
 		{Name: "labels", Kind: kStringMap, Doc: "Extra node labels."},
-		{Name: "dedicated", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no dedication taint, so other workloads share the nodes (PDK-701)."},
+		{Name: "dedicated", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no dedication taint, so other workloads share the nodes.", Rules: []string{"PDK-701"}},
 	},
 	Blocks: []*blockSpec{
 		{
@@ -419,10 +425,10 @@ var clusterSpec = &blockSpec{
 	Doc:  "Settings of the GKE cluster Paddock creates (target \"gke\" only).",
 	Attrs: []attrSpec{
 		{Name: "release_channel", Kind: kString, Enum: releaseChannels, Default: "regular", Doc: "The GKE release channel."},
-		{Name: "private_nodes", Kind: kBool, Default: "true", Doc: "Nodes without public IP addresses; false LOOSENS (PDK-702)."},
-		{Name: "authorized_networks", Kind: kStringList, Doc: "CIDRs allowed to reach the control plane; \"0.0.0.0/0\" LOOSENS (PDK-703)."},
-		{Name: "dataplane_v2", Kind: kBool, Default: "true", Doc: "GKE Dataplane V2, which enforces NetworkPolicy; false LOOSENS (PDK-704)."},
-		{Name: "workload_identity", Kind: kBool, Default: "true", Doc: "Workload Identity, which hides node credentials from pods; false LOOSENS (PDK-705)."},
+		{Name: "private_nodes", Kind: kBool, Default: "true", Doc: "Nodes without public IP addresses; false LOOSENS.", Rules: []string{"PDK-702"}},
+		{Name: "authorized_networks", Kind: kStringList, Doc: "CIDRs allowed to reach the control plane; \"0.0.0.0/0\" LOOSENS.", Rules: []string{"PDK-703"}},
+		{Name: "dataplane_v2", Kind: kBool, Default: "true", Doc: "GKE Dataplane V2, which enforces NetworkPolicy; false LOOSENS.", Rules: []string{"PDK-704"}},
+		{Name: "workload_identity", Kind: kBool, Default: "true", Doc: "Workload Identity, which hides node credentials from pods; false LOOSENS.", Rules: []string{"PDK-705"}},
 		{Name: "deletion_protection", Kind: kBool, Default: "true", Doc: "GKE deletion protection: `paddock destroy` cannot delete the cluster while it is on. Set false for throwaway platforms (tests, demos)."},
 		{Name: "fqdn_network_policy", Kind: kBool, Default: "false", Doc: "GKE FQDN network policy, which enforces the tenants' egress `fqdns` (needs Dataplane V2); a tenant with `fqdns` needs it on. Sticky: turning it off again makes GKE replace the cluster (refused unless allow_replacement = true); turning it on for an existing cluster needs GKE's anetd restart (docs/gcp.md)."},
 		{Name: "allow_replacement", Kind: kBool, Default: "false", Doc: "Let `preview` and `up` go ahead with a change that makes GCP replace the cluster or a node pool (every node and sandbox on it is lost). Off, such a change is refused, naming the field."},
@@ -446,7 +452,7 @@ var auditSinkSpec = &blockSpec{
 		{Name: "kind", Kind: kString, Enum: auditKinds, Doc: "\"bigquery\", \"storage\" or \"pubsub\"."},
 		{Name: "destination", Kind: kString, Doc: "BigQuery \"project.dataset\", Cloud Storage \"gs://bucket\", or Pub/Sub \"projects/p/topics/t\"."},
 		{Name: "filters", Kind: kStringList, Enum: auditFilters, Default: `["sandbox_lifecycle", "rbac", "pod_logs", "network_drops", "admission"]`, Doc: "What the sink receives: \"sandbox_lifecycle\" (Sandbox and SandboxClaim create and delete, template and warm pool changes), \"rbac\" (Role and RoleBinding changes in the tenant namespaces, ClusterRole and ClusterRoleBinding changes), \"pod_logs\" (sandbox stdout and stderr), \"network_drops\" (denied connections of sandboxes), \"admission\" (writes into tenant namespaces the API server refused)."},
-		{Name: "include_payloads", Kind: kBool, Default: "false", Doc: "LOOSENS when true: record request and response bodies (PDK-605)."},
+		{Name: "include_payloads", Kind: kBool, Default: "false", Doc: "LOOSENS when true: record request and response bodies.", Rules: []string{"PDK-605"}},
 	},
 }
 
@@ -505,7 +511,7 @@ var (
 	taintEffects        = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
 	protocols           = []string{"TCP", "UDP", "SCTP"}
 	shutdownPolicies    = []string{"Delete", "DeleteForeground", "Retain"}
-	podSecurityLevels   = []string{"restricted", "baseline", "privileged"}
+	podSecurityLevels   = []string{"restricted", "baseline"}
 	isolations          = []string{"gvisor", "kvm"}
 	releaseChannels     = []string{"rapid", "regular", "stable"}
 	auditKinds          = []string{"bigquery", "storage", "pubsub"}

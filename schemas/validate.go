@@ -3,9 +3,12 @@ package schemas
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -135,16 +138,41 @@ func quantityProblem(s string) (resource.Quantity, string) {
 	return q, ""
 }
 
-// imageProblem is a light syntax check of a container image reference; the
-// registry is the judge of the rest. Whether it is pinned is policy.
+// maxImageRefLength bounds an image reference before it is parsed: a name of
+// at most 255 characters (reference.NameTotalLengthMax), ":" and a tag of at
+// most 128, "@" and a digest (sha512: 7 + 128).
+const maxImageRefLength = reference.NameTotalLengthMax + 1 + 128 + 1 + 7 + 128
+
+// imageProblem checks a container image reference with the reference grammar
+// the kubelet and registries use (github.com/distribution/reference),
+// including its length limits, so a reference that would only fail when a
+// node pulls it is refused at its argument. Whether it is pinned is policy.
 func imageProblem(s string) string {
 	switch {
 	case s == "":
 		return "is empty."
+	case len(s) > maxImageRefLength:
+		return fmt.Sprintf("is %d characters long; an image reference has at most %d (a name of at most %d, a tag of at most 128 and a digest).",
+			len(s), maxImageRefLength, reference.NameTotalLengthMax)
 	case strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		return "contains white space; an image reference is one word such as \"python:3.12-slim\"."
-	case strings.HasSuffix(s, ":") || strings.HasSuffix(s, "@") || strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/"):
-		return "is not a complete image reference such as \"registry.example.com/team/image:1.2.3\"."
+	}
+	if _, err := reference.ParseNormalizedNamed(s); err != nil {
+		return fmt.Sprintf("is not an image reference (%s). Write one such as \"registry.example.com/team/image:1.2.3\" or \"python:3.12-slim\".", err)
 	}
 	return ""
+}
+
+// clipValue is s for a message, cut to a readable length: a diagnostic
+// quotes the value it is about, and a value can be megabytes long.
+func clipValue(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d characters)", strconv.Quote(s[:cut]), len(s))
 }

@@ -193,7 +193,20 @@ func (b *builder) inputValue(v *variable, s varSource) (cty.Value, bool) {
 		// As in Terraform: a string (or untyped) variable takes the raw text.
 		val = cty.StringVal(s.raw)
 	default:
-		expr, diags := hclsyntax.ParseExpression([]byte(s.raw), s.origin, hcl.InitialPos)
+		var expr hclsyntax.Expression
+		var diags hcl.Diagnostics
+		switch {
+		case len(s.raw) > MaxSpecFileSize:
+			diags = hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Variable value too large",
+				Detail: fmt.Sprintf("The value is larger than %d MiB, the most Paddock reads for one variable.", MaxSpecFileSize>>20)}}
+		default:
+			if d := checkNesting([]byte(s.raw), s.origin, hcl.InitialPos, modeExpression); d != nil {
+				d.Subject = nil // the range is in the value, not in a file
+				diags = hcl.Diagnostics{d}
+			} else {
+				expr, diags = hclsyntax.ParseExpression([]byte(s.raw), s.origin, hcl.InitialPos)
+			}
+		}
 		if !diags.HasErrors() {
 			diags = checkSyntaxNumbers(expr)
 		}

@@ -125,7 +125,7 @@ func TestVariableErrors(t *testing.T) {
 		{"undeclared in vars file", varSpec, LoadOptions{VarFiles: []string{filepath.Join(dir, "bad.pvars.hcl")}}, "Value for undeclared variable", `sets variable "nmae", which the spec does not declare; the value is ignored. Did you mean "name"?`, hcl.DiagWarning, filepath.Join(dir, "bad.pvars.hcl") + ":2:8"},
 		{"vars file syntax", varSpec, LoadOptions{VarFiles: []string{filepath.Join(dir, "broken.pvars.hcl")}}, "Invalid expression", "Expected the start of an expression", hcl.DiagError, filepath.Join(dir, "broken.pvars.hcl") + ":1:"},
 		{"vars file calls a function", varSpec, LoadOptions{VarFiles: []string{filepath.Join(dir, "fn.pvars.hcl")}}, "Function calls not allowed", "", hcl.DiagError, filepath.Join(dir, "fn.pvars.hcl") + ":1:8"},
-		{"missing vars file", varSpec, LoadOptions{VarFiles: []string{filepath.Join(dir, "nope.pvars.hcl")}}, "Failed to read file", "", hcl.DiagError, ""},
+		{"missing vars file", varSpec, LoadOptions{VarFiles: []string{filepath.Join(dir, "nope.pvars.hcl")}}, "Cannot read vars file", "no such file", hcl.DiagError, ""},
 		{"bad type", "variable \"x\" { type = strin }\n" + varSpec, LoadOptions{}, "Invalid type specification", "", hcl.DiagError, "spec.hcl:1:23"},
 		{"default of wrong type", "variable \"x\" {\n  type    = number\n  default = \"x\"\n}\n" + varSpec, LoadOptions{}, "Invalid default value for variable", `The default of variable "x" does not fit its type`, hcl.DiagError, "spec.hcl:3:13"},
 		{"default with a reference", "variable \"x\" { default = var.name }\n" + varSpec, LoadOptions{}, "Variables not allowed", "", hcl.DiagError, "spec.hcl:1:26"},

@@ -26,7 +26,7 @@ var (
 
 // checks run in this order; IDs are stable so reports can be compared over time.
 var checks = []check{
-	{"V01", "tenant namespace enforces Pod Security restricted", checkNamespaces},
+	{"V01", "tenant namespace enforces its Pod Security level (restricted unless the spec says baseline)", checkNamespaces},
 	{"V02", "privileged pod is rejected (server-side dry-run)", checkPrivilegedPodRejected},
 	{"V03", "agent-runtime identity can do nothing", checkAgentRuntimeRBAC},
 	{"V04", "orchestrator identity has only its verbs", checkOrchestratorRBAC},
@@ -48,7 +48,8 @@ func checkNamespaces(ctx context.Context, v *Verifier) []Result {
 			continue
 		}
 		var missing []string
-		for k, want := range objects.PSSLabels() {
+		labels := objects.PSSLabels(t.PodSecurity)
+		for k, want := range labels {
 			if !strings.HasSuffix(k, "-version") && ns.Labels[k] != want {
 				missing = append(missing, fmt.Sprintf("%s=%q (want %q)", k, ns.Labels[k], want))
 			}
@@ -56,7 +57,7 @@ func checkNamespaces(ctx context.Context, v *Verifier) []Result {
 		if len(missing) > 0 {
 			out = append(out, fail(t.Namespace, "labels: %s", joinMax(missing, 3)))
 		} else {
-			out = append(out, pass(t.Namespace, "enforce, audit and warn are restricted"))
+			out = append(out, pass(t.Namespace, "enforce is %s, audit and warn are restricted", labels["pod-security.kubernetes.io/enforce"]))
 		}
 	}
 	return out

@@ -65,9 +65,11 @@ exit status is 1 if there are any (for CI). -diff prints what changes.`,
 			}
 			var unformatted, broken int
 			for _, name := range files {
-				src, err := os.ReadFile(name)
-				if err != nil {
-					return err
+				src, diags := schemas.ReadSpecFile(name)
+				if diags.HasErrors() {
+					schemas.WriteDiagnostics(errOut, nil, diags)
+					broken++
+					continue
 				}
 				formatted, diags := schemas.Format(name, src)
 				if diags.HasErrors() {
@@ -91,7 +93,7 @@ exit status is 1 if there are any (for CI). -diff prints what changes.`,
 			}
 			switch {
 			case broken > 0:
-				return &exitError{code: 1, err: fmt.Errorf("%d file%s with syntax errors left unchanged", broken, countSuffix(broken, ""))}
+				return &exitError{code: 1, err: fmt.Errorf("%d file%s with errors left unchanged", broken, countSuffix(broken, ""))}
 			case check && unformatted > 0:
 				return &exitError{code: 1, err: fmt.Errorf("%d file%s not formatted: run paddock fmt", unformatted, countSuffix(unformatted, ""))}
 			}
@@ -104,7 +106,8 @@ exit status is 1 if there are any (for CI). -diff prints what changes.`,
 }
 
 func fmtStdin(in io.Reader, out, errOut io.Writer) error {
-	src, err := io.ReadAll(in)
+	// Read one byte past the limit, so that Format refuses what is too large.
+	src, err := io.ReadAll(io.LimitReader(in, schemas.MaxSpecFileSize+1))
 	if err != nil {
 		return err
 	}

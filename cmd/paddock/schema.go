@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-platform/paddock/policy"
 	"github.com/paddock-platform/paddock/schemas"
 )
 
@@ -17,7 +18,12 @@ HCL's JSON syntax (*.hcl.json) and feeds editor completion and hover help.`,
 		Example: `  paddock schema > paddock.schema.json`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := schemas.JSONSchema()
+			b, err := schemas.JSONSchema(func(id string) (string, bool) {
+				if r, ok := policy.Lookup(id); ok {
+					return r.Title, true
+				}
+				return "", false
+			})
 			if err != nil {
 				return err
 			}

@@ -131,4 +131,8 @@ func TestSchemaCommand(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || doc["$id"] == nil {
 		t.Errorf("schema: exit %d\n%.200s", code, out)
 	}
+	// Rule references come from the registry, with the rules' titles.
+	if !strings.Contains(out, "PDK-308 (Container limits missing)") || strings.Contains(out, "PDK-111") {
+		t.Error("schema: resources.unbounded does not reference PDK-308 from the registry")
+	}
 }

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -63,24 +65,13 @@ type Options struct {
 // Objects parses the embedded release of version and applies opts. The result is in
 // the release's own order (namespace first, CRDs after RBAC).
 func Objects(version string, opts Options) ([]*unstructured.Unstructured, error) {
-	raw, err := releases.ReadFile("release-" + version + ".yaml")
+	docs, err := parsed(version)
 	if err != nil {
-		return nil, fmt.Errorf("agent sandbox %s is not embedded in this paddock build (embedded: %s)", version, strings.Join(Versions(), ", "))
+		return nil, err
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, fmt.Errorf("embedded agent sandbox %s: %w", version, err)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: m}
+	out := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(doc)}
 		if len(opts.Labels) > 0 {
 			l := u.GetLabels()
 			if l == nil {
@@ -110,6 +101,46 @@ func Objects(version string, opts Options) ([]*unstructured.Unstructured, error)
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// releaseCache holds each embedded release, parsed once: parsing the
+// manifests costs far more than everything else `render` and policy do, and
+// they never change within a process. Callers get deep copies.
+var releaseCache struct {
+	sync.Mutex
+	docs map[string][]map[string]any
+}
+
+func parsed(version string) ([]map[string]any, error) {
+	releaseCache.Lock()
+	defer releaseCache.Unlock()
+	if docs, ok := releaseCache.docs[version]; ok {
+		return docs, nil
+	}
+	raw, err := releases.ReadFile("release-" + version + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("agent sandbox %s is not embedded in this paddock build (embedded: %s)", version, strings.Join(Versions(), ", "))
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var docs []map[string]any
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("embedded agent sandbox %s: %w", version, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		docs = append(docs, m)
+	}
+	if releaseCache.docs == nil {
+		releaseCache.docs = map[string][]map[string]any{}
+	}
+	releaseCache.docs[version] = docs
+	return docs, nil
 }
 
 func shapeController(u *unstructured.Unstructured, opts Options) error {

@@ -60,9 +60,11 @@ func DNSEgressRule() networkingv1.NetworkPolicyEgressRule {
 	}
 }
 
-// cidrPeer allows a CIDR but never the metadata address inside it.
+// cidrPeer allows a CIDR but never the metadata address inside it. The
+// CIDR is read by model.ParseCIDR, the parser the decoder already checked it
+// with.
 func cidrPeer(cidr string) (networkingv1.NetworkPolicyPeer, error) {
-	pfx, err := netip.ParsePrefix(cidr)
+	pfx, err := model.ParseCIDR(cidr)
 	if err != nil {
 		return networkingv1.NetworkPolicyPeer{}, fmt.Errorf("egress cidr %q: %w", cidr, err)
 	}
@@ -73,22 +75,104 @@ func cidrPeer(cidr string) (networkingv1.NetworkPolicyPeer, error) {
 	return networkingv1.NetworkPolicyPeer{IPBlock: block}, nil
 }
 
-// EgressRules are the tenant's named holes (DNS excluded), shared by the
-// namespace policy and the template's managed policy.
-func EgressRules(t model.Tenant) ([]networkingv1.NetworkPolicyEgressRule, error) {
-	var rules []networkingv1.NetworkPolicyEgressRule
+// Origin is the spec argument that opened an egress rule Paddock renders, so
+// that policy, which judges the rendered rules, can point a finding at where
+// the loosening came from.
+type Origin struct {
+	// Field names the argument in the spec's terms: "egress.allow",
+	// "egress.proxy", "egress.fqdns", "egress.dns", "egress.default_deny",
+	// "identity.workload_identity.agent".
+	Field string
+	Src   model.Range
+	// Ports is where the rule's ports come from, when the spec sets them
+	// apart from the destination (an allow's ports, a proxy's URL); else Src.
+	Ports model.Range
+}
+
+// PortsSrc is where the rule's ports are set.
+func (o Origin) PortsSrc() model.Range {
+	if o.Ports.Known() {
+		return o.Ports
+	}
+	return o.Src
+}
+
+// Origin fields.
+const (
+	OriginAllow       = "egress.allow"
+	OriginProxy       = "egress.proxy"
+	OriginFQDNs       = "egress.fqdns"
+	OriginDNS         = "egress.dns"
+	OriginDefaultDeny = "egress.default_deny"
+	OriginAgentWI     = "identity.workload_identity.agent"
+	// OriginOrchestratorWI opens the metadata server hole for the
+	// orchestrator's own pods only (never a sandbox's).
+	OriginOrchestratorWI = "identity.workload_identity.orchestrator"
+)
+
+// RuleRef names one egress rule of a rendered object: its kind, its
+// "namespace/name" and its index in the object's egress list (for a
+// SandboxTemplate, spec.networkPolicy.egress, or the controller's default
+// policy when the template carries none: see ControllerDefaultEgress).
+type RuleRef struct {
+	Kind  string
+	Name  string
+	Index int
+}
+
+// originRule is an egress rule and where in the spec it comes from.
+type originRule struct {
+	rule   networkingv1.NetworkPolicyEgressRule
+	origin Origin
+}
+
+// tenantRules are the tenant's egress rules by kind, each with its origin.
+type tenantRules struct {
+	dns      *originRule
+	holes    []originRule // allow blocks, in spec order
+	proxy    *originRule
+	metadata *originRule
+}
+
+func egressRules(p *model.Platform, t model.Tenant) (tenantRules, error) {
+	var tr tenantRules
+	if t.Egress.DNS {
+		tr.dns = &originRule{DNSEgressRule(), Origin{Field: OriginDNS, Src: t.Egress.Attrs.At("dns", orSrc(t.Egress.Src, t.Src))}}
+	}
 	for _, a := range t.Egress.Allows {
 		peer, err := cidrPeer(a.CIDR)
 		if err != nil {
-			return nil, fmt.Errorf("tenant %s: %w", t.Name, err)
+			return tr, fmt.Errorf("tenant %s: %w", t.Name, err)
 		}
 		r := networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{peer}}
 		for _, n := range a.Ports {
 			r.Ports = append(r.Ports, port(a.Protocol, n))
 		}
-		rules = append(rules, r)
+		tr.holes = append(tr.holes, originRule{r, Origin{Field: OriginAllow, Src: a.Attrs.At("cidr", a.Src), Ports: a.Attrs.At("ports", a.Src)}})
 	}
-	return rules, nil
+	if px := t.Egress.Proxy; px != nil {
+		r, err := proxyRule(px)
+		if err != nil {
+			return tr, fmt.Errorf("tenant %s proxy: %w", t.Name, err)
+		}
+		at := px.Attrs.At("namespace", px.Src)
+		if px.CIDR != "" {
+			at = px.Attrs.At("cidr", px.Src)
+		}
+		tr.proxy = &originRule{r, Origin{Field: OriginProxy, Src: at, Ports: px.Attrs.At("url", px.Src)}}
+	}
+	if r, ok := metadataServerRule(p, t); ok {
+		wi := t.Identity.WorkloadIdentity(model.AgentRuntimeServiceAccount)
+		tr.metadata = &originRule{r, Origin{Field: OriginAgentWI, Src: wi.Src}}
+	}
+	return tr, nil
+}
+
+func orSrc(r, fallback model.Range) model.Range {
+	if r.Known() {
+		return r
+	}
+	return fallback
 }
 
 // proxyRule reaches the egress proxy, by pod selector or by CIDR.
@@ -116,43 +200,53 @@ func proxyRule(px *model.EgressProxy) (networkingv1.NetworkPolicyEgressRule, err
 // the egress proxy. Nothing allows ingress: sandboxes are reached through the
 // orchestrator, never directly. Empty when the spec waives default-deny.
 func NetworkPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.NetworkPolicy, error) {
+	pols, _, err := networkPolicies(p, t)
+	return pols, err
+}
+
+// networkPolicies is NetworkPolicies with the origin of every egress rule.
+func networkPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.NetworkPolicy, map[RuleRef]Origin, error) {
 	if t.Egress.Unrestricted {
-		return nil, nil
+		return nil, nil, nil
+	}
+	tr, err := egressRules(p, t)
+	if err != nil {
+		return nil, nil, err
 	}
 	all := metav1.LabelSelector{}
 	out := []*networkingv1.NetworkPolicy{netpol(p, t, DefaultDenyPolicy, networkingv1.NetworkPolicySpec{
 		PodSelector: all,
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 	})}
-	egress := func(name string, rules ...networkingv1.NetworkPolicyEgressRule) {
-		out = append(out, netpol(p, t, name, networkingv1.NetworkPolicySpec{
-			PodSelector: all, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, Egress: rules,
-		}))
-	}
-	if t.Egress.DNS {
-		egress(AllowDNSPolicy, DNSEgressRule())
-	}
-	rules, err := EgressRules(t)
-	if err != nil {
-		return nil, err
-	}
-	if len(rules) > 0 {
-		egress(AllowEgressPolicy, rules...)
-	}
-	if t.Egress.Proxy != nil {
-		r, err := proxyRule(t.Egress.Proxy)
-		if err != nil {
-			return nil, fmt.Errorf("tenant %s proxy: %w", t.Name, err)
+	origins := map[RuleRef]Origin{}
+	egress := func(name string, rules ...originRule) {
+		np := netpol(p, t, name, networkingv1.NetworkPolicySpec{
+			PodSelector: all, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+		})
+		for i, r := range rules {
+			np.Spec.Egress = append(np.Spec.Egress, r.rule)
+			origins[RuleRef{Kind: "NetworkPolicy", Name: t.Namespace + "/" + name, Index: i}] = r.origin
 		}
-		egress(AllowProxyPolicy, r)
+		out = append(out, np)
 	}
-	if r, ok := metadataServerRule(p, t); ok {
-		egress(AllowMetadataServerPolicy, r)
+	if tr.dns != nil {
+		egress(AllowDNSPolicy, *tr.dns)
+	}
+	if len(tr.holes) > 0 {
+		egress(AllowEgressPolicy, tr.holes...)
+	}
+	if tr.proxy != nil {
+		egress(AllowProxyPolicy, *tr.proxy)
+	}
+	if tr.metadata != nil {
+		egress(AllowMetadataServerPolicy, *tr.metadata)
 	}
 	if np := orchestratorMetadataServerPolicy(p, t); np != nil {
 		out = append(out, np)
+		wi := t.Identity.WorkloadIdentity(model.AgentOrchestratorServiceAccount)
+		origins[RuleRef{Kind: "NetworkPolicy", Name: t.Namespace + "/" + np.Name, Index: 0}] = Origin{Field: OriginOrchestratorWI, Src: wi.Src}
 	}
-	return out, nil
+	return out, origins, nil
 }
 
 // AllowOrchestratorMetadataServerPolicy lets the orchestrator's own pods reach

@@ -23,11 +23,14 @@ import (
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 )
 
-// Pod Security Standards labels: enforce, audit and warn all at restricted, each
-// pinned to the Kubernetes minor Paddock is tested against so a cluster upgrade
-// cannot silently change what "restricted" means.
+// Pod Security Standards labels. Enforce is the tenant's level (restricted
+// unless the spec loosens it to baseline, which policy flags); audit and warn
+// stay at restricted whatever is enforced, so a loosened namespace still
+// records and shows every pod restricted would refuse. Each is pinned to the
+// Kubernetes minor Paddock is tested against, so a cluster upgrade cannot
+// silently change what a level means.
 const (
-	PSSLevel = "restricted"
+	PSSLevel = model.PodSecurityRestricted
 )
 
 // PSSVersion is the pinned Pod Security Standards version ("v1.35").
@@ -40,11 +43,19 @@ func PSSVersion() string {
 	return "v" + parts[0] + "." + parts[1]
 }
 
-// PSSLabels are the namespace labels that make the API server enforce restricted.
-func PSSLabels() map[string]string {
+// PSSLabels are the namespace labels that make the API server enforce
+// level ("" means restricted) and audit and warn at restricted.
+func PSSLabels(level string) map[string]string {
+	if level == "" {
+		level = PSSLevel
+	}
 	m := map[string]string{}
 	for _, mode := range []string{"enforce", "audit", "warn"} {
-		m["pod-security.kubernetes.io/"+mode] = PSSLevel
+		l := PSSLevel
+		if mode == "enforce" {
+			l = level
+		}
+		m["pod-security.kubernetes.io/"+mode] = l
 		m["pod-security.kubernetes.io/"+mode+"-version"] = PSSVersion()
 	}
 	return m
@@ -68,7 +79,7 @@ func merge(ms ...map[string]string) map[string]string {
 func Namespace(p *model.Platform, t model.Tenant) *corev1.Namespace {
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: meta(t.Namespace, "", merge(p.Labels(t.Name), PSSLabels())),
+		ObjectMeta: meta(t.Namespace, "", merge(p.Labels(t.Name), PSSLabels(t.PodSecurity))),
 	}
 }
 
@@ -268,7 +279,7 @@ func SandboxTemplate(p *model.Platform, t model.Tenant, tpl model.Template) (*ex
 		Containers: []corev1.Container{container},
 		Volumes:    volumes,
 	}
-	netpol, mgmt, err := templateNetworkPolicy(p, t)
+	netpol, mgmt, _, err := templateNetworkPolicy(p, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -305,32 +316,43 @@ func seccompProfile(s string) *corev1.SeccompProfile {
 // templateNetworkPolicy is the controller-managed policy of the template's
 // sandboxes, mirroring the namespace's egress holes (belt and braces: it
 // survives namespace policy edits). No ingress rule: nothing dials a sandbox.
-func templateNetworkPolicy(p *model.Platform, t model.Tenant) (*extv1beta1.NetworkPolicySpec, extv1beta1.NetworkPolicyManagement, error) {
+// origins are those of its egress rules, by index; without a policy of its own
+// (default_deny = false) the controller applies ControllerDefaultEgress, and
+// origins are those of its rules.
+func templateNetworkPolicy(p *model.Platform, t model.Tenant) (*extv1beta1.NetworkPolicySpec, extv1beta1.NetworkPolicyManagement, []Origin, error) {
 	if t.Egress.Unrestricted {
 		// The controller's secure default (public internet only; RFC 1918 and
 		// metadata blocked) is the least it gets.
-		return nil, extv1beta1.NetworkPolicyManagementManaged, nil
+		at := Origin{Field: OriginDefaultDeny, Src: t.Egress.Attrs.At("default_deny", orSrc(t.Egress.Src, t.Src))}
+		origins := make([]Origin, len(ControllerDefaultEgress()))
+		for i := range origins {
+			origins[i] = at
+		}
+		return nil, extv1beta1.NetworkPolicyManagementManaged, origins, nil
+	}
+	tr, err := egressRules(p, t)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	np := &extv1beta1.NetworkPolicySpec{}
-	if t.Egress.DNS {
-		np.Egress = append(np.Egress, DNSEgressRule())
+	var origins []Origin
+	add := func(r originRule) {
+		np.Egress = append(np.Egress, r.rule)
+		origins = append(origins, r.origin)
 	}
-	rules, err := EgressRules(t)
-	if err != nil {
-		return nil, "", err
+	if tr.dns != nil {
+		add(*tr.dns)
 	}
-	np.Egress = append(np.Egress, rules...)
-	if r, ok := metadataServerRule(p, t); ok {
-		np.Egress = append(np.Egress, r)
+	for _, h := range tr.holes {
+		add(h)
 	}
-	if t.Egress.Proxy != nil {
-		r, err := proxyRule(t.Egress.Proxy)
-		if err != nil {
-			return nil, "", err
-		}
-		np.Egress = append(np.Egress, r)
+	if tr.metadata != nil {
+		add(*tr.metadata)
 	}
-	return np, extv1beta1.NetworkPolicyManagementManaged, nil
+	if tr.proxy != nil {
+		add(*tr.proxy)
+	}
+	return np, extv1beta1.NetworkPolicyManagementManaged, origins, nil
 }
 
 func resources(r model.Resources) (corev1.ResourceRequirements, error) {

@@ -134,18 +134,7 @@ func EgressObjects(p *model.Platform, t model.Tenant) ([]*unstructured.Unstructu
 	if err != nil {
 		return nil, err
 	}
-	var out []*unstructured.Unstructured
-	for _, np := range pols {
-		u, err := ToUnstructured(np)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	if fq := FQDNPolicy(p, t); fq != nil {
-		out = append(out, fq)
-	}
-	return out, nil
+	return egressObjects(p, t, pols)
 }
 
 // GuardrailObjects are the tenant's admission policies and their bindings.

@@ -44,8 +44,8 @@ runtime_class "runc" {
 }
 
 tenant "team-a" {
-  namespace    = "default"    # PDK-102
-  pod_security = "privileged" # PDK-101
+  namespace    = "default"  # PDK-102
+  pod_security = "baseline" # PDK-101
 
   quota {
     enabled = false # PDK-103
@@ -70,14 +70,10 @@ tenant "team-a" {
   }
 
   egress {
-    default_deny = false # PDK-501
-
-    # PDK-502 (port 80), PDK-503 (metadata address), PDK-504 (whole
-    # internet), PDK-505 (DNS to an outside resolver).
-    allow {
-      cidr  = "0.0.0.0/0"
-      ports = [80, 443, 53]
-    }
+    # PDK-501. Without a policy of Paddock's, the Agent Sandbox controller
+    # gives the sandboxes its own default: the public internet on every port
+    # (PDK-502, PDK-504, PDK-505 point here too).
+    default_deny = false
   }
 
   claims {
@@ -128,6 +124,21 @@ tenant "team-a" {
 tenant "team-b" {
   quota {
     pods = 1 # PDK-104: the pool below needs 5
+  }
+
+  egress {
+    # PDK-502 (port 80), PDK-503 (metadata address), PDK-504 (whole
+    # internet), PDK-505 (DNS to an outside resolver).
+    allow {
+      cidr  = "0.0.0.0/0"
+      ports = [80, 443, 53]
+    }
+
+    # PDK-502, PDK-503: a proxy "outside the cluster" at the metadata address.
+    proxy {
+      url  = "http://169.254.169.254:80"
+      cidr = "169.254.169.254/32"
+    }
   }
 
   template "shell" {

@@ -55,6 +55,49 @@ func TestValidateRedactsEveryLine(t *testing.T) {
 	}
 }
 
+// render refuses to write sensitive values in plain text and names each
+// field that would hold one; --allow-sensitive writes them, warns with the
+// same list, and writes such files for their owner only.
+func TestRenderRefusesSensitiveValues(t *testing.T) {
+	dir := writeSensitiveSpec(t)
+	vars := []string{"--var", "customer=globex-merger", "--var", "key=tag-7f3a9"}
+	out, code := runCommand(t, newRenderCmd(), "", append([]string{dir}, vars...)...)
+	if code != 1 || !strings.Contains(out, "tenant-a.yaml: SandboxTemplate agents-a/t spec.podTemplate.spec.containers[0].env[0].value") ||
+		!strings.Contains(out, `metadata.labels["paddock.dev/platform"]`) || !strings.Contains(out, "--allow-sensitive") ||
+		strings.Contains(out, "globex-merger") || strings.Contains(out, "tag-7f3a9") {
+		t.Errorf("render: exit %d\n%s", code, out)
+	}
+	outDir := filepath.Join(t.TempDir(), "out")
+	if out, code = runCommand(t, newRenderCmd(), "", append([]string{dir, "--out", outDir}, vars...)...); code != 1 {
+		t.Errorf("render --out: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(outDir); err == nil {
+		t.Error("render --out wrote files despite refusing")
+	}
+
+	// Allowed: the values are written, the warning names every place.
+	cmd := newRenderCmd()
+	var stdout, stderr bytes.Buffer
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs(append([]string{dir, "--allow-sensitive"}, vars...))
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "value: tag-7f3a9") || !strings.Contains(stderr.String(), "warning: --allow-sensitive") ||
+		!strings.Contains(stderr.String(), "spec.podTemplate.spec.containers[0].env[0].value") || strings.Contains(stderr.String(), "tag-7f3a9") {
+		t.Errorf("--allow-sensitive: stderr\n%s", stderr.String())
+	}
+	if _, code := runCommand(t, newRenderCmd(), "", append([]string{dir, "--allow-sensitive", "--out", outDir}, vars...)...); code != 0 {
+		t.Fatalf("render --allow-sensitive --out: exit %d", code)
+	}
+	for name, want := range map[string]os.FileMode{"tenant-a.yaml": 0o600, "agent-sandbox.yaml": 0o600, "kustomization.yaml": 0o644} {
+		if info, err := os.Stat(filepath.Join(outDir, name)); err != nil || info.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want mode %v", name, info.Mode(), err, want)
+		}
+	}
+}
+
 // The writer every command prints through masks the sensitive values of
 // the platforms loaded, even when a value is split between two writes.
 func TestRedactingWriter(t *testing.T) {

@@ -222,7 +222,7 @@ func Check(p *model.Platform, now time.Time) *Report {
 		}
 	}
 	c.checkGCP()
-	rep := &Report{Platform: p.Name, Checked: now}
+	rep := &Report{Platform: p.Redact(p.Name), Checked: now}
 	applyWaivers(rep, p, c.findings, now)
 	rep.Findings = supersede(rep.Findings)
 	sortFindings(rep.Findings)

@@ -83,11 +83,21 @@ func Files(p *model.Platform) (map[string][]byte, []string, error) {
 
 // ToDir writes the rendered files into dir, replacing files Paddock rendered
 // before and leaving everything else alone. Each file is written to a temporary
-// name and renamed, so a failure never leaves a half-written file.
+// name and renamed, so a failure never leaves a half-written file. A file that
+// holds a sensitive value (see Sensitive; callers decide whether to write
+// those at all) is readable by its owner only.
 func ToDir(p *model.Platform, dir string) ([]string, error) {
 	files, order, err := Files(p)
 	if err != nil {
 		return nil, err
+	}
+	sensitive, err := Sensitive(p)
+	if err != nil {
+		return nil, err
+	}
+	private := map[string]bool{}
+	for _, s := range sensitive {
+		private[s.File] = true
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -95,7 +105,12 @@ func ToDir(p *model.Platform, dir string) ([]string, error) {
 	for _, name := range order {
 		path := filepath.Join(dir, name)
 		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, files[name], 0o644); err != nil {
+		perm := os.FileMode(0o644)
+		if private[name] {
+			perm = 0o600
+		}
+		_ = os.Remove(tmp) // WriteFile keeps the mode of a file that exists
+		if err := os.WriteFile(tmp, files[name], perm); err != nil {
 			return nil, err
 		}
 		if err := os.Rename(tmp, path); err != nil {

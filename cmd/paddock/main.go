@@ -26,8 +26,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCmd()
+	stdout, stderr := newRedactingWriter(os.Stdout, outputRedaction), newRedactingWriter(os.Stderr, outputRedaction)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
+		_ = stdout.Flush()
+		_ = stderr.Flush()
 		return
 	}
 	code := 1
@@ -36,8 +41,10 @@ func main() {
 		code = ee.code
 	}
 	if msg := err.Error(); msg != "" {
-		fmt.Fprintln(os.Stderr, "paddock:", msg)
+		fmt.Fprintln(stderr, "paddock:", msg)
 	}
+	_ = stdout.Flush()
+	_ = stderr.Flush()
 	os.Exit(code)
 }
 

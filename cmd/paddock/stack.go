@@ -59,6 +59,7 @@ func loadSpec(dir string, f *specFlags, errOut io.Writer) (*model.Platform, erro
 	if err != nil {
 		return nil, specExit(err)
 	}
+	outputRedaction.add(p)
 	return p, nil
 }
 

@@ -120,6 +120,7 @@ func (f *specFlags) load(ctx context.Context, args []string, out, errOut io.Writ
 	if err != nil {
 		return nil, specExit(err)
 	}
+	outputRedaction.add(p)
 	if resolve {
 		if err := project.ResolveTarget(ctx, p); err != nil {
 			return nil, err

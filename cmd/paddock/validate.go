@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +77,15 @@ func runValidate(out io.Writer, dir string, f *validateFlags, now time.Time) err
 	}
 	loader := schemas.NewLoader()
 	p, diags := loader.LoadDir(dir, schemas.LoadOptions{Vars: vars, VarFiles: f.varFiles})
+	outputRedaction.add(p)
+	// Every line of the report goes through the platform's redaction (the
+	// success line names the platform, whose name may hold a sensitive
+	// value), whatever writer the caller gave.
+	if p != nil {
+		buf, w := &bytes.Buffer{}, out
+		defer func() { _, _ = w.Write([]byte(p.Redact(buf.String()))) }()
+		out = buf
+	}
 	var report *policy.Report
 	if p != nil {
 		report = policy.Check(p, now)

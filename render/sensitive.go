@@ -1,0 +1,145 @@
+package render
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/model"
+)
+
+// SensitiveValue is a place in the rendered output that holds a value from
+// a sensitive variable (or a Pulumi config secret): rendered YAML is a file
+// people commit, so `paddock render` refuses to write it unless told to.
+type SensitiveValue struct {
+	// File is the file ToDir writes the object into ("tenant-a.yaml").
+	File string
+	// Object is "Kind namespace/name" (or "Kind name" when cluster-scoped).
+	Object string
+	// Path is the field: "spec.podTemplate.spec.containers[0].env[0].value".
+	Path string
+}
+
+func (s SensitiveValue) String() string {
+	return fmt.Sprintf("%s: %s %s", s.File, s.Object, s.Path)
+}
+
+// Sensitive lists every field of the objects render writes for p that holds a
+// sensitive value of p: fields of object specs first, then names and labels,
+// each in file and object order. The paths name fields,
+// never values (a key that is itself sensitive shows redacted).
+func Sensitive(p *model.Platform) ([]SensitiveValue, error) {
+	values := p.SensitiveValues()
+	if len(values) == 0 {
+		return nil, nil
+	}
+	groups, err := objects.Platform(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []SensitiveValue
+	for _, g := range groups {
+		for _, u := range g.Objects {
+			out = append(out, sensitiveIn(p, g.Name+".yaml", Clean(u), values)...)
+		}
+	}
+	// Values in object specs (an env value, an image) first: they are what
+	// a secret usually is; names and labels, repeated in every object, after.
+	sort.SliceStable(out, func(i, j int) bool {
+		return !strings.HasPrefix(out[i].Path, "metadata.") && strings.HasPrefix(out[j].Path, "metadata.")
+	})
+	return out, nil
+}
+
+func sensitiveIn(p *model.Platform, file string, u *unstructured.Unstructured, values []string) []SensitiveValue {
+	object := u.GetKind() + " " + u.GetName()
+	if ns := u.GetNamespace(); ns != "" {
+		object = u.GetKind() + " " + ns + "/" + u.GetName()
+	}
+	var out []SensitiveValue
+	found := func(path string) {
+		out = append(out, SensitiveValue{File: file, Object: p.Redact(object), Path: p.Redact(path)})
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				sub := k
+				if strings.ContainsAny(k, "./[]") {
+					sub = "[" + strconv.Quote(k) + "]"
+				} else if path != "" {
+					sub = "." + k
+				}
+				if containsAny(k, values) {
+					found(path + sub)
+				}
+				walk(path+sub, x[k])
+			}
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", path, i), e)
+			}
+		case string:
+			if containsAny(x, values) {
+				found(path)
+			}
+		}
+	}
+	walk("", u.Object)
+	return out
+}
+
+func containsAny(s string, values []string) bool {
+	for _, v := range values {
+		if v != "" && strings.Contains(s, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// SensitiveError refuses to render sensitive values in plain text.
+type SensitiveError struct {
+	Values []SensitiveValue
+}
+
+// maxListed bounds how many places an error or warning lists.
+const maxListed = 20
+
+func (e *SensitiveError) Error() string {
+	return fmt.Sprintf("the rendered objects would hold %d value%s of sensitive variables in plain text:\n%s\n"+
+		"Rendered YAML is meant to be committed. Put secrets in a Secret of the tenant's namespace and read them with a "+
+		"secret_env block (the template then holds only a reference), keep names and labels free of sensitive values, "+
+		"or pass --allow-sensitive to write them anyway (the files are then written mode 0600; keep them out of version control)",
+		len(e.Values), plural(len(e.Values)), List(e.Values))
+}
+
+// List is values one per line, indented, at most maxListed of them.
+func List(values []SensitiveValue) string {
+	var b strings.Builder
+	for i, v := range values {
+		if i == maxListed {
+			fmt.Fprintf(&b, "  ... and %d more\n", len(values)-maxListed)
+			break
+		}
+		fmt.Fprintf(&b, "  %s\n", v)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -412,18 +412,34 @@ func (b *builder) locals(attrs map[string]*hcl.Attribute, order []string) {
 			return
 		}
 		mark[name] = visiting
+		// The expression sees the locals it names, not all of them: building
+		// the object of every local for every local made a spec of a few
+		// thousand locals take minutes.
+		deps, whole := map[string]cty.Value{}, false
 		for _, tr := range a.Expr.Variables() {
-			if tr.RootName() != "local" || len(tr) < 2 {
+			if tr.RootName() != "local" {
 				continue
 			}
-			if dep, ok := tr[1].(hcl.TraverseAttr); ok {
-				visit(dep.Name, append(path, name))
+			dep, ok := hcl.TraverseAttr{}, len(tr) >= 2
+			if ok {
+				dep, ok = tr[1].(hcl.TraverseAttr)
+			}
+			if !ok {
+				whole = true // local itself, or local["name"]: every local
+				continue
+			}
+			visit(dep.Name, append(path, name))
+			if v, ok := values[dep.Name]; ok {
+				deps[dep.Name] = v
 			}
 		}
 		if mark[name] == done { // set by a cycle through it
 			return
 		}
-		b.ctx.Variables["local"] = cty.ObjectVal(values)
+		if whole {
+			deps = values
+		}
+		b.ctx.Variables["local"] = cty.ObjectVal(deps)
 		val, diags := a.Expr.Value(b.ctx)
 		b.refine(diags)
 		b.diags = append(b.diags, diags...)

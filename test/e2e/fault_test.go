@@ -131,6 +131,14 @@ func leftoverPlugins(t *testing.T, e *env) []string {
 		if err != nil || !strings.HasPrefix(exe, plugins+"/") {
 			continue
 		}
+		// The plugins directory is linked from the real PADDOCK_HOME, so other
+		// runs on this machine start plugins from it too: count only the ones
+		// this suite's paddock started (they inherit its PADDOCK_HOME). A plugin
+		// whose environment cannot be read is counted, to err on the strict side.
+		if env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ")); err == nil &&
+			!bytes.Contains(append([]byte{0}, env...), []byte("\x00PADDOCK_HOME="+e.home+"\x00")) {
+			continue
+		}
 		stat, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
 		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 		if len(fields) > 1 {

@@ -3,11 +3,12 @@ package components
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/paddock-platform/paddock/components/internal/proppath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/paddock-platform/paddock/components/internal/proppath"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"

@@ -1,6 +1,8 @@
 package components
 
 import (
+	"slices"
+
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/paddock-platform/paddock/components/objects"
@@ -33,7 +35,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 	if err != nil {
 		return nil, err
 	}
-	deps := []pulumi.Resource{release}
+	deps := slices.Clone(release.Ready)
 	for _, rc := range p.RuntimeClasses {
 		if !objects.ManagesRuntimeClass(p, rc) {
 			continue // GKE creates and owns it; templates just reference it
@@ -42,7 +44,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 		if err != nil {
 			return nil, err
 		}
-		deps = append(deps, c)
+		deps = append(deps, c.Ready...)
 	}
 	var tenants pulumi.StringArray
 	for _, t := range p.Tenants {

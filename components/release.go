@@ -22,6 +22,9 @@ type AgentSandboxRelease struct {
 
 	Version pulumi.StringOutput `pulumi:"version"`
 	Image   pulumi.StringOutput `pulumi:"image"`
+
+	// Ready are the resources a dependant waits for (see ObjectGroup.Ready).
+	Ready []pulumi.Resource
 }
 
 // NewAgentSandboxRelease registers the release's objects as children.
@@ -44,15 +47,18 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 				return nil, err
 			}
 			namespaces = append(namespaces, ns)
+			r.Ready = append(r.Ready, ns)
 		}
 	}
 	for _, u := range objs {
 		if u.GetKind() == "Namespace" {
 			continue
 		}
-		if _, err := registerObject(ctx, u, pulumi.Parent(r), pulumi.DependsOn(namespaces)); err != nil {
+		obj, err := registerObject(ctx, u, pulumi.Parent(r), pulumi.DependsOn(namespaces))
+		if err != nil {
 			return nil, err
 		}
+		r.Ready = append(r.Ready, obj)
 	}
 	r.Version = pulumi.String(rel.Version).ToStringOutput()
 	r.Image = pulumi.String(rel.Image).ToStringOutput()

@@ -19,6 +19,9 @@ type RuntimeClass struct {
 
 	Name    pulumi.StringOutput `pulumi:"name"`
 	Handler pulumi.StringOutput `pulumi:"handler"`
+
+	// Ready are the resources a dependant waits for (see ObjectGroup.Ready).
+	Ready []pulumi.Resource
 }
 
 // NewRuntimeClass registers the RuntimeClass object.
@@ -27,9 +30,11 @@ func NewRuntimeClass(ctx *pulumi.Context, name string, args *RuntimeClassArgs, o
 	if err := ctx.RegisterComponentResource("paddock:runtime:RuntimeClass", name, c, opts...); err != nil {
 		return nil, err
 	}
-	if _, err := registerTyped(ctx, objects.RuntimeClass(args.Platform, args.RuntimeClass), pulumi.Parent(c)); err != nil {
+	obj, err := registerTyped(ctx, objects.RuntimeClass(args.Platform, args.RuntimeClass), pulumi.Parent(c))
+	if err != nil {
 		return nil, err
 	}
+	c.Ready = []pulumi.Resource{obj}
 	c.Name = pulumi.String(args.RuntimeClass.Name).ToStringOutput()
 	c.Handler = pulumi.String(args.RuntimeClass.Handler).ToStringOutput()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "handler": c.Handler})

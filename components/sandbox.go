@@ -22,6 +22,9 @@ type SandboxTemplate struct {
 	pulumi.ResourceState
 
 	Name pulumi.StringOutput `pulumi:"name"`
+
+	// Ready are the resources a dependant waits for (see ObjectGroup.Ready).
+	Ready []pulumi.Resource
 }
 
 // NewSandboxTemplate registers the SandboxTemplate object.
@@ -34,9 +37,11 @@ func NewSandboxTemplate(ctx *pulumi.Context, name string, args *SandboxTemplateA
 	if err != nil {
 		return nil, err
 	}
-	if _, err := registerObject(ctx, obj, inNamespace(args.Namespace, pulumi.Parent(c))...); err != nil {
+	tpl, err := registerObject(ctx, obj, inNamespace(args.Namespace, pulumi.Parent(c))...)
+	if err != nil {
 		return nil, err
 	}
+	c.Ready = []pulumi.Resource{tpl}
 	c.Name = pulumi.String(args.Template.Name).ToStringOutput()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
 }

@@ -1,6 +1,8 @@
 package components
 
 import (
+	"slices"
+
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -42,7 +44,8 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	if err != nil {
 		return nil, err
 	}
-	if _, err := registerAll(ctx, fence, inNamespace(nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))...); err != nil {
+	_, fenceReady, err := registerAll(ctx, fence, inNamespace(nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))...)
+	if err != nil {
 		return nil, err
 	}
 	identity, err := newGroup(ctx, "paddock:tenant:Identity", name, objects.IdentityObjects, p, tn, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
@@ -60,7 +63,7 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	}
 	// Sandboxes start only inside the finished fence: namespace, identity,
 	// network policy and guardrails first.
-	deps := append([]pulumi.Resource{nsObj, identity, egress, guardrails}, args.DependsOn...)
+	deps := slices.Concat([]pulumi.Resource{nsObj}, fenceReady, identity.Ready, egress.Ready, guardrails.Ready, args.DependsOn)
 	templates := map[string]*SandboxTemplate{}
 	for _, tpl := range tn.Templates {
 		st, err := NewSandboxTemplate(ctx, tn.Name+"/"+tpl.Name, &SandboxTemplateArgs{Platform: p, Tenant: tn, Template: tpl, Namespace: nsObj},
@@ -73,7 +76,7 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	for _, wp := range tn.WarmPools {
 		poolDeps := deps
 		if st, ok := templates[wp.Template]; ok {
-			poolDeps = append(append([]pulumi.Resource{}, deps...), st)
+			poolDeps = slices.Concat(deps, st.Ready)
 		}
 		if _, err := NewWarmPool(ctx, tn.Name+"/"+wp.Name, &WarmPoolArgs{Platform: p, Tenant: tn, WarmPool: wp, Namespace: nsObj},
 			pulumi.Parent(t), pulumi.DependsOn(poolDeps)); err != nil {
@@ -90,6 +93,11 @@ type ObjectGroup struct {
 	pulumi.ResourceState
 
 	Objects pulumi.StringArrayOutput `pulumi:"objects"`
+
+	// Ready are the resources a dependant waits for. Depending on the
+	// component itself is not enough: the Go SDK expands a component into the
+	// children it has registered so far, which races with their registration.
+	Ready []pulumi.Resource
 }
 
 func newGroup(ctx *pulumi.Context, token, name string,
@@ -103,24 +111,29 @@ func newGroup(ctx *pulumi.Context, token, name string,
 	if err != nil {
 		return nil, err
 	}
-	names, err := registerAll(ctx, objs, inNamespace(ns, pulumi.Parent(g))...)
+	names, ready, err := registerAll(ctx, objs, inNamespace(ns, pulumi.Parent(g))...)
 	if err != nil {
 		return nil, err
 	}
+	g.Ready = ready
 	g.Objects = names.ToStringArrayOutput()
 	return g, ctx.RegisterResourceOutputs(g, pulumi.Map{"objects": g.Objects})
 }
 
-// registerAll registers objs and returns "Kind name" of each.
-func registerAll(ctx *pulumi.Context, objs []*unstructured.Unstructured, opts ...pulumi.ResourceOption) (pulumi.StringArray, error) {
+// registerAll registers objs and returns "Kind name" of each and the
+// registered resources.
+func registerAll(ctx *pulumi.Context, objs []*unstructured.Unstructured, opts ...pulumi.ResourceOption) (pulumi.StringArray, []pulumi.Resource, error) {
 	var names pulumi.StringArray
+	var rs []pulumi.Resource
 	for _, u := range objs {
-		if _, err := registerObject(ctx, u, opts...); err != nil {
-			return nil, err
+		r, err := registerObject(ctx, u, opts...)
+		if err != nil {
+			return nil, nil, err
 		}
 		names = append(names, pulumi.String(u.GetKind()+" "+ResourceName(u)))
+		rs = append(rs, r)
 	}
-	return names, nil
+	return names, rs, nil
 }
 
 // inNamespace adds DeletedWith(ns) to the options of an object in the

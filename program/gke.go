@@ -43,7 +43,7 @@ func gke(ctx *pulumi.Context, p *model.Platform) error {
 		return err
 	}
 	root, err := components.NewPlatform(ctx, p.Name, &components.PlatformArgs{Platform: p},
-		pulumi.Providers(cloud.KubernetesProvider), pulumi.DependsOn([]pulumi.Resource{cloud}))
+		pulumi.Providers(cloud.KubernetesProvider), pulumi.DependsOn(cloud.InClusterReady))
 	if err != nil {
 		return err
 	}

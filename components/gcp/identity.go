@@ -26,6 +26,9 @@ type WorkloadIdentity struct {
 	KSAAnnotations pulumi.StringMapOutput `pulumi:"ksaAnnotations"`
 
 	Args WorkloadIdentityArgs
+	// Ready are the account and its bindings: what waits for the identity
+	// depends on them, not on the component (see NodePool.Pool).
+	Ready []pulumi.Resource
 }
 
 // NewWorkloadIdentity registers the identity. The cluster must exist first:
@@ -57,23 +60,28 @@ func NewWorkloadIdentity(ctx *pulumi.Context, name string, cluster *Cluster, arg
 	if err != nil {
 		return nil, err
 	}
+	w.Ready = append(w.Ready, sa)
 	for _, role := range a.Roles {
-		if _, err := projects.NewIAMMember(ctx, name+"/"+role, &projects.IAMMemberArgs{
+		grant, err := projects.NewIAMMember(ctx, name+"/"+role, &projects.IAMMemberArgs{
 			Project: pulumi.String(a.Project),
 			Role:    pulumi.String(role),
 			Member:  sa.Member,
-		}, parent); err != nil {
+		}, parent)
+		if err != nil {
 			return nil, err
 		}
+		w.Ready = append(w.Ready, grant)
 	}
 	member := spec.WorkloadIdentityMember(a.Project, a.Namespace, a.KSA)
-	if _, err := serviceaccount.NewIAMMember(ctx, name+"/"+spec.WorkloadIdentityUser, &serviceaccount.IAMMemberArgs{
+	binding, err := serviceaccount.NewIAMMember(ctx, name+"/"+spec.WorkloadIdentityUser, &serviceaccount.IAMMemberArgs{
 		ServiceAccountId: sa.Name,
 		Role:             pulumi.String(spec.WorkloadIdentityUser),
 		Member:           pulumi.String(member),
-	}, parent, pulumi.DependsOn([]pulumi.Resource{cluster})); err != nil {
+	}, parent, pulumi.DependsOn([]pulumi.Resource{cluster.GKE}))
+	if err != nil {
 		return nil, err
 	}
+	w.Ready = append(w.Ready, binding)
 	w.Email = sa.Email
 	w.Member = pulumi.String(member).ToStringOutput()
 	w.KSAAnnotations = sa.Email.ApplyT(func(email string) map[string]string {

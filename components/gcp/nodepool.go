@@ -26,6 +26,11 @@ type NodePool struct {
 	// node selector and a toleration for every taint — GKE's own on gVisor
 	// pools, Paddock's on KVM pools.
 	Scheduling spec.Scheduling
+	// Pool is the GKE node pool itself. Whatever must wait for the nodes
+	// depends on it, not on the component: the Go SDK expands a component
+	// into the children it has registered so far, which races with their
+	// registration.
+	Pool *container.NodePool
 }
 
 // NewNodePool registers a node pool of cluster: autoscaled, auto-repaired and
@@ -102,6 +107,7 @@ func NewNodePool(ctx *pulumi.Context, name string, cluster *Cluster, args *NodeP
 	if err != nil {
 		return nil, err
 	}
+	np.Pool = pool
 	np.Name = pool.Name
 	np.Isolation = pulumi.String(a.Isolation).ToStringOutput()
 	np.NodeSelector = pulumi.ToStringMap(np.Scheduling.NodeSelector).ToStringMapOutput()

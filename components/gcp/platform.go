@@ -46,6 +46,9 @@ type Platform struct {
 	// KubernetesProvider reaches the new cluster (it waits for every node
 	// pool); pass it to the in-cluster layer with pulumi.Providers.
 	KubernetesProvider *kubernetes.Provider
+	// InClusterReady is what the in-cluster layer waits for besides the
+	// provider: Kata and the workload identities its service accounts name.
+	InClusterReady []pulumi.Resource
 	// RuntimeClasses are the sandbox runtimes the pools provide, with the
 	// scheduling the in-cluster layer's RuntimeClasses must use. gvisor is
 	// GKE's own (ManagedByGKE): use it, do not create it.
@@ -79,14 +82,14 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 		return nil, err
 	}
 	p.SystemPool = sys
-	pools = append(pools, sys)
+	pools = append(pools, sys.Pool)
 	for i := range a.NodePools {
 		np, err := NewNodePool(ctx, a.Cluster.Name+"/"+a.NodePools[i].Name, cluster, &a.NodePools[i], parent)
 		if err != nil {
 			return nil, err
 		}
 		p.NodePools = append(p.NodePools, np)
-		pools = append(pools, np)
+		pools = append(pools, np.Pool)
 	}
 
 	// The nodes pull the platform's images (and kata-deploy's) as their own
@@ -122,6 +125,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 			return nil, err
 		}
 		p.Kata = k
+		p.InClusterReady = append(p.InClusterReady, k.Ready...)
 	}
 
 	if needsNetworkLogging(a) {
@@ -142,6 +146,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 			return nil, err
 		}
 		p.WorkloadIdentities = append(p.WorkloadIdentities, w)
+		p.InClusterReady = append(p.InClusterReady, w.Ready...)
 		identities[key] = w.Email
 	}
 

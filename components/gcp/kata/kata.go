@@ -198,6 +198,11 @@ type Install struct {
 	Version        pulumi.StringOutput      `pulumi:"version"`
 	Image          pulumi.StringOutput      `pulumi:"image"`
 	RuntimeClasses pulumi.StringArrayOutput `pulumi:"runtimeClasses"`
+
+	// Ready are the registered objects: what waits for Kata depends on them,
+	// not on the component, whose expansion into children races with their
+	// registration in the Go SDK.
+	Ready []pulumi.Resource
 }
 
 // NewInstall registers kata-deploy and the Kata RuntimeClasses. The kubernetes
@@ -222,6 +227,7 @@ func NewInstall(ctx *pulumi.Context, name string, args *spec.KataArgs, opts ...p
 		}
 		deps = append(deps, r)
 	}
+	k.Ready = deps
 	image := ImageOf(*args)
 	var names pulumi.StringArray
 	if !args.ExternalRuntimeClasses {

@@ -51,8 +51,12 @@ func assertConverged(t *testing.T, e *env, stack, platform, specDir string) {
 	for _, m := range missing {
 		t.Errorf("missing: %s is in the stack but not in the cluster", m)
 	}
-	for _, d := range specDiffs(t, e, specDir, labelled) {
+	diffs, compared := specDiffs(t, e, specDir, labelled)
+	for _, d := range diffs {
 		t.Errorf("cluster ≠ spec: %s", d)
+	}
+	if compared < 30 {
+		t.Errorf("compared only %d declared objects with the cluster", compared)
 	}
 }
 
@@ -65,8 +69,9 @@ func objectKey(apiVersion, kind, namespace, name string) string {
 	return group + "/" + kind + "/" + namespace + "/" + name
 }
 
-// specDiffs compares the cluster with the objects the spec in dir declares.
-func specDiffs(t *testing.T, e *env, dir string, labelled []drift.ObjectRef) []string {
+// specDiffs compares the cluster with the objects the spec in dir declares,
+// and says how many it compared.
+func specDiffs(t *testing.T, e *env, dir string, labelled []drift.ObjectRef) ([]string, int) {
 	t.Helper()
 	p, err := project.LoadSpec(dir, project.SpecOptions{}, io.Discard)
 	if err != nil {
@@ -109,7 +114,7 @@ func specDiffs(t *testing.T, e *env, dir string, labelled []drift.ObjectRef) []s
 		}
 	}
 	sort.Strings(diffs)
-	return diffs
+	return diffs, len(want)
 }
 
 // declaredFields is what of a declared object the cluster must hold: all of

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -20,11 +21,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/paddock-platform/paddock/bench"
 	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/engine"
 	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/render"
 	"github.com/paddock-platform/paddock/verify"
 )
 
@@ -118,20 +122,23 @@ func leftoverPlugins(t *testing.T, e *env) []string {
 	return out
 }
 
-// leftBehind reads what a killed update left: locks on the stack, pending
-// operations in its state, orphaned provider plugins, and objects the
-// cluster and the state disagree on.
-func (e *env) leftBehind(t *testing.T, stack, platform string) leftBehind {
+// leftBehind reads what a killed update left once every process of it has
+// ended: locks on the stack, pending operations in its state, orphaned
+// provider plugins, and objects the cluster and the state disagree on.
+// Objects the state lacks are told apart by whether spec (the spec the next
+// up converges on) declares them: those the next up must adopt.
+func (e *env) leftBehind(t *testing.T, stack, platform, spec string) leftBehind {
 	t.Helper()
 	var l leftBehind
 	locks, _ := e.engineFor().Locks(stack)
 	for _, lk := range locks {
-		if lk.Stale {
-			l.Lock = "stale"
-		} else {
+		// A holder killed a moment ago may be a zombie nobody reaped
+		// yet: gone all the same.
+		if processRunning(lk.PID) && !lk.Stale {
 			l.Lock = fmt.Sprintf("live holder pid %d", lk.PID)
 			break
 		}
+		l.Lock = "stale"
 	}
 	l.Plugins = len(leftoverPlugins(t, e))
 	inStack, pending, err := e.engineFor().Inventory(stack)
@@ -144,9 +151,96 @@ func (e *env) leftBehind(t *testing.T, stack, platform string) leftBehind {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orphans, missing := drift.Orphans(labelled, inStack)
-	l.NotInState, l.NotInCluster = len(orphans), len(missing)
+	held := map[string]bool{}
+	for _, o := range inStack {
+		held[objectKey(o.APIVersion, o.Kind, o.Namespace, o.Name)] = true
+	}
+	live := map[string]bool{}
+	declared := declaredKeys(t, spec)
+	for _, o := range labelled {
+		k := objectKey(o.APIVersion, o.Kind, o.Namespace, o.Name)
+		live[k] = true
+		switch {
+		case held[k]:
+		case declared[k]:
+			l.NotInState++
+		default:
+			l.Undeclared++
+		}
+	}
+	for k := range held {
+		if !live[k] {
+			l.NotInCluster++
+		}
+	}
 	return l
+}
+
+// processRunning reports whether pid is a process that has not exited (a
+// zombie has).
+func processRunning(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	fields := strings.Fields(string(b[i+1:]))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// groupMembers lists the running processes of process group pgid.
+func groupMembers(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		// fields after the name: state, ppid, pgrp
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitGroupGone waits until no process of group pgid runs (a Pulumi CLI
+// whose paddock was killed runs on by itself), and returns how long that took.
+func waitGroupGone(t *testing.T, pgid int, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for len(groupMembers(pgid)) > 0 {
+		if time.Since(start) > timeout {
+			t.Fatalf("processes %v of the killed run still running after %s", groupMembers(pgid), timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// declaredKeys are the objects the spec in dir declares.
+func declaredKeys(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	p, err := project.LoadSpec(dir, project.SpecOptions{}, io.Discard)
+	if err != nil {
+		t.Fatalf("loading %s: %v", dir, err)
+	}
+	objs, err := render.All(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, o := range objs {
+		out[objectKey(o.GetAPIVersion(), o.GetKind(), o.GetNamespace(), o.GetName())] = true
+	}
+	return out
 }
 
 // TestFaultKillUp kills `paddock up` with SIGKILL at seeded random points of
@@ -209,11 +303,11 @@ func TestFaultKillUp(t *testing.T) {
 			t.Fatalf("trial %d: up ended (%v) before its first create or delete:\n%s", i+1, err, tail(run.out.String(), 20))
 		}
 		rec.Trigger = fmt.Sprintf("+%.1fs after %s %s started", delay.Seconds(), first.Op, describeURN(first.Type, first.URN))
+		pid := run.cmd.Process.Pid
 		select {
 		case err := <-run.done:
 			rec.Interrupted = fmt.Sprintf("nothing: up finished first (%v)", err)
 		case <-time.After(delay):
-			pid := run.cmd.Process.Pid
 			if group {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 			} else {
@@ -232,7 +326,13 @@ func TestFaultKillUp(t *testing.T) {
 				}
 			}
 		}
-		rec.Left = e.leftBehind(t, faultPlatform, faultPlatform)
+		// What is left is what remains once nothing of the killed run
+		// runs: a CLI whose paddock alone was killed goes on until it
+		// finishes or dies writing to the gone paddock.
+		if ranOn := waitGroupGone(t, pid, 5*time.Minute); !group {
+			rec.Interrupted += fmt.Sprintf("; its CLI ran on %.1fs", ranOn.Seconds())
+		}
+		rec.Left = e.leftBehind(t, faultPlatform, faultPlatform, spec)
 		t.Logf("trial %d: up %s, SIGKILL to %s %s; interrupted %s; left %s", rec.N, rec.Spec, rec.Kill, rec.Trigger, rec.Interrupted, rec.Left)
 
 		// The next up recovers and converges; a CLI the kill orphaned may
@@ -347,6 +447,32 @@ func TestFaultAPIServerStopped(t *testing.T) {
 		t.Fatalf("up after the API server came back: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 30))
 	}
 	assertConverged(t, e, faultPlatform, faultPlatform, large)
+
+	// The comparison with the spec sees an edit the state would not: a
+	// quota loosened out of band.
+	quotaNS := faultNamespaces(3)[2]
+	patch := func(pods string) {
+		t.Helper()
+		p := []byte(`{"spec":{"hard":{"pods":"` + pods + `"}}}`)
+		if _, err := e.kube.CoreV1().ResourceQuotas(quotaNS).Patch(ctxTimeout(10*time.Second), "tenant-quota", types.MergePatchType, p, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := e.kube.CoreV1().ResourceQuotas(quotaNS).Get(ctxTimeout(10*time.Second), "tenant-quota", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	declaredPods := q.Spec.Hard.Pods().String()
+	patch("999")
+	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, faultPlatform)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, _ := specDiffs(t, e, large, labelled)
+	patch(declaredPods)
+	if len(diffs) != 1 || !strings.Contains(diffs[0], "ResourceQuota "+quotaNS+"/tenant-quota: .spec.hard.pods: declared "+declaredPods+", cluster has 999") {
+		t.Errorf("the spec comparison does not see the loosened quota: %v", diffs)
+	}
 }
 
 // supervisorState is the part of local/supervisor.json the test reads.

@@ -176,7 +176,8 @@ type leftBehind struct {
 	Lock         string // "", "stale", "live holder"
 	Pending      int
 	Plugins      int
-	NotInState   int // labelled objects the state does not hold
+	NotInState   int // labelled objects the state does not hold and the spec declares
+	Undeclared   int // labelled objects neither the state nor the spec holds
 	NotInCluster int // state objects the cluster does not have
 	StateErr     string
 }
@@ -194,6 +195,9 @@ func (l leftBehind) String() string {
 	}
 	if l.NotInState > 0 {
 		parts = append(parts, fmt.Sprintf("%d object(s) not in state", l.NotInState))
+	}
+	if l.Undeclared > 0 {
+		parts = append(parts, fmt.Sprintf("%d undeclared object(s) not in state", l.Undeclared))
 	}
 	if l.NotInCluster > 0 {
 		parts = append(parts, fmt.Sprintf("%d state object(s) not in cluster", l.NotInCluster))
@@ -232,6 +236,9 @@ func recoveredBy(out string, left leftBehind) []string {
 	}
 	if left.NotInState > 0 {
 		paths = append(paths, pathAdopted)
+	}
+	if left.Undeclared > 0 {
+		paths = append(paths, "undeclared objects deleted")
 	}
 	if left.NotInCluster > 0 {
 		paths = append(paths, "refresh dropped objects gone from the cluster")

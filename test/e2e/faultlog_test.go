@@ -238,7 +238,7 @@ func recoveredBy(out string, left leftBehind) []string {
 		paths = append(paths, pathAdopted)
 	}
 	if left.Undeclared > 0 {
-		paths = append(paths, "undeclared objects deleted")
+		paths = append(paths, "undeclared objects finished deleting")
 	}
 	if left.NotInCluster > 0 {
 		paths = append(paths, "refresh dropped objects gone from the cluster")

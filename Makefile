@@ -48,9 +48,9 @@ tools-gcp: tool-pulumi ## fetch the pinned GCP provider plugin (target "gke" onl
 	  "$(PADDOCK_HOME)/bin/pulumi" plugin install resource gcp v$(PULUMI_GCP_VERSION)
 
 .PHONY: build
-build: ## build the paddock CLI into ./bin
+build: ## build the paddock CLI into ./bin (it reports its commit: bin/paddock version)
 	@mkdir -p $(BIN)
-	go build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(PADDOCK) ./cmd/paddock
+	go build -trimpath -ldflags '$(GO_LDFLAGS) -X main.commit=$(shell git describe --always --dirty --abbrev=12 2>/dev/null)' -o $(PADDOCK) ./cmd/paddock
 
 .PHONY: demo
 demo: tools build ## fresh machine to a running local platform: tools, local cluster, paddock up and verify of $(EXAMPLE), then a summary

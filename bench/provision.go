@@ -34,10 +34,13 @@ const (
 	ToolKubectl      = "kubectl"
 	ToolFloor        = "ssa-floor"
 
-	OpCreate  = "create"
-	OpNoop    = "no-op up"
-	OpDrift   = "drift"
-	OpDestroy = "destroy"
+	OpCreate = "create"
+	// OpApplyOnly is kubectl's or the floor's create until its last apply
+	// returned, before the wait for the warm pools that OpCreate includes.
+	OpApplyOnly = "apply only"
+	OpNoop      = "no-op up"
+	OpDrift     = "drift"
+	OpDestroy   = "destroy"
 )
 
 // Sample is one measured operation.
@@ -97,7 +100,9 @@ func resourcesOf(out string) int {
 
 // Provision measures, for each tenant count: paddock up (create), a second
 // up (no-op), drift and destroy; kubectl apply --server-side of the same
-// rendered objects; and the parallel server-side-apply Floor. Between tools
+// rendered objects; and the parallel server-side-apply Floor. Every create
+// ends when the warm pools are Ready (see ready.go), and kubectl's and the
+// floor's time to their last apply is kept as OpApplyOnly. Between tools
 // the cluster is cleaned of the platform's objects and waited on, so every
 // create starts from the same empty cluster.
 func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
@@ -134,6 +139,11 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 		}
 		sample := func(tool, op string, r *Run, resources int) Sample {
 			s := Sample{Tool: tool, Op: op, Tenants: n, Objects: len(objs), Resources: resources, Seconds: r.Wall.Seconds(), PeakRSS: r.PeakRSS, TreePeakRSS: r.TreePeak, CPU: r.CPU}
+			if r.PeakRSS == nil && r.CPU == nil {
+				// Part of a run measured whole (apply only): its time alone.
+				fmt.Fprintf(o.Out, "bench: %-9s %-8s %4d tenants %5d objects: %7.2fs\n", tool, op, n, len(objs), s.Seconds)
+				return s
+			}
 			fmt.Fprintf(o.Out, "bench: %-9s %-8s %4d tenants %5d objects: %7.2fs  peak %s  cpu %s\n", tool, op, n, len(objs), s.Seconds, r.PeakSummary(), r.CPUSummary())
 			return s
 		}
@@ -191,37 +201,82 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 				return out, err
 			}
 		}
+		// Then it waits for the pools, as paddock's create does.
+		waits, err := KubectlWaits(objs)
+		if err != nil {
+			return out, err
+		}
 		k := fmt.Sprintf("%q --kubeconfig %q", o.Kubectl, o.Kubeconfig)
 		script := fmt.Sprintf("set -e; %s apply --server-side --force-conflicts -f %q >/dev/null; "+
 			"%s wait --for condition=established --timeout=120s crd --all >/dev/null; "+
-			"%s apply --server-side --force-conflicts -f %q >/dev/null", k, firstFile, k, k, restFile)
+			"%s apply --server-side --force-conflicts -f %q >/dev/null; echo %s$(date +%%s.%%N)", k, firstFile, k, k, restFile, appliedMarker)
+		for _, w := range waits {
+			script += "; " + k
+			for _, a := range w {
+				script += " " + shellQuote(a)
+			}
+			script += " >/dev/null"
+		}
+		began := time.Now()
 		r, err := Measure(ctx, exec.CommandContext(ctx, "sh", "-c", script))
 		if err != nil {
 			return out, err
 		}
-		out = append(out, sample(ToolKubectl, OpCreate, r, 0))
+		applied, err := appliedAt(r.Output)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, sample(ToolKubectl, OpCreate, r, 0), sample(ToolKubectl, OpApplyOnly, &Run{Wall: applied.Sub(began)}, 0))
 		if err := clean(ctx, dyn, kube, objs); err != nil {
 			return out, err
 		}
 
-		// The floor, in this process (its own CPU is not told apart).
+		// The floor, in this process (its own CPU is not told apart), then
+		// the same wait for the pools.
 		before := clusterCPU()
+		began = time.Now()
 		d, err := Floor(ctx, cfg, objs)
 		if err != nil {
 			return out, err
 		}
-		fr := &Run{Wall: d, CPU: map[string]float64{}}
+		if err := WaitPoolsReady(ctx, dyn, objs, 100*time.Millisecond); err != nil {
+			return out, fmt.Errorf("ssa floor: %w", err)
+		}
+		fr := &Run{Wall: time.Since(began), CPU: map[string]float64{}}
 		for name, c := range clusterCPU() {
 			if dc := c - before[name]; dc > 0 {
 				fr.CPU[name] = dc
 			}
 		}
-		out = append(out, sample(ToolFloor, OpCreate, fr, 0))
+		out = append(out, sample(ToolFloor, OpCreate, fr, 0), sample(ToolFloor, OpApplyOnly, &Run{Wall: d}, 0))
 		if err := clean(ctx, dyn, kube, objs); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// appliedMarker prefixes the time the kubectl script's last apply returned.
+const appliedMarker = "paddock-bench-applied-at="
+
+// appliedAt reads that time from the script's output.
+func appliedAt(output string) (time.Time, error) {
+	for _, line := range strings.Split(output, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), appliedMarker); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("kubectl run: bad apply time %q", v)
+			}
+			sec := int64(f)
+			return time.Unix(sec, int64((f-float64(sec))*1e9)), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("kubectl run: no %s line in its output", appliedMarker)
+}
+
+// shellQuote quotes one argument for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // clean deletes the rendered objects a kubectl or floor run created (the

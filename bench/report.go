@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -18,11 +19,15 @@ import (
 // Results are everything one `make bench` run measured.
 type Results struct {
 	// Format is the results' format version: 2 counts a direct child's CPU
-	// without its descendants' (1 counted them in, see Upgrade).
+	// without its descendants' (1 counted them in, see Upgrade); 3 records
+	// the measured binary (Paddock) and has every create wait for the warm
+	// pools to be Ready.
 	Format int `json:"format"`
-	// Date, Machine and Versions say where and with what it ran.
+	// Date, Machine and Versions say where and with what it ran; Versions
+	// are the pinned upstreams, Paddock the binary measured.
 	Date     string            `json:"date"`
 	Machine  string            `json:"machine"`
+	Paddock  *Build            `json:"paddock,omitempty"`
 	Versions map[string]string `json:"versions"`
 	// Provision are the provisioning samples; Validate the validate runs;
 	// Claims the sandbox start measurements.
@@ -31,6 +36,30 @@ type Results struct {
 	Claims    []ClaimsResult  `json:"claims,omitempty"`
 	Fits      map[string]Fit  `json:"fits"`
 	Targets   []TargetVerdict `json:"targets"`
+}
+
+// Build identifies the paddock binary a run measured: the commit it reports
+// itself (`paddock version --commit`, linked in by `make build`) and the
+// checksum of the file, read when the run starts.
+type Build struct {
+	Commit string `json:"commit"`
+	Binary string `json:"binary"`
+	SHA256 string `json:"sha256"`
+}
+
+// ErrNoBuild is a result that does not say which binary it measured.
+var ErrNoBuild = errors.New("the results do not name the paddock binary they measured (its commit from `paddock version --commit`): measure again with `make bench`, a hand-written version is not accepted")
+
+// Identified is nil when the results name the binary they measured, and
+// ErrNoBuild otherwise; nothing of them is rendered without it.
+func (r *Results) Identified() error { return r.Paddock.check() }
+
+// check refuses a build that does not identify a binary.
+func (b *Build) check() error {
+	if b == nil || b.Commit == "" || b.Commit == "unknown" || b.SHA256 == "" {
+		return ErrNoBuild
+	}
+	return nil
 }
 
 // ValidateRun is `paddock validate` on a generated spec.
@@ -81,6 +110,7 @@ func (r *Results) tenantCounts() []int {
 // series are the tool/op lines of the table and plot.
 var series = []struct{ Tool, Op string }{
 	{ToolPaddockFinal, OpCreate}, {ToolPaddock, OpCreate}, {ToolKubectl, OpCreate}, {ToolFloor, OpCreate},
+	{ToolKubectl, OpApplyOnly}, {ToolFloor, OpApplyOnly},
 	{ToolPaddockFinal, OpNoop}, {ToolPaddockFinal, OpDrift}, {ToolPaddockFinal, OpDestroy}, {ToolPaddock, OpDestroy},
 }
 
@@ -183,12 +213,41 @@ func (r *Results) WriteJSON(file string) error {
 	return os.WriteFile(file, append(b, '\n'), 0o644)
 }
 
-// WriteMarkdown writes the tables of the results.
-func (r *Results) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "# Paddock benchmarks\n\n%s, %s. Versions: %s.\n\n", r.Date, r.Machine, versionList(r.Versions))
+// WriteMarkdown writes the tables of the results; it refuses results that
+// do not name the binary they measured.
+func (r *Results) WriteMarkdown(w io.Writer) error {
+	if err := r.Paddock.check(); err != nil {
+		return err
+	}
+	bw := &errWriter{w: w}
+	r.writeMarkdown(bw)
+	return bw.err
+}
+
+// errWriter keeps the first write error, so the tables need no check per line.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
+}
+
+func (r *Results) writeMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "# Paddock benchmarks\n\n%s, %s. Paddock %s (`paddock version --commit` of the binary measured, sha256 %s). Pinned upstreams: %s.\n\n",
+		r.Date, r.Machine, r.Paddock.Commit, short(r.Paddock.SHA256), versionList(r.Versions))
 	fmt.Fprintf(w, "All runs on the live local stack (real kube-apiserver, etcd, controller-manager, scheduler, kwok nodes, real Agent Sandbox controller). ")
 	fmt.Fprintf(w, "No container runs and no CNI enforces anything here: times are the control plane's and the tools', not a real cluster's.\n\n")
 	fmt.Fprintf(w, "## Provisioning (seconds, wall)\n\n")
+	fmt.Fprintf(w, "Like for like: every create column ends when every warm pool has its replicas Ready (`status.readyReplicas` = `spec.replicas`). ")
+	fmt.Fprintf(w, "paddock waits through the `pulumi.com/waitFor` annotation its warm pools carry; %s; %s. ", kubectlReadiness, floorReadiness)
+	fmt.Fprintf(w, "The *apply only* columns are kubectl's and the floor's time until their last apply returned, before that wait: objects stored, pools not yet filled.\n\n")
 	ns := r.tenantCounts()
 	fmt.Fprintf(w, "| tenants | objects | paddock resources |")
 	for _, s := range series {
@@ -290,6 +349,14 @@ func versionList(v map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
+// short abbreviates a checksum for the page.
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
+}
+
 func ratio(a, b float64) string {
 	if b <= 0 || a <= 0 {
 		return "–"
@@ -304,14 +371,18 @@ func mib(b int64) string {
 	return fmt.Sprintf("%.0f", float64(b)/(1<<20))
 }
 
-// WritePlot draws seconds against tenants, one line per tool and operation.
+// WritePlot draws seconds against tenants, one line per tool and operation;
+// like WriteMarkdown, it refuses results that do not name their binary.
 func (r *Results) WritePlot(file string) error {
+	if err := r.Paddock.check(); err != nil {
+		return err
+	}
 	p := plot.New()
 	p.Title.Text = "Paddock provisioning on the local stack"
 	p.X.Label.Text = "tenants"
 	p.Y.Label.Text = "seconds (wall)"
 	p.Add(plotter.NewGrid())
-	colors := []color.RGBA{{0x1f, 0x77, 0xb4, 255}, {0xff, 0x7f, 0x0e, 255}, {0x2c, 0xa0, 0x2c, 255}, {0xd6, 0x27, 0x28, 255}, {0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255}, {0xe3, 0x77, 0xc2, 255}, {0x7f, 0x7f, 0x7f, 255}}
+	colors := []color.RGBA{{0x1f, 0x77, 0xb4, 255}, {0xff, 0x7f, 0x0e, 255}, {0x2c, 0xa0, 0x2c, 255}, {0xd6, 0x27, 0x28, 255}, {0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255}, {0xe3, 0x77, 0xc2, 255}, {0x7f, 0x7f, 0x7f, 255}, {0xbc, 0xbd, 0x22, 255}, {0x17, 0xbe, 0xcf, 255}}
 	for i, s := range series {
 		var pts plotter.XYs
 		for _, n := range r.tenantCounts() {
@@ -344,7 +415,7 @@ func (r *Results) WritePlot(file string) error {
 }
 
 // ResultsFormat is the current Results.Format.
-const ResultsFormat = 2
+const ResultsFormat = 3
 
 // ReadResults reads results.json, upgrading an older format.
 func ReadResults(file string) (*Results, error) {
@@ -362,8 +433,14 @@ func ReadResults(file string) (*Results, error) {
 
 // Upgrade brings results of an older format to the current one. Format 1
 // (unset) took paddock's CPU from the kernel's figure for the process,
-// which includes the Pulumi CLI and provider it waited for.
+// which includes the Pulumi CLI and provider it waited for. Format 2 has
+// kubectl and the floor stop at their last apply while paddock waits for
+// the pools: nothing converts that, so those results keep no Paddock build
+// and the report refuses them.
 func (r *Results) Upgrade() {
+	if r.Format < 3 {
+		r.Paddock = nil
+	}
 	if r.Format < 2 {
 		for i := range r.Provision {
 			c := r.Provision[i].CPU

@@ -2,16 +2,20 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/paddock-platform/paddock/components/agentsandbox"
 	"github.com/paddock-platform/paddock/components/objects"
@@ -21,6 +25,7 @@ import (
 var (
 	claimsGVR     = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxclaims"}
 	warmPoolsGVR  = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxwarmpools"}
+	sandboxesGVR  = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
 	ciliumCRDName = "ciliumnetworkpolicies.cilium.io"
 )
 
@@ -30,9 +35,9 @@ var checks = []check{
 	{"V02", "privileged pod is rejected (server-side dry-run)", checkPrivilegedPodRejected},
 	{"V03", "agent-runtime identity can do nothing", checkAgentRuntimeRBAC},
 	{"V04", "orchestrator identity has only its verbs", checkOrchestratorRBAC},
-	{"V05", "runtime classes exist", checkRuntimeClasses},
+	{"V05", "runtime classes match the spec", checkRuntimeClasses},
 	{"V06", "sandbox pods run on sandbox nodes", checkSandboxPlacement},
-	{"V07", "warm pools at replicas", checkWarmPools},
+	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
 	{"V08", "claim without TTL is rejected (server-side dry-run)", checkClaimWithoutTTLRejected},
 	{"V09", "network policies present", checkNetworkPoliciesPresent},
 	{"V10", "network policy enforced", checkNetworkPolicyEnforced},
@@ -67,12 +72,17 @@ func checkPrivilegedPodRejected(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	yes := true
 	for _, t := range v.p.Tenants {
+		// The probe carries one of the platform's runtime classes, so the
+		// runtime-class guardrail admits it and only Pod Security can refuse it.
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "paddock-verify-privileged", Namespace: t.Namespace},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "probe", Image: "registry.k8s.io/pause:3.10",
-				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
-			}}},
+			Spec: corev1.PodSpec{
+				RuntimeClassName: probeRuntimeClass(v.p, t),
+				Containers: []corev1.Container{{
+					Name: "probe", Image: "registry.k8s.io/pause:3.10",
+					SecurityContext: &corev1.SecurityContext{Privileged: &yes},
+				}},
+			},
 		}
 		_, err := v.kube.CoreV1().Pods(t.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
@@ -89,18 +99,24 @@ func checkPrivilegedPodRejected(ctx context.Context, v *Verifier) []Result {
 	return out
 }
 
-// access asks the API server whether a service account may do something.
-func (v *Verifier) access(ctx context.Context, ns, sa, namespace, verb, group, resource, sub string) (bool, error) {
+// access asks the API server whether a service account may do something. A
+// review the authorizer could not finish (status.evaluationError without an
+// allow) is an error, never a "no": a broken authorizer must not read as a
+// locked-down identity.
+func (v *Verifier) access(ctx context.Context, ns, sa, namespace string, a access) (bool, error) {
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User:   "system:serviceaccount:" + ns + ":" + sa,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 		ResourceAttributes: &authzv1.ResourceAttributes{
-			Namespace: namespace, Verb: verb, Group: group, Resource: resource, Subresource: sub,
+			Namespace: namespace, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub,
 		},
 	}}
 	res, err := v.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("SubjectAccessReview of %s: %w", a, err)
+	}
+	if !res.Status.Allowed && res.Status.EvaluationError != "" {
+		return false, fmt.Errorf("SubjectAccessReview of %s did not complete: %s", a, res.Status.EvaluationError)
 	}
 	return res.Status.Allowed, nil
 }
@@ -130,33 +146,55 @@ var (
 		{"", "rbac.authorization.k8s.io", "roles", ""}, {"", "rbac.authorization.k8s.io", "rolebindings", ""},
 		{"", "networking.k8s.io", "networkpolicies", ""},
 	}
+	// clusterWideProbes are asked without a namespace.
+	clusterWideProbes = []access{{"list", "", "namespaces", ""}, {"list", "", "nodes", ""}, {"get", "", "secrets", ""}}
 )
+
+// namespacedProbes is every verb on every probed resource.
+func namespacedProbes() []access {
+	var out []access
+	for _, r := range probedResources {
+		for _, verb := range allVerbs {
+			out = append(out, access{verb, r.group, r.resource, r.sub})
+		}
+	}
+	return out
+}
 
 func checkAgentRuntimeRBAC(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	for _, t := range v.p.Tenants {
+		subject := t.Namespace + "/" + model.AgentRuntimeServiceAccount
 		var allowed []string
-		for _, r := range probedResources {
-			for _, verb := range allVerbs {
-				a := access{verb, r.group, r.resource, r.sub}
-				ok, err := v.access(ctx, t.Namespace, model.AgentRuntimeServiceAccount, t.Namespace, a.verb, a.group, a.resource, a.sub)
-				if err != nil {
-					return append(out, fail(t.Namespace, "SubjectAccessReview: %v", err))
-				}
-				if ok {
-					allowed = append(allowed, a.String())
-				}
+		var reviewErr error
+		asked := 0
+		ask := func(namespace string, a access, suffix string) {
+			if reviewErr != nil {
+				return
+			}
+			ok, err := v.access(ctx, t.Namespace, model.AgentRuntimeServiceAccount, namespace, a)
+			if err != nil {
+				reviewErr = err
+				return
+			}
+			asked++
+			if ok {
+				allowed = append(allowed, a.String()+suffix)
 			}
 		}
-		for _, a := range []access{{"list", "", "namespaces", ""}, {"list", "", "nodes", ""}, {"get", "", "secrets", ""}} {
-			if ok, _ := v.access(ctx, t.Namespace, model.AgentRuntimeServiceAccount, "", a.verb, a.group, a.resource, a.sub); ok {
-				allowed = append(allowed, a.String()+" (cluster-wide)")
-			}
+		for _, a := range namespacedProbes() {
+			ask(t.Namespace, a, "")
 		}
-		if len(allowed) > 0 {
-			out = append(out, fail(t.Namespace+"/"+model.AgentRuntimeServiceAccount, "may %s", joinMax(allowed, 4)))
-		} else {
-			out = append(out, pass(t.Namespace+"/"+model.AgentRuntimeServiceAccount, "denied all %d probed actions", len(probedResources)*len(allVerbs)+3))
+		for _, a := range clusterWideProbes {
+			ask("", a, " (cluster-wide)")
+		}
+		switch {
+		case len(allowed) > 0:
+			out = append(out, fail(subject, "may %s", joinMax(allowed, 4)))
+		case reviewErr != nil:
+			out = append(out, fail(subject, "could not establish what it may do: %v", reviewErr))
+		default:
+			out = append(out, pass(subject, "denied all %d probed actions", asked))
 		}
 	}
 	return out
@@ -182,29 +220,37 @@ func checkOrchestratorRBAC(ctx context.Context, v *Verifier) []Result {
 		}
 		subject := t.Namespace + "/" + model.AgentOrchestratorServiceAccount
 		var extra, missing []string
-		for _, r := range probedResources {
-			for _, verb := range allVerbs {
-				a := access{verb, r.group, r.resource, r.sub}
-				ok, err := v.access(ctx, t.Namespace, model.AgentOrchestratorServiceAccount, t.Namespace, a.verb, a.group, a.resource, a.sub)
-				if err != nil {
-					return append(out, fail(subject, "SubjectAccessReview: %v", err))
-				}
-				want := orchestratorGrants[a.String()]
-				switch {
-				case ok && !want:
-					extra = append(extra, a.String())
-				case !ok && want:
-					missing = append(missing, a.String())
-				}
+		var reviewErr error
+		for _, a := range namespacedProbes() {
+			ok, err := v.access(ctx, t.Namespace, model.AgentOrchestratorServiceAccount, t.Namespace, a)
+			if err != nil {
+				reviewErr = err
+				break
+			}
+			want := orchestratorGrants[a.String()]
+			switch {
+			case ok && !want:
+				extra = append(extra, a.String())
+			case !ok && want:
+				missing = append(missing, a.String())
 			}
 		}
 		// Its rights stop at its own namespace.
-		if ok, _ := v.access(ctx, t.Namespace, model.AgentOrchestratorServiceAccount, "default", "create", "extensions.agents.x-k8s.io", "sandboxclaims", ""); ok {
-			extra = append(extra, "create sandboxclaims in namespace default")
+		if reviewErr == nil {
+			a := access{"create", "extensions.agents.x-k8s.io", "sandboxclaims", ""}
+			ok, err := v.access(ctx, t.Namespace, model.AgentOrchestratorServiceAccount, "default", a)
+			switch {
+			case err != nil:
+				reviewErr = err
+			case ok:
+				extra = append(extra, "create sandboxclaims in namespace default")
+			}
 		}
 		switch {
 		case len(extra) > 0:
 			out = append(out, fail(subject, "may also %s", joinMax(extra, 4)))
+		case reviewErr != nil:
+			out = append(out, fail(subject, "could not establish what it may do: %v", reviewErr))
 		case len(missing) > 0:
 			out = append(out, fail(subject, "cannot %s", joinMax(missing, 4)))
 		default:
@@ -214,37 +260,137 @@ func checkOrchestratorRBAC(ctx context.Context, v *Verifier) []Result {
 	return out
 }
 
+// checkRuntimeClasses compares each live RuntimeClass with the one the model
+// builds (the object `up` applies): handler, scheduling and overhead. A class
+// the target provides itself (GKE's gvisor) must carry at least the model's
+// scheduling; Paddock does not own the rest of it.
 func checkRuntimeClasses(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	for _, rc := range v.p.RuntimeClasses {
 		got, err := v.kube.NodeV1().RuntimeClasses().Get(ctx, rc.Name, metav1.GetOptions{})
+		if err != nil {
+			out = append(out, fail(rc.Name, "%v", err))
+			continue
+		}
+		if diffs := runtimeClassDiffs(objects.RuntimeClass(v.p, rc), got, objects.ManagesRuntimeClass(v.p, rc)); len(diffs) > 0 {
+			out = append(out, fail(rc.Name, "differs from the spec: %s", joinMax(diffs, 3)))
+			continue
+		}
+		sel := map[string]string{}
+		if got.Scheduling != nil {
+			sel = got.Scheduling.NodeSelector
+		}
+		nodes, err := v.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
 		switch {
 		case err != nil:
-			out = append(out, fail(rc.Name, "%v", err))
-		case got.Handler != rc.Handler:
-			out = append(out, fail(rc.Name, "handler %q, want %q", got.Handler, rc.Handler))
+			out = append(out, fail(rc.Name, "listing nodes: %v", err))
+		case len(sel) > 0 && len(nodes.Items) == 0:
+			out = append(out, fail(rc.Name, "no node matches its nodeSelector %v", sel))
 		default:
-			sel := map[string]string{}
-			if got.Scheduling != nil {
-				sel = got.Scheduling.NodeSelector
-			}
-			nodes, err := v.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
-			if err != nil {
-				out = append(out, fail(rc.Name, "listing nodes: %v", err))
-			} else if len(sel) > 0 && len(nodes.Items) == 0 {
-				out = append(out, fail(rc.Name, "no node matches its nodeSelector %v", sel))
-			} else {
-				out = append(out, pass(rc.Name, "handler %s, %d node(s) match its scheduling", got.Handler, len(nodes.Items)))
-			}
+			out = append(out, pass(rc.Name, "handler %s, scheduling as the spec, %d node(s) match it", got.Handler, len(nodes.Items)))
 		}
 	}
 	return out
 }
 
+// runtimeClassDiffs lists how got differs from want. exact: got must equal
+// want; otherwise want's selector, tolerations and overhead must be in got.
+func runtimeClassDiffs(want, got *nodev1.RuntimeClass, exact bool) []string {
+	var diffs []string
+	if got.Handler != want.Handler {
+		diffs = append(diffs, fmt.Sprintf("handler %q, want %q", got.Handler, want.Handler))
+	}
+	var wantSel, gotSel map[string]string
+	var wantTol, gotTol []corev1.Toleration
+	if want.Scheduling != nil {
+		wantSel, wantTol = want.Scheduling.NodeSelector, want.Scheduling.Tolerations
+	}
+	if got.Scheduling != nil {
+		gotSel, gotTol = got.Scheduling.NodeSelector, got.Scheduling.Tolerations
+	}
+	for _, k := range sortedKeys(wantSel) {
+		if g, ok := gotSel[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("nodeSelector lacks %s=%s", k, wantSel[k]))
+		} else if g != wantSel[k] {
+			diffs = append(diffs, fmt.Sprintf("nodeSelector %s=%s, want %s", k, g, wantSel[k]))
+		}
+	}
+	if exact {
+		for _, k := range sortedKeys(gotSel) {
+			if _, ok := wantSel[k]; !ok {
+				diffs = append(diffs, fmt.Sprintf("nodeSelector has %s=%s, not in the spec", k, gotSel[k]))
+			}
+		}
+	}
+	have := map[string]bool{}
+	for _, t := range gotTol {
+		have[tolerationKey(t)] = true
+	}
+	need := map[string]bool{}
+	for _, t := range wantTol {
+		need[tolerationKey(t)] = true
+		if !have[tolerationKey(t)] {
+			diffs = append(diffs, "toleration "+tolerationKey(t)+" missing")
+		}
+	}
+	if exact {
+		for _, t := range gotTol {
+			if !need[tolerationKey(t)] {
+				diffs = append(diffs, "toleration "+tolerationKey(t)+" not in the spec")
+			}
+		}
+	}
+	var wantFixed, gotFixed corev1.ResourceList
+	if want.Overhead != nil {
+		wantFixed = want.Overhead.PodFixed
+	}
+	if got.Overhead != nil {
+		gotFixed = got.Overhead.PodFixed
+	}
+	for name, q := range wantFixed {
+		if g, ok := gotFixed[name]; !ok || g.Cmp(q) != 0 {
+			diffs = append(diffs, fmt.Sprintf("overhead %s %s, want %s", name, g.String(), q.String()))
+		}
+	}
+	if exact {
+		for name, g := range gotFixed {
+			if _, ok := wantFixed[name]; !ok {
+				diffs = append(diffs, fmt.Sprintf("overhead %s %s, not in the spec", name, g.String()))
+			}
+		}
+	}
+	return diffs
+}
+
+// tolerationKey spells a toleration the way the API server means it: an
+// empty operator is Equal.
+func tolerationKey(t corev1.Toleration) string {
+	op := t.Operator
+	if op == "" {
+		op = corev1.TolerationOpEqual
+	}
+	s := fmt.Sprintf("%s %s %s:%s", t.Key, op, t.Value, t.Effect)
+	if t.TolerationSeconds != nil {
+		s += fmt.Sprintf(" for %ds", *t.TolerationSeconds)
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// checkSandboxPlacement fails a tenant pod without a runtime class, with one
+// the platform does not declare, or on a node that lacks its class's labels.
 func checkSandboxPlacement(ctx context.Context, v *Verifier) []Result {
-	selectors := map[string]map[string]string{}
+	classes := map[string]model.RuntimeClass{}
 	for _, rc := range v.p.RuntimeClasses {
-		selectors[rc.Name] = rc.NodeSelector
+		classes[rc.Name] = rc
 	}
 	var out []Result
 	for _, t := range v.p.Tenants {
@@ -256,8 +402,13 @@ func checkSandboxPlacement(ctx context.Context, v *Verifier) []Result {
 		var bad []string
 		placed := 0
 		for _, p := range pods.Items {
-			if p.Spec.RuntimeClassName == nil {
+			if p.Spec.RuntimeClassName == nil || *p.Spec.RuntimeClassName == "" {
 				bad = append(bad, p.Name+" has no runtime class")
+				continue
+			}
+			rc, known := classes[*p.Spec.RuntimeClassName]
+			if !known {
+				bad = append(bad, fmt.Sprintf("%s runs runtime class %q, which the spec does not declare", p.Name, *p.Spec.RuntimeClassName))
 				continue
 			}
 			if p.Spec.NodeName == "" {
@@ -268,9 +419,9 @@ func checkSandboxPlacement(ctx context.Context, v *Verifier) []Result {
 				bad = append(bad, fmt.Sprintf("%s on %s: %v", p.Name, p.Spec.NodeName, err))
 				continue
 			}
-			for k, want := range selectors[*p.Spec.RuntimeClassName] {
-				if node.Labels[k] != want {
-					bad = append(bad, fmt.Sprintf("%s on %s lacks %s=%s", p.Name, node.Name, k, want))
+			for _, k := range sortedKeys(rc.NodeSelector) {
+				if node.Labels[k] != rc.NodeSelector[k] {
+					bad = append(bad, fmt.Sprintf("%s on %s, which lacks %s=%s", p.Name, node.Name, k, rc.NodeSelector[k]))
 				}
 			}
 			placed++
@@ -287,50 +438,231 @@ func checkSandboxPlacement(ctx context.Context, v *Verifier) []Result {
 	return out
 }
 
+// checkWarmPools counts each pool's ready sandboxes itself instead of trusting
+// status.readyReplicas, which only the controller writes and which stays as it
+// was when the controller dies. A sandbox counts when the pool owns it, it is
+// not being deleted, its Ready condition is true and its pod exists and is
+// Ready (the pod's status comes from the node, not the controller).
 func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	for _, t := range v.p.Tenants {
+		if len(t.WarmPools) == 0 {
+			continue
+		}
+		sandboxes, sbErr := v.dyn.Resource(sandboxesGVR).Namespace(t.Namespace).List(ctx, metav1.ListOptions{})
+		pods, podErr := v.kube.CoreV1().Pods(t.Namespace).List(ctx, metav1.ListOptions{})
 		for _, wp := range t.WarmPools {
 			subject := t.Namespace + "/" + wp.Name
 			u, err := v.dyn.Resource(warmPoolsGVR).Namespace(t.Namespace).Get(ctx, wp.Name, metav1.GetOptions{})
-			if err != nil {
+			switch {
+			case err != nil:
 				out = append(out, fail(subject, "%v", err))
 				continue
+			case sbErr != nil:
+				out = append(out, fail(subject, "listing sandboxes: %v", sbErr))
+				continue
+			case podErr != nil:
+				out = append(out, fail(subject, "listing pods: %v", podErr))
+				continue
 			}
-			ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
-			if int32(ready) >= wp.Replicas {
-				out = append(out, pass(subject, "%d/%d ready", ready, wp.Replicas))
-			} else {
-				out = append(out, fail(subject, "%d/%d ready", ready, wp.Replicas))
-			}
+			out = append(out, warmPoolResult(subject, wp, u, sandboxes.Items, pods.Items))
 		}
 	}
 	return out
 }
 
+// warmPoolResult judges one pool from its object, the namespace's sandboxes
+// and its pods.
+func warmPoolResult(subject string, wp model.WarmPool, pool *unstructured.Unstructured, sandboxes []unstructured.Unstructured, pods []corev1.Pod) Result {
+	if replicas, found, _ := unstructured.NestedInt64(pool.Object, "spec", "replicas"); found && int32(replicas) != wp.Replicas {
+		return fail(subject, "spec.replicas is %d, the spec says %d", replicas, wp.Replicas)
+	}
+	observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
+	if observed < pool.GetGeneration() {
+		return fail(subject, "the controller has not observed the pool's generation %d (status is of generation %d)", pool.GetGeneration(), observed)
+	}
+	podReady := map[string]bool{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				podReady[p.Name] = true
+			}
+		}
+	}
+	owned, ready := 0, 0
+	for i := range sandboxes {
+		sb := &sandboxes[i]
+		if sb.GetDeletionTimestamp() != nil || !ownedBy(sb, "SandboxWarmPool", pool.GetName(), pool.GetUID()) {
+			continue
+		}
+		owned++
+		podName := sb.GetName()
+		if n := sb.GetAnnotations()[sandboxPodNameAnnotation]; n != "" {
+			podName = n
+		}
+		if conditionTrue(sb, "Ready") && podReady[podName] {
+			ready++
+		}
+	}
+	reported, _, _ := unstructured.NestedInt64(pool.Object, "status", "readyReplicas")
+	if int32(ready) >= wp.Replicas {
+		return pass(subject, "%d/%d sandboxes ready with a ready pod", ready, wp.Replicas)
+	}
+	detail := ""
+	if reported != int64(ready) {
+		detail = fmt.Sprintf(" (its status says %d: the controller has not caught up)", reported)
+	}
+	return fail(subject, "%d/%d sandboxes ready with a ready pod, %d owned by the pool%s", ready, wp.Replicas, owned, detail)
+}
+
+// sandboxPodNameAnnotation names the pod of a sandbox whose pod is not
+// called after it (Agent Sandbox's agents.x-k8s.io/pod-name).
+const sandboxPodNameAnnotation = "agents.x-k8s.io/pod-name"
+
+func ownedBy(u *unstructured.Unstructured, kind, name string, uid types.UID) bool {
+	for _, o := range u.GetOwnerReferences() {
+		if o.Kind == kind && o.Name == name && (uid == "" || o.UID == uid) {
+			return true
+		}
+	}
+	return false
+}
+
+func conditionTrue(u *unstructured.Unstructured, condType string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == condType && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// claimsGuardrail is the admission policy that holds a tenant's claims to a
+// TTL and shutdown Delete.
+func claimsGuardrail(p *model.Platform, t model.Tenant) (objects.Guardrail, bool) {
+	name := objects.GuardrailName(p, t, "claims")
+	for _, g := range objects.Guardrails(p, t) {
+		if g.Policy.Name == name {
+			return g, true
+		}
+	}
+	return objects.Guardrail{}, false
+}
+
+// probeClaim is a claim the tenant's guardrail admits: the first warm pool,
+// the tenant's TTL (capped by its maximum) and shutdown Delete.
+func probeClaim(t model.Tenant, name string) *unstructured.Unstructured {
+	ttl := int64(t.Claims.TTL.Seconds())
+	if ttl <= 0 {
+		ttl = 600
+	}
+	if max := int64(t.Claims.MaxTTL.Seconds()); max > 0 && ttl > max {
+		ttl = max
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": claimsGVR.GroupVersion().String(),
+		"kind":       "SandboxClaim",
+		"metadata":   map[string]any{"name": name, "namespace": t.Namespace},
+		"spec": map[string]any{
+			"warmPoolRef": map[string]any{"name": t.WarmPools[0].Name},
+			"lifecycle":   map[string]any{"ttlSecondsAfterFinished": ttl, "shutdownPolicy": "Delete"},
+		},
+	}}
+}
+
+// checkClaimWithoutTTLRejected dry-runs two claims: one the guardrail admits,
+// and the same claim without its TTL. The first must be accepted and the
+// second refused by the tenant's claims policy with one of the spec's
+// messages: a refusal from anywhere else (RBAC, another policy, the schema)
+// or a policy that refuses every claim proves nothing about the TTL rule.
 func checkClaimWithoutTTLRejected(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	for _, t := range v.p.Tenants {
 		if len(t.WarmPools) == 0 {
 			continue
 		}
-		claim := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "extensions.agents.x-k8s.io/v1beta1",
-			"kind":       "SandboxClaim",
-			"metadata":   map[string]any{"name": "paddock-verify-no-ttl", "namespace": t.Namespace},
-			"spec":       map[string]any{"warmPoolRef": map[string]any{"name": t.WarmPools[0].Name}},
-		}}
-		_, err := v.dyn.Resource(claimsGVR).Namespace(t.Namespace).Create(ctx, claim, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		switch {
-		case err == nil:
+		g, ok := claimsGuardrail(v.p, t)
+		if !ok {
+			out = append(out, fail(t.Namespace, "the spec builds no claims guardrail for this tenant"))
+			continue
+		}
+		claims := v.dyn.Resource(claimsGVR).Namespace(t.Namespace)
+		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+		valid := probeClaim(t, "paddock-verify-valid")
+		if _, err := claims.Create(ctx, valid, dry); err != nil {
+			out = append(out, fail(t.Namespace, "a valid claim (TTL and shutdown Delete) is refused too, so the TTL rule cannot be told apart: %s", shortErr(err)))
+			continue
+		}
+		noTTL := probeClaim(t, "paddock-verify-no-ttl")
+		unstructured.RemoveNestedField(noTTL.Object, "spec", "lifecycle", "ttlSecondsAfterFinished")
+		_, err := claims.Create(ctx, noTTL, dry)
+		if err == nil {
 			out = append(out, fail(t.Namespace, "a claim without lifecycle TTL was accepted"))
-		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
-			out = append(out, pass(t.Namespace, "rejected: %s", shortErr(err)))
-		default:
-			out = append(out, fail(t.Namespace, "unexpected error: %v", err))
+			continue
+		}
+		if msg, ok := deniedByPolicy(err, g); ok {
+			out = append(out, pass(t.Namespace, "refused by %s: %s", g.Policy.Name, msg))
+		} else {
+			out = append(out, fail(t.Namespace, "refused, but not by the claims guardrail %s: %s", g.Policy.Name, shortErr(err)))
 		}
 	}
 	return out
+}
+
+// deniedByPolicy reports whether err is the API server refusing a request
+// because guardrail g's policy, through its binding, denied it with one of
+// the validation messages the spec gives it; it returns that message.
+func deniedByPolicy(err error, g objects.Guardrail) (string, bool) {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return "", false
+	}
+	s := st.Status()
+	if s.Reason != metav1.StatusReasonInvalid && s.Reason != metav1.StatusReasonForbidden {
+		return "", false
+	}
+	prefix := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", g.Policy.Name, g.Binding.Name)
+	var said []string
+	if s.Details != nil {
+		for _, c := range s.Details.Causes {
+			said = append(said, c.Message)
+		}
+	}
+	said = append(said, s.Message)
+	for _, m := range said {
+		i := strings.Index(m, prefix)
+		if i < 0 {
+			continue
+		}
+		msg := m[i+len(prefix):]
+		for _, val := range g.Policy.Spec.Validations {
+			if msg == val.Message {
+				return msg, true
+			}
+		}
+	}
+	return "", false
+}
+
+// probeRuntimeClass is a runtime class the tenant's guardrails admit: its
+// first template's, else the platform's first.
+func probeRuntimeClass(p *model.Platform, t model.Tenant) *string {
+	for _, tpl := range t.Templates {
+		if tpl.RuntimeClass != "" {
+			rc := tpl.RuntimeClass
+			return &rc
+		}
+	}
+	if len(p.RuntimeClasses) > 0 {
+		rc := p.RuntimeClasses[0].Name
+		return &rc
+	}
+	return nil
 }
 
 func checkNetworkPoliciesPresent(ctx context.Context, v *Verifier) []Result {

@@ -86,6 +86,11 @@ func run() error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("%s: build it first (make build)", bin)
 	}
+	// The results name the binary measured, asked before anything runs.
+	build, err := bench.BuildOf(bin)
+	if err != nil {
+		return fmt.Errorf("%w\n(the results must name the commit of the binary they measured: build it with `make build`)", err)
+	}
 	realHome := paths.Home()
 	kubectl := filepath.Join(realHome, "bin", "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
@@ -134,8 +139,8 @@ func run() error {
 		Format:  bench.ResultsFormat,
 		Date:    time.Now().UTC().Format("2006-01-02 15:04 MST"),
 		Machine: machine(),
+		Paddock: build,
 		Versions: map[string]string{
-			"paddock":           version(bin),
 			"pulumi":            pins.Get("PULUMI_VERSION"),
 			"pulumi-kubernetes": pins.Get("PULUMI_KUBERNETES_VERSION"),
 			"kubernetes":        pins.Get("KUBERNETES_VERSION"),
@@ -225,16 +230,6 @@ func run() error {
 	return nil
 }
 
-// version is the commit the measured paddock was built from (the binary
-// reports only the pinned upstream versions).
-func version(bin string) string {
-	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(out))
-}
-
 func machine() string {
 	mem := ""
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
@@ -253,6 +248,11 @@ func machine() string {
 
 // writeResults analyses res and writes results.json, README.md and provision.png.
 func writeResults(res *bench.Results, outDir string) error {
+	// Checked before anything is written: a rerender of results that do
+	// not name their binary leaves the old files as they are.
+	if err := res.Identified(); err != nil {
+		return err
+	}
 	res.Analyse()
 	if err := res.WriteJSON(filepath.Join(outDir, "results.json")); err != nil {
 		return err
@@ -261,7 +261,10 @@ func writeResults(res *bench.Results, outDir string) error {
 	if err != nil {
 		return err
 	}
-	res.WriteMarkdown(f)
+	if err := res.WriteMarkdown(f); err != nil {
+		f.Close()
+		return err
+	}
 	if err := f.Close(); err != nil {
 		return err
 	}

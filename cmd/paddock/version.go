@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -9,12 +11,68 @@ import (
 	"github.com/paddock-platform/paddock/pins"
 )
 
+// commit is the source revision this binary was built from: `make build`
+// sets it (-ldflags "-X main.commit=..."). Without it, a `go build` in a git
+// checkout still carries the revision Go stamps into the binary.
+var commit string
+
+// readBuildInfo is debug.ReadBuildInfo; tests replace it.
+var readBuildInfo = debug.ReadBuildInfo
+
+// buildCommit is the revision this binary was built from, "" when unknown.
+func buildCommit() string {
+	if commit != "" {
+		return commit
+	}
+	bi, ok := readBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev string
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+var errNoCommit = errors.New("this binary does not know the commit it was built from: build it with `make build`")
+
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	var onlyCommit bool
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the pinned upstream versions this build provisions and runs",
-		Args:  cobra.NoArgs,
+		Short: "Print the commit this binary was built from and the pinned upstream versions it provisions and runs",
+		Long: "The first line is the commit of Paddock itself (\"unknown\" for a binary built without it);\n" +
+			"--commit prints only that, and fails when it is unknown (benchmarks record it).",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := buildCommit()
+			if onlyCommit {
+				if c == "" {
+					return errNoCommit
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), c)
+				return nil
+			}
+			if c == "" {
+				c = "unknown"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%-36s %s\n", "paddock", c)
 			all := pins.All()
 			keys := make([]string, 0, len(all))
 			for k := range all {
@@ -27,4 +85,6 @@ func newVersionCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&onlyCommit, "commit", false, "print only the commit this binary was built from; fail when it is unknown")
+	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -515,48 +516,78 @@ func TestDriftStacks(t *testing.T) {
 	t.Run("two updates of one stack at once", func(t *testing.T) {
 		upArgs := append([]string{"up"}, stackArgs...)
 		lockDir := filepath.Join(state, ".pulumi", "locks", "organization", "paddock", "team-a")
-		// both starts one update, and a second one as soon as the first holds the lock.
-		both := func(args []string) (run, run) {
-			first := exec.Command(e.bin, args...)
-			first.Dir = e.repo
-			first.Env = append(append(os.Environ(), "PADDOCK_HOME="+e.home), extra...)
-			var out1 bytes.Buffer
-			first.Stdout, first.Stderr = &out1, &out1
-			if err := first.Start(); err != nil {
+		// The first update is a lock this test holds: the file the backend
+		// writes for a running update, naming this live process. A real
+		// first update may finish before the second reaches the lock (a
+		// no-op up takes seconds), and then the second never meets it; a
+		// holder the test controls is there for as long as the test says.
+		host, _ := os.Hostname()
+		hold := func() (release func()) {
+			t.Helper()
+			if err := os.MkdirAll(lockDir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the first update holds the lock", 60*time.Second, func() error {
-				if l, _ := filepath.Glob(filepath.Join(lockDir, "*.json")); len(l) > 0 {
-					return nil
-				}
-				return errors.New("no lock file yet")
-			})
-			second := e.runPaddock(t, extra, args...)
-			err := first.Wait()
-			r1 := run{stdout: out1.String()}
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				r1.code = ee.ExitCode()
+			held, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "username": "e2e", "hostname": host, "timestamp": time.Now()})
+			file := filepath.Join(lockDir, "00000000-e2e0-4e1d-8000-000000000001.json")
+			if err := os.WriteFile(file, held, 0o644); err != nil {
+				t.Fatal(err)
 			}
-			return r1, second
+			return func() {
+				if err := os.Remove(file); err != nil {
+					t.Errorf("releasing the test's lock: %v", err)
+				}
+			}
 		}
-		r1, r2 := both(upArgs)
-		t.Logf("at once: first exit %d, second exit %d after %s:\n%s", r1.code, r2.code, r2.took, tail(r2.stderr, 3))
-		if r1.code != 0 {
-			t.Errorf("the first update failed:\n%s", tail(r1.stdout, 10))
+		holder := fmt.Sprintf("locked by pid %d on %s (e2e)", os.Getpid(), host)
+
+		release := hold()
+		r2 := e.runPaddock(t, extra, upArgs...)
+		release()
+		t.Logf("behind a live holder: exit %d after %s:\n%s", r2.code, r2.took, tail(r2.stderr, 3))
+		if r2.code != 1 || !strings.Contains(r2.stderr, "another update is running on this stack, so nothing was changed") || !strings.Contains(r2.stderr, holder) {
+			t.Errorf("the second update: exit %d, want 1 naming the holder (%s):\n%s", r2.code, holder, tail(r2.stderr, 10))
 		}
-		if r2.code != 1 || !strings.Contains(r2.stderr, "another update is running on this stack, so nothing was changed") || !strings.Contains(r2.stderr, "locked by ") {
-			t.Errorf("the second update: exit %d, want 1 with who holds the lock:\n%s", r2.code, tail(r2.stderr, 10))
+
+		// With --lock-wait it waits while the holder lives, and runs once
+		// it lets go: released only after the waiting update said so.
+		release = hold()
+		cmd := exec.Command(e.bin, append(upArgs, "--lock-wait", "5m")...)
+		cmd.Dir = e.repo
+		cmd.Env = append(append(os.Environ(), "PADDOCK_HOME="+e.home), extra...)
+		var out syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			release()
+			t.Fatal(err)
 		}
-		w1, w2 := both(append(upArgs, "--lock-wait", "5m"))
-		t.Logf("at once with --lock-wait: exits %d, %d; the second took %s", w1.code, w2.code, w2.took)
-		if w1.code != 0 || w2.code != 0 || !strings.Contains(w2.stdout, "is locked by another update; waiting") {
-			t.Errorf("with --lock-wait the second should wait, then finish: exits %d, %d\n%s\n%s", w1.code, w2.code, tail(w1.stdout, 10), tail(w2.stdout+w2.stderr, 10))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var early error
+		waiting := false
+		for deadline := time.Now().Add(2 * time.Minute); !waiting && early == nil && time.Now().Before(deadline); {
+			select {
+			case early = <-done:
+			case <-time.After(250 * time.Millisecond):
+				waiting = strings.Contains(out.String(), "is locked by another update; waiting")
+			}
+		}
+		releasedAt := time.Now()
+		release()
+		if !waiting {
+			if early == nil {
+				_ = cmd.Process.Kill()
+				early = <-done
+			}
+			t.Fatalf("with --lock-wait, the update did not wait for the live holder (ended: %v):\n%s", early, tail(out.String(), 10))
+		}
+		err := <-done
+		t.Logf("with --lock-wait: waited, then finished %s after the holder let go (%v)", time.Since(releasedAt).Round(100*time.Millisecond), err)
+		if err != nil || !strings.Contains(out.String(), "paddock up: ") {
+			t.Errorf("with --lock-wait the update should finish once the lock is free: %v\n%s", err, tail(out.String(), 10))
 		}
 
 		// A lock left by an update that died: `paddock cancel` removes it, and
 		// so does the next up by itself (its holder is gone from this host).
-		host, _ := os.Hostname()
 		stale, _ := json.Marshal(map[string]any{"pid": 1<<22 + 4321, "username": "ci", "hostname": host, "timestamp": time.Now().Add(-time.Hour)})
 		writeStale := func() {
 			if err := os.MkdirAll(lockDir, 0o755); err != nil {
@@ -595,4 +626,22 @@ func TestDriftStacks(t *testing.T) {
 			t.Errorf("drift wrote the state file")
 		}
 	})
+}
+
+// syncBuffer is a bytes.Buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

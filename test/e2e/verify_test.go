@@ -4,11 +4,16 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -126,6 +131,119 @@ func verifySuite(t *testing.T, e *env) {
 		assertVerifyClean(t, e)
 	})
 
+	t.Run("verify catches a namespace that admits privileged pods", func(t *testing.T) {
+		patch := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`)
+		if _, err := e.kube.CoreV1().Namespaces().Patch(ctxT(t, 10*time.Second), namespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		assertCaught(t, e, "V02")
+		e.mustPaddock(t, "up", example)
+		assertVerifyClean(t, e)
+	})
+
+	t.Run("verify catches an orchestrator with more rights", func(t *testing.T) {
+		rb := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-oob-orchestrator-view", Namespace: namespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "agent-orchestrator", Namespace: namespace}},
+		}
+		if _, err := e.kube.RbacV1().RoleBindings(namespace).Create(ctxT(t, 10*time.Second), rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		assertCaught(t, e, "V04")
+		if err := e.kube.RbacV1().RoleBindings(namespace).Delete(ctxT(t, 10*time.Second), rb.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		assertVerifyClean(t, e)
+	})
+
+	t.Run("verify catches a runtime class that lost its node selector", func(t *testing.T) {
+		// Before, a class without scheduling passed: every node "matched" it.
+		patch := []byte(`{"scheduling":{"nodeSelector":null}}`)
+		if _, err := e.kube.NodeV1().RuntimeClasses().Patch(ctxT(t, 10*time.Second), "gvisor", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		assertCaught(t, e, "V05")
+		e.mustPaddock(t, "up", example)
+		assertVerifyClean(t, e)
+	})
+
+	t.Run("verify catches a sandbox pod on a node without gVisor", func(t *testing.T) {
+		// A second node without the sandbox label, and a pod bound to it
+		// directly (nodeName skips the scheduler and so the runtime
+		// class's selector): the one-node stack cannot misplace a pod by
+		// itself.
+		ctx := ctxT(t, time.Minute)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "e2e-plain-node", Labels: map[string]string{"kubernetes.io/os": "linux"}}}
+		if _, err := e.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		zero := int64(0)
+		defer func() {
+			_ = e.kube.CoreV1().Pods(namespace).Delete(ctxTimeout(10*time.Second), "e2e-misplaced", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			_ = e.kube.CoreV1().Nodes().Delete(ctxTimeout(10*time.Second), node.Name, metav1.DeleteOptions{})
+		}()
+		if _, err := e.kube.CoreV1().Pods(namespace).Create(ctx, misplacedPod(node.Name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		assertCaught(t, e, "V06")
+		if err := e.kube.CoreV1().Pods(namespace).Delete(ctx, "e2e-misplaced", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "misplaced pod gone", 30*time.Second, func() error {
+			if _, err := e.kube.CoreV1().Pods(namespace).Get(ctxTimeout(5*time.Second), "e2e-misplaced", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+		assertVerifyClean(t, e)
+	})
+
+	t.Run("verify catches a claims policy without its TTL rule", func(t *testing.T) {
+		// The policy keeps its shutdown rule: a claim without TTL that
+		// also lacks a shutdown policy would still be refused, and V08
+		// passed on that refusal before.
+		name := "paddock-local-demo-team-a-claims"
+		vap, err := e.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctxT(t, 10*time.Second), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []admissionv1.Validation
+		for _, v := range vap.Spec.Validations {
+			if strings.Contains(v.Message, "must set spec.lifecycle.ttlSecondsAfterFinished") {
+				continue
+			}
+			kept = append(kept, v)
+		}
+		if len(kept) != len(vap.Spec.Validations)-1 {
+			t.Fatalf("no TTL rule to remove among %+v", vap.Spec.Validations)
+		}
+		vap.Spec.Validations = kept
+		if _, err := e.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Update(ctxT(t, 10*time.Second), vap, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		assertCaught(t, e, "V08")
+		e.mustPaddock(t, "up", example)
+		eventually(t, "verify clean after repair", 30*time.Second, func() error {
+			rep, _ := runVerify(t, e)
+			for _, r := range statusOf(rep, "V08") {
+				if r.Status != verify.Pass {
+					return errString(r.Reason)
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("verify catches a deleted default-deny policy", func(t *testing.T) {
+		if err := e.kube.NetworkingV1().NetworkPolicies(namespace).Delete(ctxT(t, 10*time.Second), "default-deny", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		assertCaught(t, e, "V09")
+		e.mustPaddock(t, "up", example)
+		assertVerifyClean(t, e)
+	})
+
 	t.Run("verify catches a deleted guardrail binding", func(t *testing.T) {
 		name := "paddock-local-demo-team-a-claims"
 		if err := e.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctxT(t, 10*time.Second), name, metav1.DeleteOptions{}); err != nil {
@@ -147,3 +265,59 @@ func verifySuite(t *testing.T, e *env) {
 		})
 	})
 }
+
+// verifyReport runs `paddock verify SPEC --format json` and decodes it,
+// with the exit status.
+func verifyReport(t *testing.T, e *env, spec string) (*verify.Report, int) {
+	t.Helper()
+	r := e.runPaddock(t, nil, "verify", spec, "--format", "json")
+	var rep verify.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("verify JSON (exit %d): %v\n%s\n%s", r.code, err, r.stdout, tail(r.stderr, 10))
+	}
+	return &rep, r.code
+}
+
+func anyStatus(results []verify.Result, s verify.Status) bool {
+	for _, r := range results {
+		if r.Status == s {
+			return true
+		}
+	}
+	return false
+}
+
+// misplacedPod is a pod the tenant namespace admits (Pod Security
+// restricted, an allowed runtime class, within its quota), bound to node.
+func misplacedPod(node string) *corev1.Pod {
+	no, yes := false, true
+	class := "gvisor"
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-misplaced", Namespace: namespace},
+		Spec: corev1.PodSpec{
+			NodeName:                     node,
+			RuntimeClassName:             &class,
+			ServiceAccountName:           "agent-runtime",
+			AutomountServiceAccountToken: &no,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   &yes,
+				RunAsUser:      ptrInt64(65532),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: "x", Image: "registry.k8s.io/pause:3.10",
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: &no,
+					ReadOnlyRootFilesystem:   &yes,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"), corev1.ResourceEphemeralStorage: resource.MustParse("10Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"), corev1.ResourceEphemeralStorage: resource.MustParse("10Mi")},
+				},
+			}},
+		},
+	}
+}
+
+func ptrInt64(v int64) *int64 { return &v }

@@ -1,0 +1,618 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/paddock-platform/paddock/components/agentsandbox"
+	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/schemas"
+)
+
+// localPlatform is examples/local as the loader models it: one tenant
+// (agents-team-a) with the orchestrator identity, runtime class gvisor and a
+// warm pool "python" of 2.
+func localPlatform(t *testing.T) *model.Platform {
+	t.Helper()
+	p, diags := schemas.NewLoader().LoadDir("../examples/local", schemas.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatalf("examples/local: %v", diags)
+	}
+	if len(p.Tenants) != 1 || len(p.Tenants[0].WarmPools) != 1 || len(p.RuntimeClasses) != 1 {
+		t.Fatalf("examples/local changed shape: %d tenants, %d runtime classes", len(p.Tenants), len(p.RuntimeClasses))
+	}
+	return p
+}
+
+var listKinds = map[schema.GroupVersionResource]string{
+	warmPoolsGVR: "SandboxWarmPoolList",
+	sandboxesGVR: "SandboxList",
+	claimsGVR:    "SandboxClaimList",
+}
+
+// fakeVerifier runs checks against fabricated objects.
+func fakeVerifier(t *testing.T, p *model.Platform, kubeObjs []runtime.Object, dynObjs ...*unstructured.Unstructured) (*Verifier, *fake.Clientset, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	kube := fake.NewClientset(kubeObjs...)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
+	// Created through the client: the tracker would guess "sandboxs" for
+	// a Sandbox given to the constructor.
+	for _, u := range dynObjs {
+		var gvr schema.GroupVersionResource
+		for r, list := range listKinds {
+			if list == u.GetKind()+"List" {
+				gvr = r
+			}
+		}
+		if _, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Verifier{p: p, kube: kube, dyn: dyn}, kube, dyn
+}
+
+// only runs one check and returns its results.
+func only(t *testing.T, v *Verifier, id string) []Result {
+	t.Helper()
+	for _, c := range checks {
+		if c.id == id {
+			return c.run(context.Background(), v)
+		}
+	}
+	t.Fatalf("no check %s", id)
+	return nil
+}
+
+// wantStatus asserts one result with status want whose reason mentions each of words.
+func wantStatus(t *testing.T, got []Result, want Status, words ...string) {
+	t.Helper()
+	if len(got) != 1 {
+		t.Fatalf("%d results, want 1: %+v", len(got), got)
+	}
+	if got[0].Status != want {
+		t.Fatalf("status %s (%s), want %s", got[0].Status, got[0].Reason, want)
+	}
+	for _, w := range words {
+		if !strings.Contains(got[0].Reason, w) {
+			t.Errorf("reason %q does not mention %q", got[0].Reason, w)
+		}
+	}
+}
+
+func TestV01NamespaceLabels(t *testing.T) {
+	p := localPlatform(t)
+	ns := objects.Namespace(p, p.Tenants[0])
+	v, _, _ := fakeVerifier(t, p, []runtime.Object{ns})
+	wantStatus(t, only(t, v, "V01"), Pass)
+
+	loose := ns.DeepCopy()
+	loose.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+	v, _, _ = fakeVerifier(t, p, []runtime.Object{loose})
+	wantStatus(t, only(t, v, "V01"), Fail, "enforce")
+
+	v, _, _ = fakeVerifier(t, p, nil)
+	wantStatus(t, only(t, v, "V01"), Fail, "not found")
+}
+
+// podSecurityRefusal is the API server's answer to a pod Pod Security refuses.
+func podSecurityRefusal(name string) error {
+	return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, name,
+		errors.New(`violates PodSecurity "restricted:latest": privileged (container "probe" must not set securityContext.privileged=true)`))
+}
+
+func TestV02PrivilegedPodRefusedByPodSecurityOnly(t *testing.T) {
+	p := localPlatform(t)
+	for _, tc := range []struct {
+		name   string
+		answer func(pod *corev1.Pod) error
+		want   Status
+	}{
+		{"pod security refuses", func(pod *corev1.Pod) error { return podSecurityRefusal(pod.Name) }, Pass},
+		{"accepted", func(*corev1.Pod) error { return nil }, Fail},
+		{"RBAC refuses verify itself", func(pod *corev1.Pod) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, pod.Name, errors.New(`User "auditor" cannot create resource "pods" in API group "" in the namespace "agents-team-a"`))
+		}, Fail},
+		// With Pod Security off, the runtime-class guardrail would refuse a
+		// pod without a runtime class: the probe must carry an allowed one,
+		// so only Pod Security stands between it and the cluster.
+		{"only the runtime-class guardrail would refuse", func(pod *corev1.Pod) error {
+			if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName != "gvisor" {
+				return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, nil)
+			}
+			return nil
+		}, Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, kube, _ := fakeVerifier(t, p, nil)
+			var seen *corev1.Pod
+			kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				seen = a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+				return true, seen, tc.answer(seen)
+			})
+			wantStatus(t, only(t, v, "V02"), tc.want)
+			if seen == nil || seen.Spec.RuntimeClassName == nil || *seen.Spec.RuntimeClassName != "gvisor" {
+				t.Errorf("the probe pod does not carry the tenant's runtime class: %+v", seen)
+			}
+		})
+	}
+}
+
+// rbac answers SubjectAccessReviews: allowed says what a user may do, err
+// (when it returns one) fails the review.
+func rbac(kube *fake.Clientset, allowed func(user string, ra authzv1.ResourceAttributes) bool, fault func(ra authzv1.ResourceAttributes) (error, string)) {
+	kube.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authzv1.SubjectAccessReview).DeepCopy()
+		ra := *sar.Spec.ResourceAttributes
+		if fault != nil {
+			if err, evalErr := fault(ra); err != nil {
+				return true, nil, err
+			} else if evalErr != "" {
+				sar.Status.EvaluationError = evalErr
+				return true, sar, nil
+			}
+		}
+		sar.Status.Allowed = allowed(sar.Spec.User, ra)
+		return true, sar, nil
+	})
+}
+
+func denyAll(string, authzv1.ResourceAttributes) bool { return false }
+
+func TestV03AgentRuntimeMayDoNothing(t *testing.T) {
+	p := localPlatform(t)
+
+	v, kube, _ := fakeVerifier(t, p, nil)
+	rbac(kube, denyAll, nil)
+	wantStatus(t, only(t, v, "V03"), Pass, fmt.Sprint(len(probedResources)*len(allVerbs)+len(clusterWideProbes)))
+
+	v, kube, _ = fakeVerifier(t, p, nil)
+	rbac(kube, func(_ string, ra authzv1.ResourceAttributes) bool {
+		return ra.Resource == "secrets" && ra.Verb == "get" && ra.Namespace == ""
+	}, nil)
+	wantStatus(t, only(t, v, "V03"), Fail, "get secrets (cluster-wide)")
+
+	// A review that errors is not a "no": before, the cluster-wide probes
+	// dropped the error and counted it as denied.
+	v, kube, _ = fakeVerifier(t, p, nil)
+	rbac(kube, denyAll, func(ra authzv1.ResourceAttributes) (error, string) {
+		if ra.Namespace == "" {
+			return apierrors.NewServiceUnavailable("authorizer webhook down"), ""
+		}
+		return nil, ""
+	})
+	wantStatus(t, only(t, v, "V03"), Fail, "authorizer webhook down")
+
+	// Nor is a review the authorizer could not complete.
+	v, kube, _ = fakeVerifier(t, p, nil)
+	rbac(kube, denyAll, func(ra authzv1.ResourceAttributes) (error, string) {
+		if ra.Resource == "pods" && ra.Subresource == "exec" {
+			return nil, `clusterrole.rbac.authorization.k8s.io "sandbox-exec" not found`
+		}
+		return nil, ""
+	})
+	wantStatus(t, only(t, v, "V03"), Fail, "did not complete")
+}
+
+func TestV04OrchestratorHasExactlyItsVerbs(t *testing.T) {
+	p := localPlatform(t)
+	ns := p.Tenants[0].Namespace
+	grants := func(_ string, ra authzv1.ResourceAttributes) bool {
+		return ra.Namespace == ns && orchestratorGrants[access{ra.Verb, ra.Group, ra.Resource, ra.Subresource}.String()]
+	}
+	v, kube, _ := fakeVerifier(t, p, nil)
+	rbac(kube, grants, nil)
+	wantStatus(t, only(t, v, "V04"), Pass)
+
+	v, kube, _ = fakeVerifier(t, p, nil)
+	rbac(kube, func(u string, ra authzv1.ResourceAttributes) bool {
+		return grants(u, ra) || (ra.Resource == "secrets" && ra.Verb == "list")
+	}, nil)
+	wantStatus(t, only(t, v, "V04"), Fail, "list secrets")
+
+	v, kube, _ = fakeVerifier(t, p, nil)
+	rbac(kube, func(u string, ra authzv1.ResourceAttributes) bool {
+		return grants(u, ra) && ra.Verb != "delete"
+	}, nil)
+	wantStatus(t, only(t, v, "V04"), Fail, "cannot delete sandboxclaims")
+
+	// The probe outside its namespace erroring is not "denied" either.
+	v, kube, _ = fakeVerifier(t, p, nil)
+	rbac(kube, grants, func(ra authzv1.ResourceAttributes) (error, string) {
+		if ra.Namespace == "default" {
+			return apierrors.NewTooManyRequests("slow down", 1), ""
+		}
+		return nil, ""
+	})
+	wantStatus(t, only(t, v, "V04"), Fail, "slow down")
+}
+
+func sandboxNode(name string, lbls map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
+}
+
+func TestV05RuntimeClassMatchesTheSpec(t *testing.T) {
+	p := localPlatform(t)
+	rc := p.RuntimeClasses[0]
+	node := sandboxNode("n1", rc.NodeSelector)
+	want := objects.RuntimeClass(p, rc)
+
+	v, _, _ := fakeVerifier(t, p, []runtime.Object{want.DeepCopy(), node})
+	wantStatus(t, only(t, v, "V05"), Pass, "1 node")
+
+	for _, tc := range []struct {
+		name  string
+		edit  func(*nodev1.RuntimeClass)
+		words []string
+	}{
+		// Before, a class without scheduling passed: every node "matched".
+		{"nodeSelector removed", func(r *nodev1.RuntimeClass) { r.Scheduling.NodeSelector = nil }, []string{"nodeSelector lacks sandbox.gke.io/runtime=gvisor"}},
+		{"scheduling removed", func(r *nodev1.RuntimeClass) { r.Scheduling = nil }, []string{"nodeSelector lacks", "toleration"}},
+		{"toleration removed", func(r *nodev1.RuntimeClass) { r.Scheduling.Tolerations = nil }, []string{"toleration sandbox.gke.io/runtime Equal gvisor:NoSchedule missing"}},
+		{"selector widened", func(r *nodev1.RuntimeClass) { r.Scheduling.NodeSelector["pool"] = "any" }, []string{"pool=any, not in the spec"}},
+		{"extra toleration", func(r *nodev1.RuntimeClass) {
+			r.Scheduling.Tolerations = append(r.Scheduling.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+		}, []string{"not in the spec"}},
+		{"other handler", func(r *nodev1.RuntimeClass) { r.Handler = "runc" }, []string{`handler "runc"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := want.DeepCopy()
+			tc.edit(live)
+			v, _, _ := fakeVerifier(t, p, []runtime.Object{live, node})
+			wantStatus(t, only(t, v, "V05"), Fail, tc.words...)
+		})
+	}
+
+	t.Run("no node carries the selector", func(t *testing.T) {
+		v, _, _ := fakeVerifier(t, p, []runtime.Object{want.DeepCopy(), sandboxNode("n1", nil)})
+		wantStatus(t, only(t, v, "V05"), Fail, "no node matches")
+	})
+
+	// GKE's own gvisor class may carry more than the spec, never less.
+	t.Run("target-provided class", func(t *testing.T) {
+		gke := *p
+		gke.Target.Kind = model.TargetGKE
+		live := want.DeepCopy()
+		live.Scheduling.NodeSelector["cloud.google.com/gke-nodepool"] = "sandbox"
+		v, _, _ := fakeVerifier(t, &gke, []runtime.Object{live, sandboxNode("n1", live.Scheduling.NodeSelector)})
+		wantStatus(t, only(t, v, "V05"), Pass)
+		live.Scheduling.Tolerations = nil
+		v, _, _ = fakeVerifier(t, &gke, []runtime.Object{live, sandboxNode("n1", live.Scheduling.NodeSelector)})
+		wantStatus(t, only(t, v, "V05"), Fail, "missing")
+	})
+}
+
+func sandboxPod(ns, name, class, node string) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.PodSpec{NodeName: node}}
+	if class != "" {
+		pod.Spec.RuntimeClassName = &class
+	}
+	return pod
+}
+
+func TestV06SandboxPlacement(t *testing.T) {
+	p := localPlatform(t)
+	ns := p.Tenants[0].Namespace
+	sandbox := sandboxNode("sandbox-node", p.RuntimeClasses[0].NodeSelector)
+	plain := sandboxNode("plain-node", map[string]string{"kubernetes.io/os": "linux"})
+	for _, tc := range []struct {
+		name  string
+		pods  []runtime.Object
+		want  Status
+		words []string
+	}{
+		{"on a sandbox node", []runtime.Object{sandboxPod(ns, "a", "gvisor", "sandbox-node")}, Pass, []string{"1 pod"}},
+		{"not scheduled yet", []runtime.Object{sandboxPod(ns, "a", "gvisor", "")}, NotVerifiable, nil},
+		{"on a plain node", []runtime.Object{sandboxPod(ns, "a", "gvisor", "sandbox-node"), sandboxPod(ns, "b", "gvisor", "plain-node")}, Fail, []string{"b on plain-node, which lacks sandbox.gke.io/runtime=gvisor"}},
+		{"no runtime class", []runtime.Object{sandboxPod(ns, "a", "", "sandbox-node")}, Fail, []string{"no runtime class"}},
+		// Before, a class the model does not know had no selector to
+		// check, so its pods passed wherever they ran.
+		{"unknown runtime class", []runtime.Object{sandboxPod(ns, "a", "runc", "plain-node")}, Fail, []string{`runtime class "runc", which the spec does not declare`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _, _ := fakeVerifier(t, p, append(tc.pods, sandbox, plain))
+			wantStatus(t, only(t, v, "V06"), tc.want, tc.words...)
+		})
+	}
+}
+
+// pool is the live SandboxWarmPool of examples/local as the controller
+// last wrote its status.
+func pool(ns string, replicas, generation, observed, readyReplicas int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": warmPoolsGVR.GroupVersion().String(), "kind": "SandboxWarmPool",
+		"metadata": map[string]any{"name": "python", "namespace": ns, "uid": "pool-uid", "generation": generation},
+		"spec":     map[string]any{"replicas": replicas, "sandboxTemplateRef": map[string]any{"name": "python"}},
+		"status":   map[string]any{"readyReplicas": readyReplicas, "replicas": readyReplicas, "observedGeneration": observed},
+	}}
+	return u
+}
+
+func poolSandbox(ns, name string, ready bool) *unstructured.Unstructured {
+	status := "False"
+	if ready {
+		status = "True"
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": sandboxesGVR.GroupVersion().String(), "kind": "Sandbox",
+		"metadata": map[string]any{"name": name, "namespace": ns, "ownerReferences": []any{
+			map[string]any{"apiVersion": warmPoolsGVR.GroupVersion().String(), "kind": "SandboxWarmPool", "name": "python", "uid": "pool-uid", "controller": true},
+		}},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status}}},
+	}}
+}
+
+func readyPod(ns, name string, ready bool) *corev1.Pod {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	pod := sandboxPod(ns, name, "gvisor", "n1")
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+	return pod
+}
+
+func TestV07CountsReadySandboxesNotTheStatus(t *testing.T) {
+	p := localPlatform(t)
+	ns := p.Tenants[0].Namespace
+	for _, tc := range []struct {
+		name  string
+		kube  []runtime.Object
+		dyn   []*unstructured.Unstructured
+		want  Status
+		words []string
+	}{
+		{"two ready sandboxes", []runtime.Object{readyPod(ns, "sb-1", true), readyPod(ns, "sb-2", true)},
+			[]*unstructured.Unstructured{pool(ns, 2, 1, 1, 2), poolSandbox(ns, "sb-1", true), poolSandbox(ns, "sb-2", true)}, Pass, []string{"2/2"}},
+		// The controller died, then a sandbox went: the status still says
+		// 2 ready. Before, that read as ready.
+		{"stale status, sandboxes gone", []runtime.Object{readyPod(ns, "sb-1", true)},
+			[]*unstructured.Unstructured{pool(ns, 2, 1, 1, 2), poolSandbox(ns, "sb-1", true)}, Fail, []string{"1/2", "its status says 2"}},
+		{"sandbox ready, pod gone", []runtime.Object{readyPod(ns, "sb-1", true)},
+			[]*unstructured.Unstructured{pool(ns, 2, 1, 1, 2), poolSandbox(ns, "sb-1", true), poolSandbox(ns, "sb-2", true)}, Fail, []string{"1/2"}},
+		{"pod not ready", []runtime.Object{readyPod(ns, "sb-1", true), readyPod(ns, "sb-2", false)},
+			[]*unstructured.Unstructured{pool(ns, 2, 1, 1, 2), poolSandbox(ns, "sb-1", true), poolSandbox(ns, "sb-2", true)}, Fail, []string{"1/2"}},
+		{"sandboxes of another pool", []runtime.Object{readyPod(ns, "sb-1", true), readyPod(ns, "sb-2", true)},
+			[]*unstructured.Unstructured{pool(ns, 2, 1, 1, 2), poolSandbox(ns, "sb-1", true), func() *unstructured.Unstructured {
+				s := poolSandbox(ns, "sb-2", true)
+				refs := s.GetOwnerReferences()
+				refs[0].Name = "other"
+				s.SetOwnerReferences(refs)
+				return s
+			}()}, Fail, []string{"1/2"}},
+		{"generation not observed", []runtime.Object{readyPod(ns, "sb-1", true), readyPod(ns, "sb-2", true)},
+			[]*unstructured.Unstructured{pool(ns, 2, 3, 2, 2), poolSandbox(ns, "sb-1", true), poolSandbox(ns, "sb-2", true)}, Fail, []string{"generation 3"}},
+		{"replicas edited", []runtime.Object{readyPod(ns, "sb-1", true)},
+			[]*unstructured.Unstructured{pool(ns, 1, 2, 2, 1), poolSandbox(ns, "sb-1", true)}, Fail, []string{"spec.replicas is 1"}},
+		{"pool missing", nil, nil, Fail, []string{"not found"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _, _ := fakeVerifier(t, p, tc.kube, tc.dyn...)
+			wantStatus(t, only(t, v, "V07"), tc.want, tc.words...)
+		})
+	}
+}
+
+// admission answers dry-run claim creates the way the API server does with
+// the tenant's claims guardrail installed, minus the validations drop
+// removes: each refusal is the policy's Invalid status with its message.
+func admission(dyn *dynamicfake.FakeDynamicClient, g objects.Guardrail, drop ...int) *[]map[string]any {
+	var seen []map[string]any
+	dropped := map[int]bool{}
+	for _, i := range drop {
+		dropped[i] = true
+	}
+	dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+		seen = append(seen, u.Object)
+		_, hasTTL, _ := unstructured.NestedInt64(u.Object, "spec", "lifecycle", "ttlSecondsAfterFinished")
+		policy, _, _ := unstructured.NestedString(u.Object, "spec", "lifecycle", "shutdownPolicy")
+		for i, val := range g.Policy.Spec.Validations {
+			if dropped[i] {
+				continue
+			}
+			var ok bool
+			switch {
+			case strings.Contains(val.Expression, "shutdownPolicy == 'Delete'"):
+				ok = policy == "Delete"
+			case strings.Contains(val.Expression, "<="):
+				ok = true // the probes stay under the maximum
+			default:
+				ok = hasTTL
+			}
+			if !ok {
+				return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, val.Message)
+			}
+		}
+		return true, u, nil
+	})
+	return &seen
+}
+
+// policyDenial is the status the API server returns when a
+// ValidatingAdmissionPolicy without a reason denies a request.
+func policyDenial(name, policy, binding, msg string) error {
+	cause := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", policy, binding, msg)
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: 422, Reason: metav1.StatusReasonInvalid,
+		Message: fmt.Sprintf("sandboxclaims.extensions.agents.x-k8s.io %q is forbidden: %s", name, cause),
+		Details: &metav1.StatusDetails{Group: "extensions.agents.x-k8s.io", Kind: "sandboxclaims", Name: name, Causes: []metav1.StatusCause{{Message: cause}}},
+	}}
+}
+
+func TestV08ClaimWithoutTTLRefusedByTheTTLRule(t *testing.T) {
+	p := localPlatform(t)
+	g, ok := claimsGuardrail(p, p.Tenants[0])
+	if !ok {
+		t.Fatal("no claims guardrail")
+	}
+	ttlRule := -1
+	for i, val := range g.Policy.Spec.Validations {
+		if !strings.Contains(val.Expression, "<=") && !strings.Contains(val.Expression, "shutdownPolicy") {
+			ttlRule = i
+		}
+	}
+	if ttlRule < 0 {
+		t.Fatalf("no TTL rule among %+v", g.Policy.Spec.Validations)
+	}
+
+	t.Run("the guardrail as the spec builds it", func(t *testing.T) {
+		v, _, dyn := fakeVerifier(t, p, nil)
+		seen := admission(dyn, g)
+		wantStatus(t, only(t, v, "V08"), Pass, g.Policy.Name, "ttlSecondsAfterFinished")
+		// The probe differs from the admitted claim in the TTL only.
+		if len(*seen) != 2 {
+			t.Fatalf("%d claims sent, want the valid one and the probe", len(*seen))
+		}
+		valid, probe := (*seen)[0]["spec"].(map[string]any), (*seen)[1]["spec"].(map[string]any)
+		vl, pl := valid["lifecycle"].(map[string]any), probe["lifecycle"].(map[string]any)
+		if _, has := pl["ttlSecondsAfterFinished"]; has || vl["ttlSecondsAfterFinished"] == nil {
+			t.Errorf("probe lifecycle %v, valid %v", pl, vl)
+		}
+		if pl["shutdownPolicy"] != "Delete" || vl["shutdownPolicy"] != "Delete" || fmt.Sprint(valid["warmPoolRef"]) != fmt.Sprint(probe["warmPoolRef"]) {
+			t.Errorf("the probe differs in more than the TTL: valid %v, probe %v", valid, probe)
+		}
+	})
+
+	// Before, the probe lacked the shutdown policy too, so the shutdown
+	// rule refused it and V08 passed with the TTL rule gone.
+	t.Run("TTL rule removed", func(t *testing.T) {
+		v, _, dyn := fakeVerifier(t, p, nil)
+		admission(dyn, g, ttlRule)
+		wantStatus(t, only(t, v, "V08"), Fail, "without lifecycle TTL was accepted")
+	})
+
+	t.Run("verify may not create claims (RBAC)", func(t *testing.T) {
+		v, _, dyn := fakeVerifier(t, p, nil)
+		dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "extensions.agents.x-k8s.io", Resource: "sandboxclaims"}, "x",
+				errors.New(`User "auditor" cannot create resource "sandboxclaims"`))
+		})
+		wantStatus(t, only(t, v, "V08"), Fail, "cannot create")
+	})
+
+	t.Run("refused by another policy", func(t *testing.T) {
+		v, _, dyn := fakeVerifier(t, p, nil)
+		dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+			if _, has, _ := unstructured.NestedInt64(u.Object, "spec", "lifecycle", "ttlSecondsAfterFinished"); has {
+				return true, u, nil
+			}
+			return true, nil, policyDenial(u.GetName(), "someone-elses-policy", "someone-elses-policy", g.Policy.Spec.Validations[ttlRule].Message)
+		})
+		wantStatus(t, only(t, v, "V08"), Fail, "not by the claims guardrail")
+	})
+
+	t.Run("the policy refuses every claim", func(t *testing.T) {
+		v, _, dyn := fakeVerifier(t, p, nil)
+		dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+			return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, g.Policy.Spec.Validations[ttlRule].Message)
+		})
+		wantStatus(t, only(t, v, "V08"), Fail, "valid claim")
+	})
+
+	t.Run("the policy's message is not the spec's", func(t *testing.T) {
+		v, _, dyn := fakeVerifier(t, p, nil)
+		dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+			if _, has, _ := unstructured.NestedInt64(u.Object, "spec", "lifecycle", "ttlSecondsAfterFinished"); has {
+				return true, u, nil
+			}
+			return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, "rewritten by hand")
+		})
+		wantStatus(t, only(t, v, "V08"), Fail, "not by the claims guardrail")
+	})
+}
+
+func TestV09DefaultDenyPresent(t *testing.T) {
+	p := localPlatform(t)
+	pols, err := objects.NetworkPolicies(p, p.Tenants[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all, withoutDeny []runtime.Object
+	for _, np := range pols {
+		all = append(all, np)
+		if len(np.Spec.Ingress) > 0 || len(np.Spec.Egress) > 0 {
+			withoutDeny = append(withoutDeny, np)
+		}
+	}
+	v, _, _ := fakeVerifier(t, p, all)
+	wantStatus(t, only(t, v, "V09"), Pass, "default-deny")
+	v, _, _ = fakeVerifier(t, p, withoutDeny)
+	wantStatus(t, only(t, v, "V09"), Fail, "no default-deny")
+
+	// A policy that selects some pods only is no default-deny.
+	narrow := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "default-deny", Namespace: p.Tenants[0].Namespace},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}}}
+	v, _, _ = fakeVerifier(t, p, append(withoutDeny, narrow))
+	wantStatus(t, only(t, v, "V09"), Fail, "no default-deny")
+
+	waived := *p
+	waived.Tenants = append([]model.Tenant(nil), p.Tenants...)
+	waived.Tenants[0].Egress.Unrestricted = true
+	v, _, _ = fakeVerifier(t, &waived, all)
+	wantStatus(t, only(t, v, "V09"), Fail, "waived")
+}
+
+func TestV10NeverPassesOnFaith(t *testing.T) {
+	p := localPlatform(t)
+	v, _, _ := fakeVerifier(t, p, nil)
+	wantStatus(t, only(t, v, "V10"), NotVerifiable, "no policy-enforcing CNI")
+	cilium := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "cilium", Namespace: "kube-system"}, Status: appsv1.DaemonSetStatus{NumberReady: 1}}
+	v, _, _ = fakeVerifier(t, p, []runtime.Object{cilium})
+	wantStatus(t, only(t, v, "V10"), NotVerifiable, "Cilium detected")
+}
+
+func TestV11ControllerHealth(t *testing.T) {
+	p := localPlatform(t)
+	dep := func(available int32) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: agentsandbox.ControllerDeployment, Namespace: agentsandbox.Namespace},
+			Status: appsv1.DeploymentStatus{AvailableReplicas: available}}
+	}
+	v, _, _ := fakeVerifier(t, p, []runtime.Object{dep(1)})
+	wantStatus(t, only(t, v, "V11"), Pass)
+	v, _, _ = fakeVerifier(t, p, []runtime.Object{dep(0)})
+	wantStatus(t, only(t, v, "V11"), Fail, "no available replica")
+	v, _, _ = fakeVerifier(t, p, nil)
+	wantStatus(t, only(t, v, "V11"), Fail, "not found")
+
+	// The local target's out-of-cluster controller: the supervisor's word.
+	v, _, _ = fakeVerifier(t, p, []runtime.Object{dep(1)})
+	v.opts.ControllerHealth = func(context.Context) (bool, string) { return false, "out-of-cluster controller exited" }
+	wantStatus(t, only(t, v, "V11"), Fail, "exited")
+}
+
+// A failing check makes the report fail, and the JSON says which.
+func TestReportCountsFailures(t *testing.T) {
+	p := localPlatform(t)
+	v, _, _ := fakeVerifier(t, p, nil)
+	rep := v.Run(context.Background())
+	if rep.Failed() == 0 {
+		t.Fatalf("an empty cluster passed verify: %+v", rep.Results)
+	}
+	for _, r := range rep.Results {
+		if r.Status == Pass {
+			t.Errorf("%s %s passed on an empty cluster: %s", r.ID, r.Subject, r.Reason)
+		}
+	}
+}

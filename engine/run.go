@@ -229,15 +229,18 @@ func opError(op, stack string, err error) error {
 }
 
 // apiServerGone reports whether an error line says the cluster's API server
-// could not be reached at all (as opposed to answering with an error).
+// could not be reached (as opposed to answering with an error): a connection
+// that could not be made, or one it dropped mid-request because it died.
 func apiServerGone(line string) bool {
-	if !strings.Contains(line, "dial tcp") {
-		return false
-	}
-	for _, why := range []string{"connection refused", "i/o timeout", "no route to host", "connection reset"} {
-		if strings.Contains(line, why) {
-			return true
+	switch {
+	case strings.Contains(line, "dial tcp"):
+		for _, why := range []string{"connection refused", "i/o timeout", "no route to host", "connection reset"} {
+			if strings.Contains(line, why) {
+				return true
+			}
 		}
+	case strings.Contains(line, "read tcp"), strings.Contains(line, "write tcp"):
+		return strings.Contains(line, "connection reset by peer") || strings.Contains(line, "broken pipe")
 	}
 	return false
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -37,7 +37,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 	}
 	deps := slices.Clone(release.Ready)
 	for _, rc := range p.RuntimeClasses {
-		if !objects.ManagesRuntimeClass(p, rc) {
+		if !manifests.ManagesRuntimeClass(p, rc) {
 			continue // GKE creates and owns it; templates just reference it
 		}
 		c, err := NewRuntimeClass(ctx, rc.Name, &RuntimeClassArgs{Platform: p, RuntimeClass: rc}, pulumi.Parent(root))

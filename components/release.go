@@ -3,15 +3,15 @@ package components
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/agentsandbox"
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 )
 
 // AgentSandboxReleaseArgs are the inputs of the pinned Agent Sandbox install.
 // On the local target the in-cluster Deployment is installed with zero replicas
 // (nothing there can run its image) and the real controller runs outside the
-// cluster against the same API server (objects.ReleaseOptions).
+// cluster against the same API server (manifests.ReleaseOptions).
 type AgentSandboxReleaseArgs struct {
 	Platform *model.Platform
 }
@@ -34,7 +34,7 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 		return nil, err
 	}
 	rel := args.Platform.AgentSandbox
-	objs, err := agentsandbox.Objects(rel.Version, objects.ReleaseOptions(args.Platform))
+	objs, err := agentsandbox.Objects(rel.Version, manifests.ReleaseOptions(args.Platform))
 	if err != nil {
 		return nil, err
 	}

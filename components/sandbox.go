@@ -3,7 +3,7 @@ package components
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -33,7 +33,7 @@ func NewSandboxTemplate(ctx *pulumi.Context, name string, args *SandboxTemplateA
 	if err := ctx.RegisterComponentResource("paddock:sandbox:Template", name, c, opts...); err != nil {
 		return nil, err
 	}
-	obj, err := objects.TemplateObject(args.Platform, args.Tenant, args.Template)
+	obj, err := manifests.TemplateObject(args.Platform, args.Tenant, args.Template)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func NewWarmPool(ctx *pulumi.Context, name string, args *WarmPoolArgs, opts ...p
 	if err := ctx.RegisterComponentResource("paddock:sandbox:WarmPool", name, c, opts...); err != nil {
 		return nil, err
 	}
-	u, err := objects.WarmPoolObject(args.Platform, args.Tenant, args.WarmPool)
+	u, err := manifests.WarmPoolObject(args.Platform, args.Tenant, args.WarmPool)
 	if err != nil {
 		return nil, err
 	}

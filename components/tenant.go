@@ -6,7 +6,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -35,12 +35,12 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 		return nil, err
 	}
 	p, tn := args.Platform, args.Tenant
-	nsObj, err := registerTyped(ctx, objects.Namespace(p, tn), pulumi.Parent(t))
+	nsObj, err := registerTyped(ctx, manifests.Namespace(p, tn), pulumi.Parent(t))
 	if err != nil {
 		return nil, err
 	}
 	inNS := []pulumi.Resource{nsObj}
-	fence, err := objects.FenceObjects(p, tn)
+	fence, err := manifests.FenceObjects(p, tn)
 	if err != nil {
 		return nil, err
 	}
@@ -48,16 +48,16 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	if err != nil {
 		return nil, err
 	}
-	identity, err := newGroup(ctx, "paddock:tenant:Identity", name, objects.IdentityObjects, p, tn, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
+	identity, err := newGroup(ctx, "paddock:tenant:Identity", name, manifests.IdentityObjects, p, tn, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
 	if err != nil {
 		return nil, err
 	}
-	egress, err := newGroup(ctx, "paddock:network:Egress", name, objects.EgressObjects, p, tn, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
+	egress, err := newGroup(ctx, "paddock:network:Egress", name, manifests.EgressObjects, p, tn, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
 	if err != nil {
 		return nil, err
 	}
 	// Guardrails are cluster-scoped: they go on their own, never with the namespace.
-	guardrails, err := newGroup(ctx, "paddock:policy:Guardrails", name, objects.GuardrailObjects, p, tn, nil, pulumi.Parent(t), pulumi.DependsOn(args.DependsOn))
+	guardrails, err := newGroup(ctx, "paddock:policy:Guardrails", name, manifests.GuardrailObjects, p, tn, nil, pulumi.Parent(t), pulumi.DependsOn(args.DependsOn))
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -195,7 +195,7 @@ func openEgress(spec networkingv1.NetworkPolicySpec) string {
 
 func sweepNetworkPolicies(ctx context.Context, p *model.Platform, t model.Tenant, kube kubernetes.Interface) ([]Finding, error) {
 	declared := map[string]networkingv1.NetworkPolicySpec{}
-	pols, err := objects.NetworkPolicies(p, t)
+	pols, err := manifests.NetworkPolicies(p, t)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func sweepNetworkPolicies(ctx context.Context, p *model.Platform, t model.Tenant
 	// template's declared networkPolicy.
 	derived := map[string]networkingv1.NetworkPolicySpec{}
 	for _, tpl := range t.Templates {
-		st, err := objects.SandboxTemplate(p, t, tpl)
+		st, err := manifests.SandboxTemplate(p, t, tpl)
 		if err != nil {
 			return nil, err
 		}

@@ -4,12 +4,12 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/paddock-platform/paddock/components/gcp/frommodel"
-	"github.com/paddock-platform/paddock/components/gcp/rules"
+	"github.com/paddock-platform/paddock/gcpinputs/frommodel"
+	"github.com/paddock-platform/paddock/gcpinputs/rules"
 	"github.com/paddock-platform/paddock/model"
 )
 
-// The GCP layer's validity rules (components/gcp/rules, GCP-001...) run here,
+// The GCP layer's validity rules (gcpinputs/rules, GCP-001...) run here,
 // before anything is applied, on the very inputs the program gives the GCP
 // layer (frommodel.Args), each violation reported at the spec argument it is
 // about (frommodel.Source). gcp.NewPlatform runs the same rules again and
@@ -34,7 +34,7 @@ func init() {
 	for _, r := range rules.All() {
 		register(Rule{
 			ID: r.ID, Title: r.Title, Severity: Error, Kind: Validity,
-			Control:  "The GCP layer can create what the spec declares, and it does what the spec says (package components/gcp/rules)",
+			Control:  "The GCP layer can create what the spec declares, and it does what the spec says (package gcpinputs/rules)",
 			Fix:      r.Hint,
 			Language: gcpUnreachable[r.ID],
 		})

@@ -78,7 +78,7 @@ func TestGCPRulesFromSpec(t *testing.T) {
 	}
 
 	// The fixtures cover every rule a spec can break; the rest are marked as
-	// beyond the spec language (and are covered in components/gcp/rules).
+	// beyond the spec language (and are covered in gcpinputs/rules).
 	files, err := filepath.Glob("testdata/gcp/gcp*.hcl")
 	if err != nil {
 		t.Fatal(err)

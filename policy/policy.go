@@ -51,7 +51,7 @@ const (
 	// listed so every checklist item is accounted for.
 	Process Kind = "process"
 	// Validity rules are the GCP layer's rules (GCP-001..., package
-	// components/gcp/rules), checked from the spec of target "gke" like
+	// gcpinputs/rules), checked from the spec of target "gke" like
 	// static rules: a configuration GKE would refuse, or one that would not
 	// do what it says. They are errors no waiver can silence.
 	Validity Kind = "validity"

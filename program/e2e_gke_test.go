@@ -37,7 +37,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 
-	gcpspec "github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/program"
 	"github.com/paddock-platform/paddock/project"
 )
@@ -209,7 +209,7 @@ func TestGKESpecEndToEnd(t *testing.T) {
 	if err != nil || ann != gsa {
 		t.Errorf("agent-orchestrator annotation %q (%v), want %q", ann, err, gsa)
 	}
-	if ann, _ := k8s.RunKubectlAndGetOutputE(t, kube, "get", "serviceaccount", "agent-runtime", "-o", "jsonpath={.metadata.annotations}"); strings.Contains(ann, gcpspec.KSAAnnotation) {
+	if ann, _ := k8s.RunKubectlAndGetOutputE(t, kube, "get", "serviceaccount", "agent-runtime", "-o", "jsonpath={.metadata.annotations}"); strings.Contains(ann, gcpinputs.KSAAnnotation) {
 		t.Errorf("agent-runtime annotated: %s", ann)
 	}
 	// GKE's own gvisor RuntimeClass serves the template; the warm pool's

@@ -13,7 +13,7 @@ import (
 
 	gcplayer "github.com/paddock-platform/paddock/components/gcp"
 	"github.com/paddock-platform/paddock/components/gcp/replacement"
-	gcpspec "github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -275,7 +275,7 @@ func (r *inputRecorder) NewResource(args pulumi.MockResourceArgs) (string, resou
 	case "gcp:serviceaccount/account:Account":
 		id, project := state["accountId"], state["project"]
 		if id.IsString() && project.IsString() {
-			email := gcpspec.ServiceAccountEmail(id.StringValue(), project.StringValue())
+			email := gcpinputs.ServiceAccountEmail(id.StringValue(), project.StringValue())
 			state["email"] = resource.NewStringProperty(email)
 			state["member"] = resource.NewStringProperty("serviceAccount:" + email)
 		}

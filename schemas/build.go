@@ -294,7 +294,7 @@ func (b *builder) nodePool(n *node) (model.NodePool, bool) {
 	if mt, st := b.str(n.attr("machine_type")); st == set {
 		// Whether the series has nested virtualization (isolation "kvm") is
 		// the GCP layer's rule GCP-010, which policy runs with this argument's
-		// range: one list of series, in components/gcp/rules.
+		// range: one list of series, in gcpinputs/rules.
 		if !machineTypeRe.MatchString(mt) {
 			b.errorf(n.attr("machine_type").Expr.Range(), "Invalid machine type",
 				"%q is not a Compute Engine machine type such as \"e2-standard-4\".", mt)

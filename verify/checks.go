@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/paddock-platform/paddock/components/agentsandbox"
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -53,7 +53,7 @@ func checkNamespaces(ctx context.Context, v *Verifier) []Result {
 			continue
 		}
 		var missing []string
-		labels := objects.PSSLabels(t.PodSecurity)
+		labels := manifests.PSSLabels(t.PodSecurity)
 		for k, want := range labels {
 			if !strings.HasSuffix(k, "-version") && ns.Labels[k] != want {
 				missing = append(missing, fmt.Sprintf("%s=%q (want %q)", k, ns.Labels[k], want))
@@ -272,7 +272,7 @@ func checkRuntimeClasses(ctx context.Context, v *Verifier) []Result {
 			out = append(out, fail(rc.Name, "%v", err))
 			continue
 		}
-		if diffs := runtimeClassDiffs(objects.RuntimeClass(v.p, rc), got, objects.ManagesRuntimeClass(v.p, rc)); len(diffs) > 0 {
+		if diffs := runtimeClassDiffs(manifests.RuntimeClass(v.p, rc), got, manifests.ManagesRuntimeClass(v.p, rc)); len(diffs) > 0 {
 			out = append(out, fail(rc.Name, "differs from the spec: %s", joinMax(diffs, 3)))
 			continue
 		}
@@ -544,14 +544,14 @@ func conditionTrue(u *unstructured.Unstructured, condType string) bool {
 
 // claimsGuardrail is the admission policy that holds a tenant's claims to a
 // TTL and shutdown Delete.
-func claimsGuardrail(p *model.Platform, t model.Tenant) (objects.Guardrail, bool) {
-	name := objects.GuardrailName(p, t, "claims")
-	for _, g := range objects.Guardrails(p, t) {
+func claimsGuardrail(p *model.Platform, t model.Tenant) (manifests.Guardrail, bool) {
+	name := manifests.GuardrailName(p, t, "claims")
+	for _, g := range manifests.Guardrails(p, t) {
 		if g.Policy.Name == name {
 			return g, true
 		}
 	}
-	return objects.Guardrail{}, false
+	return manifests.Guardrail{}, false
 }
 
 // probeClaim is a claim the tenant's guardrail admits: the first warm pool,
@@ -617,7 +617,7 @@ func checkClaimWithoutTTLRejected(ctx context.Context, v *Verifier) []Result {
 // deniedByPolicy reports whether err is the API server refusing a request
 // because guardrail g's policy, through its binding, denied it with one of
 // the validation messages the spec gives it; it returns that message.
-func deniedByPolicy(err error, g objects.Guardrail) (string, bool) {
+func deniedByPolicy(err error, g manifests.Guardrail) (string, bool) {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
 		return "", false

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/paddock-platform/paddock/components/agentsandbox"
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/schemas"
 )
@@ -99,7 +99,7 @@ func wantStatus(t *testing.T, got []Result, want Status, words ...string) {
 
 func TestV01NamespaceLabels(t *testing.T) {
 	p := localPlatform(t)
-	ns := objects.Namespace(p, p.Tenants[0])
+	ns := manifests.Namespace(p, p.Tenants[0])
 	v, _, _ := fakeVerifier(t, p, []runtime.Object{ns})
 	wantStatus(t, only(t, v, "V01"), Pass)
 
@@ -252,7 +252,7 @@ func TestV05RuntimeClassMatchesTheSpec(t *testing.T) {
 	p := localPlatform(t)
 	rc := p.RuntimeClasses[0]
 	node := sandboxNode("n1", rc.NodeSelector)
-	want := objects.RuntimeClass(p, rc)
+	want := manifests.RuntimeClass(p, rc)
 
 	v, _, _ := fakeVerifier(t, p, []runtime.Object{want.DeepCopy(), node})
 	wantStatus(t, only(t, v, "V05"), Pass, "1 node")
@@ -413,7 +413,7 @@ func TestV07CountsReadySandboxesNotTheStatus(t *testing.T) {
 // admission answers dry-run claim creates the way the API server does with
 // the tenant's claims guardrail installed, minus the validations drop
 // removes: each refusal is the policy's Invalid status with its message.
-func admission(dyn *dynamicfake.FakeDynamicClient, g objects.Guardrail, drop ...int) *[]map[string]any {
+func admission(dyn *dynamicfake.FakeDynamicClient, g manifests.Guardrail, drop ...int) *[]map[string]any {
 	var seen []map[string]any
 	dropped := map[int]bool{}
 	for _, i := range drop {
@@ -544,7 +544,7 @@ func TestV08ClaimWithoutTTLRefusedByTheTTLRule(t *testing.T) {
 
 func TestV09DefaultDenyPresent(t *testing.T) {
 	p := localPlatform(t)
-	pols, err := objects.NetworkPolicies(p, p.Tenants[0])
+	pols, err := manifests.NetworkPolicies(p, p.Tenants[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 )
 
 // Object is one Kubernetes object registered with the kubernetes provider.
@@ -45,9 +45,9 @@ func Name(u *unstructured.Unstructured) string {
 	return u.GetName()
 }
 
-// ToUnstructured converts a typed object into its wire form (objects.ToUnstructured).
+// ToUnstructured converts a typed object into its wire form (manifests.ToUnstructured).
 func ToUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
-	return objects.ToUnstructured(obj)
+	return manifests.ToUnstructured(obj)
 }
 
 // Register registers a typed object.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-platform/paddock/components/gcp/rules"
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/gcpinputs/rules"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/schemas"
 )
@@ -41,9 +41,9 @@ tenant "a" {
 }
 `)
 	a := Args(p)
-	want := spec.ClusterArgs{
+	want := gcpinputs.ClusterArgs{
 		Project: "my-project", Location: "europe-west4", Name: "demo", ReleaseChannel: "STABLE",
-		AuthorizedNetworks: []spec.AuthorizedNetwork{{CIDR: "203.0.113.0/24"}, {CIDR: "198.51.100.7/32"}},
+		AuthorizedNetworks: []gcpinputs.AuthorizedNetwork{{CIDR: "203.0.113.0/24"}, {CIDR: "198.51.100.7/32"}},
 		FQDNNetworkPolicy:  true,
 	}
 	if !reflect.DeepEqual(a.Cluster, want) {
@@ -141,10 +141,10 @@ runtime_class "gvisor" {
 }
 `)
 	a := Args(p)
-	want := []spec.NodePoolArgs{
+	want := []gcpinputs.NodePoolArgs{
 		{Name: "vm", Isolation: "kvm", MachineType: "n2-standard-8", MinNodes: 0, MaxNodes: 4, Shared: true,
 			Labels: map[string]string{"example.com/team": "a"},
-			Taints: []spec.Taint{{Key: "example.com/tenant", Value: "a", Effect: "NoSchedule"}}},
+			Taints: []gcpinputs.Taint{{Key: "example.com/tenant", Value: "a", Effect: "NoSchedule"}}},
 		{Name: "gv", Isolation: "gvisor", MachineType: "e2-standard-4", MinNodes: 1, MaxNodes: 3},
 	}
 	if !reflect.DeepEqual(a.NodePools, want) {
@@ -172,7 +172,7 @@ tenant "research" {
 tenant "ops" { namespace = "ops-agents" }
 `)
 	a := Args(p)
-	want := []spec.WorkloadIdentityArgs{
+	want := []gcpinputs.WorkloadIdentityArgs{
 		{Platform: "demo", Tenant: "research", Namespace: "agents-research", KSA: "agent-orchestrator", Roles: []string{"roles/storage.objectViewer", "roles/pubsub.publisher"}},
 		{Platform: "demo", Tenant: "research", Namespace: "agents-research", KSA: "agent-runtime", Roles: []string{"roles/aiplatform.user"}},
 	}
@@ -181,7 +181,7 @@ tenant "ops" { namespace = "ops-agents" }
 	}
 	d := a.WithDefaults()
 	for i, wi := range d.WorkloadIdentities {
-		if wi.Project != "my-project" || wi.AccountID != spec.ServiceAccountID("demo", "research", want[i].KSA) {
+		if wi.Project != "my-project" || wi.AccountID != gcpinputs.ServiceAccountID("demo", "research", want[i].KSA) {
 			t.Errorf("defaulted identity %d = %+v", i, wi)
 		}
 	}
@@ -211,20 +211,20 @@ audit_sink "ps" {
 `)
 	got := Args(p).AuditSinks
 	ns := []string{"agents-a", "agents-b"}
-	want := []spec.AuditSinkArgs{
+	want := []gcpinputs.AuditSinkArgs{
 		{Project: "my-project", Name: "demo-bq", Kind: "bigquery", Destination: "agent_audit",
-			Filter: spec.AuditFilterArgs{Namespaces: ns, Events: []string{"sandbox_lifecycle", "rbac", "pod_logs", "network_drops", "admission"}}},
+			Filter: gcpinputs.AuditFilterArgs{Namespaces: ns, Events: []string{"sandbox_lifecycle", "rbac", "pod_logs", "network_drops", "admission"}}},
 		{Name: "demo-gcs", Kind: "storage", Destination: "my-audit-bucket",
-			Filter: spec.AuditFilterArgs{Namespaces: ns, Events: []string{"sandbox_lifecycle"}}},
+			Filter: gcpinputs.AuditFilterArgs{Namespaces: ns, Events: []string{"sandbox_lifecycle"}}},
 		{Project: "my-project", Name: "demo-ps", Kind: "pubsub", Destination: "agent-audit",
-			Filter: spec.AuditFilterArgs{Namespaces: ns, Events: []string{"rbac", "network_drops"}}},
+			Filter: gcpinputs.AuditFilterArgs{Namespaces: ns, Events: []string{"rbac", "network_drops"}}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("sinks = %+v\nwant    %+v", got, want)
 	}
 	// The default sink's filter holds the events the seed names: Sandbox and
 	// SandboxClaim create/delete, and RBAC changes in the tenant namespaces.
-	f, err := spec.AuditFilter(Args(p).WithDefaults().AuditSinks[0].Filter)
+	f, err := gcpinputs.AuditFilter(Args(p).WithDefaults().AuditSinks[0].Filter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,17 +242,17 @@ audit_sink "ps" {
 // The model's defaults and the GCP layer's agree where both speak of the same
 // thing: the KVM label and taint key, GKE Sandbox's key, Kata overheads.
 func TestModelAndGCPLayerAgree(t *testing.T) {
-	if model.IsolationLabel != spec.IsolationKey || model.GKESandboxKey != spec.GKESandboxKey {
-		t.Errorf("keys: model %s/%s, GCP layer %s/%s", model.IsolationLabel, model.GKESandboxKey, spec.IsolationKey, spec.GKESandboxKey)
+	if model.IsolationLabel != gcpinputs.IsolationKey || model.GKESandboxKey != gcpinputs.GKESandboxKey {
+		t.Errorf("keys: model %s/%s, GCP layer %s/%s", model.IsolationLabel, model.GKESandboxKey, gcpinputs.IsolationKey, gcpinputs.GKESandboxKey)
 	}
 	for _, h := range []string{"kata", "kata-qemu", "kata-clh"} {
 		cpu, mem, ok := model.DefaultKataOverhead(h)
-		o := spec.KataOverhead[model.KataShim(h)]
+		o := gcpinputs.KataOverhead[model.KataShim(h)]
 		if !ok || cpu != o[0] || mem != o[1] {
 			t.Errorf("%s: model overhead %s/%s, GCP layer %v", h, cpu, mem, o)
 		}
 	}
-	for shim := range spec.KataOverhead {
+	for shim := range gcpinputs.KataOverhead {
 		if _, _, ok := model.DefaultKataOverhead("kata-" + shim); !ok {
 			t.Errorf("the model has no default overhead for shim %s", shim)
 		}

@@ -1,12 +1,12 @@
 // Package frommodel maps a platform model of target "gke" onto the inputs of
-// Paddock's GCP layer (spec.PlatformArgs), and a violation of the GCP layer's
+// Paddock's GCP layer (gcpinputs.PlatformArgs), and a violation of the GCP layer's
 // rules back to the spec argument it is about.
 //
 // It is pure: no Pulumi, no HCL. The program passes Args to gcp.NewPlatform;
 // policy runs rules.Validate on the very same Args before anything is applied
 // and reports each violation at Source, so a spec GKE would refuse is refused
-// with a file:line:col, not by a late Pulumi error. (It lives here rather than
-// in package program because policy must reach it without importing Pulumi.)
+// with a file:line:col, not by a late Pulumi error. (It is a package of its own,
+// not part of package program, because policy must reach it without Pulumi.)
 package frommodel
 
 import (
@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/paddock-platform/paddock/components/gcp/rules"
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/gcpinputs/rules"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -23,11 +23,11 @@ import (
 // target and cluster blocks, the node pools, Kata for the Kata runtime
 // classes, one workload identity per tenant identity that asks for cloud
 // access, and the audit sinks scoped to the tenants' namespaces. Unset values
-// stay zero, so the GCP layer's hardened defaults apply (spec.WithDefaults).
-func Args(p *model.Platform) spec.PlatformArgs {
-	a := spec.PlatformArgs{
+// stay zero, so the GCP layer's hardened defaults apply (gcpinputs.WithDefaults).
+func Args(p *model.Platform) gcpinputs.PlatformArgs {
+	a := gcpinputs.PlatformArgs{
 		Name: p.Name,
-		Cluster: spec.ClusterArgs{
+		Cluster: gcpinputs.ClusterArgs{
 			Project:  p.Target.Project,
 			Location: p.Target.Location,
 			Name:     p.Target.ClusterName,
@@ -36,7 +36,7 @@ func Args(p *model.Platform) spec.PlatformArgs {
 	if c := p.Cluster; c != nil {
 		a.Cluster.ReleaseChannel = strings.ToUpper(c.ReleaseChannel)
 		for _, cidr := range c.AuthorizedNetworks {
-			a.Cluster.AuthorizedNetworks = append(a.Cluster.AuthorizedNetworks, spec.AuthorizedNetwork{CIDR: cidr})
+			a.Cluster.AuthorizedNetworks = append(a.Cluster.AuthorizedNetworks, gcpinputs.AuthorizedNetwork{CIDR: cidr})
 		}
 		a.Cluster.PublicNodes = c.PublicNodes
 		a.Cluster.DisableDataplaneV2 = c.NoDataplaneV2
@@ -51,7 +51,7 @@ func Args(p *model.Platform) spec.PlatformArgs {
 	for _, t := range p.Tenants {
 		namespaces = append(namespaces, t.Namespace)
 		// The in-cluster layer applies a GKE FQDNNetworkPolicy for every tenant
-		// with an allow-list (components/objects.FQDNPolicy): the cluster must
+		// with an allow-list (manifests.FQDNPolicy): the cluster must
 		// serve them (GCP-018).
 		if len(t.Egress.FQDNs) > 0 && !t.Egress.Unrestricted {
 			a.FQDNNamespaces = append(a.FQDNNamespaces, t.Namespace)
@@ -64,7 +64,7 @@ func Args(p *model.Platform) spec.PlatformArgs {
 	}
 
 	// What the nodes pull: every template's image and the Agent Sandbox
-	// controller's (pinned by digest as components/objects.ReleaseOptions
+	// controller's (pinned by digest as manifests.ReleaseOptions
 	// does). The node service account may read the Artifact Registry
 	// repositories among them.
 	for _, t := range p.Tenants {
@@ -87,7 +87,7 @@ func Args(p *model.Platform) spec.PlatformArgs {
 
 	for _, t := range p.Tenants {
 		for _, wi := range t.Identity.WorkloadIdentities {
-			a.WorkloadIdentities = append(a.WorkloadIdentities, spec.WorkloadIdentityArgs{
+			a.WorkloadIdentities = append(a.WorkloadIdentities, gcpinputs.WorkloadIdentityArgs{
 				Platform:  p.Name,
 				Tenant:    t.Name,
 				Namespace: t.Namespace,
@@ -99,12 +99,12 @@ func Args(p *model.Platform) spec.PlatformArgs {
 
 	for _, s := range p.AuditSinks {
 		project, dest := model.ParseAuditDestination(s.Kind, s.Destination)
-		a.AuditSinks = append(a.AuditSinks, spec.AuditSinkArgs{
+		a.AuditSinks = append(a.AuditSinks, gcpinputs.AuditSinkArgs{
 			Project:     project, // "" = the cluster's
 			Name:        SinkName(p, s),
 			Kind:        s.Kind,
 			Destination: dest,
-			Filter: spec.AuditFilterArgs{
+			Filter: gcpinputs.AuditFilterArgs{
 				Namespaces: append([]string(nil), namespaces...),
 				Events:     append([]string(nil), s.Filters...),
 			},
@@ -113,8 +113,8 @@ func Args(p *model.Platform) spec.PlatformArgs {
 	return a
 }
 
-func nodePool(np model.NodePool) spec.NodePoolArgs {
-	out := spec.NodePoolArgs{
+func nodePool(np model.NodePool) gcpinputs.NodePoolArgs {
+	out := gcpinputs.NodePoolArgs{
 		Name: np.Name, Isolation: np.Isolation, MachineType: np.MachineType,
 		MinNodes: int(np.MinNodes), MaxNodes: int(np.MaxNodes), Shared: np.Shared,
 	}
@@ -125,7 +125,7 @@ func nodePool(np model.NodePool) spec.NodePoolArgs {
 		}
 	}
 	for _, t := range np.Taints {
-		out.Taints = append(out.Taints, spec.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+		out.Taints = append(out.Taints, gcpinputs.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
 	}
 	return out
 }

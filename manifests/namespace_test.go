@@ -1,4 +1,4 @@
-package objects
+package manifests
 
 import (
 	"testing"

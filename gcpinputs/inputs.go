@@ -1,4 +1,4 @@
-// Package spec holds the plain Go inputs of Paddock's GCP layer (the GKE cluster,
+// Package gcpinputs holds the plain Go inputs of Paddock's GCP layer (the GKE cluster,
 // its node pools, Kata, workload identities, audit sinks and alerts) and the pure
 // functions derived from them: node labels and taints, RuntimeClass scheduling,
 // the audit log filter, the exec-auth kubeconfig and service account ids.
@@ -7,7 +7,7 @@
 // these values as their Args, package rules validates them, and the caller maps
 // the model onto them. Every zero value is the hardened setting; the fields that
 // loosen a control say so in their name (PublicNodes, DisableDataplaneV2, ...).
-package spec
+package gcpinputs
 
 import "time"
 

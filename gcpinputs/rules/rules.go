@@ -19,7 +19,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
 // Violation is one broken rule.
@@ -51,11 +51,11 @@ type Rule struct {
 	ID    string
 	Title string
 	Hint  string
-	check func(p spec.PlatformArgs) []Violation
+	check func(p gcpinputs.PlatformArgs) []Violation
 }
 
 // Check runs the rule on defaulted args.
-func (r Rule) Check(p spec.PlatformArgs) []Violation {
+func (r Rule) Check(p gcpinputs.PlatformArgs) []Violation {
 	vs := r.check(p)
 	for i := range vs {
 		vs[i].Rule = r.ID
@@ -84,7 +84,7 @@ func Lookup(id string) (Rule, bool) {
 }
 
 // Validate applies the GCP layer's defaults to p and runs every rule.
-func Validate(p spec.PlatformArgs) []Violation {
+func Validate(p gcpinputs.PlatformArgs) []Violation {
 	d := p.WithDefaults()
 	var out []Violation
 	for _, r := range All() {
@@ -106,21 +106,21 @@ var registry []Rule
 
 func register(r Rule) { registry = append(registry, r) }
 
-func poolAddr(np spec.NodePoolArgs) string { return "node_pool." + np.Name }
+func poolAddr(np gcpinputs.NodePoolArgs) string { return "node_pool." + np.Name }
 
 // allPools are the system pool and the sandbox pools, with their addresses.
-func allPools(p spec.PlatformArgs) []struct {
+func allPools(p gcpinputs.PlatformArgs) []struct {
 	addr string
-	pool spec.NodePoolArgs
+	pool gcpinputs.NodePoolArgs
 } {
 	out := []struct {
 		addr string
-		pool spec.NodePoolArgs
+		pool gcpinputs.NodePoolArgs
 	}{{"system_pool", p.SystemPool}}
 	for _, np := range p.NodePools {
 		out = append(out, struct {
 			addr string
-			pool spec.NodePoolArgs
+			pool gcpinputs.NodePoolArgs
 		}{poolAddr(np), np})
 	}
 	return out
@@ -190,7 +190,7 @@ var (
 	gcpLabelKey  = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
 	gcpLabelVal  = regexp.MustCompile(`^[a-z0-9_-]{0,63}$`)
 	machineRE    = regexp.MustCompile(`^[a-z][a-z0-9]*-[a-z0-9-]+$`)
-	validEffects = map[string]bool{spec.EffectNoSchedule: true, spec.EffectPreferNoSchedule: true, spec.EffectNoExecute: true}
+	validEffects = map[string]bool{gcpinputs.EffectNoSchedule: true, gcpinputs.EffectPreferNoSchedule: true, gcpinputs.EffectNoExecute: true}
 )
 
 // Roles a workload identity may never hold: basic roles grant everything in

@@ -1,15 +1,15 @@
-// Package objects turns the model into the Kubernetes objects Paddock owns, as
+// Package manifests turns the model into the Kubernetes objects Paddock owns, as
 // plain typed values (k8s.io/api and the Agent Sandbox v1beta1 API types, so a
 // wrong field fails to compile). It knows nothing of Pulumi: the components
 // register exactly these objects, and `render` writes exactly these objects.
-package objects
+package manifests
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 
-	gcpspec "github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/pins"
 	corev1 "k8s.io/api/core/v1"
@@ -107,8 +107,8 @@ func WorkloadIdentityAnnotations(p *model.Platform, t model.Tenant, ksa string) 
 	if p.Target.Kind != model.TargetGKE || t.Identity.WorkloadIdentity(ksa) == nil {
 		return nil
 	}
-	id := gcpspec.ServiceAccountID(p.Name, t.Name, ksa)
-	return map[string]string{gcpspec.KSAAnnotation: gcpspec.ServiceAccountEmail(id, p.Target.Project)}
+	id := gcpinputs.ServiceAccountID(p.Name, t.Name, ksa)
+	return map[string]string{gcpinputs.KSAAnnotation: gcpinputs.ServiceAccountEmail(id, p.Target.Project)}
 }
 
 // GKEManagedRuntimeClass is the RuntimeClass GKE Sandbox creates itself on a

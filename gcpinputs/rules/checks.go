@@ -8,14 +8,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
 func init() {
 	register(Rule{
 		ID: "GCP-001", Title: "Cluster location",
 		Hint: `Set the GCP project id, a region ("europe-west4") or zone ("europe-west4-a") and a cluster name of lowercase letters, digits and dashes.`,
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
 			c := p.Cluster
 			if !projectRE.MatchString(c.Project) {
@@ -34,9 +34,9 @@ func init() {
 	register(Rule{
 		ID: "GCP-002", Title: "Release channel",
 		Hint: `Use release_channel = "rapid", "regular" or "stable".`,
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			switch p.Cluster.ReleaseChannel {
-			case spec.ChannelRapid, spec.ChannelRegular, spec.ChannelStable:
+			case gcpinputs.ChannelRapid, gcpinputs.ChannelRegular, gcpinputs.ChannelStable:
 				return nil
 			}
 			return []Violation{v("cluster", "release_channel", "release channel %q is not RAPID, REGULAR or STABLE (GKE's auto-upgrades need a channel)", p.Cluster.ReleaseChannel)}
@@ -46,7 +46,7 @@ func init() {
 	register(Rule{
 		ID: "GCP-003", Title: "Control plane access",
 		Hint: "List the CIDRs of the networks that administer the cluster; never 0.0.0.0/0. The private endpoint range must be an RFC 1918 /28.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
 			for i, n := range p.Cluster.AuthorizedNetworks {
 				attr := fmt.Sprintf("authorized_networks[%d]", i)
@@ -76,7 +76,7 @@ func init() {
 	register(Rule{
 		ID: "GCP-004", Title: "FQDN network policy needs Dataplane V2",
 		Hint: "Keep dataplane_v2 on (the default) or drop the FQDN egress allowlists.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			if p.Cluster.FQDNNetworkPolicy && p.Cluster.DisableDataplaneV2 {
 				return []Violation{v("cluster", "dataplane_v2", "FQDN network policies (egress allowlists by host name) are only enforced by GKE Dataplane V2, which is turned off")}
 			}
@@ -87,7 +87,7 @@ func init() {
 	register(Rule{
 		ID: "GCP-018", Title: "FQDN allow-lists need FQDN network policy",
 		Hint: "Set cluster { fqdn_network_policy = true } (sticky: turning it off later replaces the cluster), or drop the tenants' fqdns.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			if len(p.FQDNNamespaces) == 0 || p.Cluster.FQDNNetworkPolicy {
 				return nil
 			}
@@ -99,13 +99,13 @@ func init() {
 	register(Rule{
 		ID: "GCP-005", Title: "Workload identity needs the workload pool",
 		Hint: "Keep workload_identity on for the cluster (the default), or give no tenant identity cloud access.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			if !p.Cluster.DisableWorkloadIdentity {
 				return nil
 			}
 			var out []Violation
 			for _, wi := range p.WorkloadIdentities {
-				out = append(out, v(wiAddr(wi), "", "needs GKE Workload Identity (the %s pool), which the cluster turns off", spec.WorkloadPool(p.Cluster.Project)))
+				out = append(out, v(wiAddr(wi), "", "needs GKE Workload Identity (the %s pool), which the cluster turns off", gcpinputs.WorkloadPool(p.Cluster.Project)))
 			}
 			return out
 		},
@@ -114,7 +114,7 @@ func init() {
 	register(Rule{
 		ID: "GCP-006", Title: "Node pool names and sizes",
 		Hint: "Name pools with 1-40 lowercase letters, digits and dashes, each once, and give the autoscaler 0 <= min <= max, max >= 1 (min >= 1 for the system pool).",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
 			seen := map[string]bool{}
 			for _, e := range allPools(p) {
@@ -149,16 +149,16 @@ func init() {
 	register(Rule{
 		ID: "GCP-007", Title: "Node pool isolation",
 		Hint: `Sandbox pools have isolation = "gvisor" or "kvm"; the system pool has none.`,
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
-			if p.SystemPool.Isolation != spec.IsolationNone {
+			if p.SystemPool.Isolation != gcpinputs.IsolationNone {
 				out = append(out, v("system_pool", "isolation", "the system pool runs GKE's own workloads and must not be sandboxed (GKE Sandbox cannot be a cluster's only pool)"))
 			}
 			for _, np := range p.NodePools {
-				if np.Isolation != spec.IsolationGVisor && np.Isolation != spec.IsolationKVM {
+				if np.Isolation != gcpinputs.IsolationGVisor && np.Isolation != gcpinputs.IsolationKVM {
 					out = append(out, v(poolAddr(np), "isolation", "isolation %q is not gvisor or kvm", np.Isolation))
 				}
-				if np.Isolation != spec.IsolationKVM && (np.Shared || np.DisableSMT) {
+				if np.Isolation != gcpinputs.IsolationKVM && (np.Shared || np.DisableSMT) {
 					out = append(out, v(poolAddr(np), "isolation", "dedicated and smt only apply to kvm pools"))
 				}
 			}
@@ -169,11 +169,11 @@ func init() {
 	register(Rule{
 		ID: "GCP-008", Title: "gVisor pool image",
 		Hint: `Leave image_type unset (COS_CONTAINERD) on gVisor pools.`,
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
-			for _, np := range p.PoolsOf(spec.IsolationGVisor) {
-				if np.ImageType != spec.ImageCOSContainerd {
-					out = append(out, v(poolAddr(np), "image_type", "GKE Sandbox (gVisor) runs only on %s, not %s", spec.ImageCOSContainerd, np.ImageType))
+			for _, np := range p.PoolsOf(gcpinputs.IsolationGVisor) {
+				if np.ImageType != gcpinputs.ImageCOSContainerd {
+					out = append(out, v(poolAddr(np), "image_type", "GKE Sandbox (gVisor) runs only on %s, not %s", gcpinputs.ImageCOSContainerd, np.ImageType))
 				}
 			}
 			return out
@@ -183,19 +183,19 @@ func init() {
 	register(Rule{
 		ID: "GCP-009", Title: "GKE Sandbox label and taint are GKE's",
 		Hint: "Remove the sandbox.gke.io/runtime label or taint: GKE puts it on gVisor nodes itself, and on any other pool it would draw gVisor pods onto nodes without gVisor.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
 			for _, e := range allPools(p) {
-				if _, ok := e.pool.Labels[spec.GKESandboxKey]; ok {
-					out = append(out, v(e.addr, "labels", "sets %s, which GKE applies to gVisor pools itself", spec.GKESandboxKey))
+				if _, ok := e.pool.Labels[gcpinputs.GKESandboxKey]; ok {
+					out = append(out, v(e.addr, "labels", "sets %s, which GKE applies to gVisor pools itself", gcpinputs.GKESandboxKey))
 				}
 				for i, t := range e.pool.Taints {
-					if t.Key == spec.GKESandboxKey {
-						out = append(out, v(e.addr, fmt.Sprintf("taints[%d]", i), "sets taint %s, which GKE applies to gVisor pools itself", spec.GKESandboxKey))
+					if t.Key == gcpinputs.GKESandboxKey {
+						out = append(out, v(e.addr, fmt.Sprintf("taints[%d]", i), "sets taint %s, which GKE applies to gVisor pools itself", gcpinputs.GKESandboxKey))
 					}
 				}
-				if _, ok := e.pool.Labels[spec.IsolationKey]; ok {
-					out = append(out, v(e.addr, "labels", "sets %s, which Paddock derives from the pool's isolation", spec.IsolationKey))
+				if _, ok := e.pool.Labels[gcpinputs.IsolationKey]; ok {
+					out = append(out, v(e.addr, "labels", "sets %s, which Paddock derives from the pool's isolation", gcpinputs.IsolationKey))
 				}
 			}
 			return out
@@ -205,9 +205,9 @@ func init() {
 	register(Rule{
 		ID: "GCP-010", Title: "KVM pool machine series",
 		Hint: "Use an Intel machine series with nested virtualisation for kvm pools: " + strings.ToUpper(strings.Join(NestedVirtSeries, ", ")) + " (e.g. n2-standard-4).",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
-			for _, np := range p.PoolsOf(spec.IsolationKVM) {
+			for _, np := range p.PoolsOf(gcpinputs.IsolationKVM) {
 				if ok, why := SupportsNestedVirtualization(np.MachineType); !ok {
 					out = append(out, v(poolAddr(np), "machine_type", "%s cannot run Kata: %s", np.MachineType, why))
 				}
@@ -219,11 +219,11 @@ func init() {
 	register(Rule{
 		ID: "GCP-011", Title: "KVM pool image",
 		Hint: `Leave image_type unset (UBUNTU_CONTAINERD) on kvm pools.`,
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
-			for _, np := range p.PoolsOf(spec.IsolationKVM) {
-				if np.ImageType != spec.ImageUbuntuContainerd {
-					out = append(out, v(poolAddr(np), "image_type", "kata-deploy cannot install the Kata runtime on %s (a read-only root, noexec writable mounts); kvm pools need %s", np.ImageType, spec.ImageUbuntuContainerd))
+			for _, np := range p.PoolsOf(gcpinputs.IsolationKVM) {
+				if np.ImageType != gcpinputs.ImageUbuntuContainerd {
+					out = append(out, v(poolAddr(np), "image_type", "kata-deploy cannot install the Kata runtime on %s (a read-only root, noexec writable mounts); kvm pools need %s", np.ImageType, gcpinputs.ImageUbuntuContainerd))
 				}
 			}
 			return out
@@ -233,7 +233,7 @@ func init() {
 	register(Rule{
 		ID: "GCP-012", Title: "Node labels and taints",
 		Hint: "Use Kubernetes label keys and values, and taint effects NoSchedule, PreferNoSchedule or NoExecute; the system pool takes no NoSchedule/NoExecute taint.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
 			for _, e := range allPools(p) {
 				for _, k := range sortedKeys(e.pool.Labels) {
@@ -255,7 +255,7 @@ func init() {
 					if !validEffects[t.Effect] {
 						out = append(out, v(e.addr, attr, "taint effect %q is not NoSchedule, PreferNoSchedule or NoExecute", t.Effect))
 					}
-					if e.addr == "system_pool" && t.Effect != spec.EffectPreferNoSchedule {
+					if e.addr == "system_pool" && t.Effect != gcpinputs.EffectPreferNoSchedule {
 						out = append(out, v(e.addr, attr, "a %s taint on the system pool leaves GKE's system workloads nowhere to run", t.Effect))
 					}
 				}
@@ -277,11 +277,11 @@ func init() {
 	register(Rule{
 		ID: "GCP-013", Title: "Kata shims",
 		Hint: `Use shims "qemu" and/or "clh".`,
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
 			seen := map[string]bool{}
 			for i, s := range p.Kata.Shims {
-				if _, ok := spec.KataOverhead[s]; !ok {
+				if _, ok := gcpinputs.KataOverhead[s]; !ok {
 					out = append(out, v("kata", fmt.Sprintf("shims[%d]", i), "unknown Kata shim %q (want qemu or clh)", s))
 				}
 				if seen[s] {
@@ -289,7 +289,7 @@ func init() {
 				}
 				seen[s] = true
 			}
-			if len(p.PoolsOf(spec.IsolationKVM)) == 0 && (len(p.Kata.Shims) > 0 || p.Kata.Image != "") {
+			if len(p.PoolsOf(gcpinputs.IsolationKVM)) == 0 && (len(p.Kata.Shims) > 0 || p.Kata.Image != "") {
 				out = append(out, v("kata", "", "Kata is configured but no node pool has isolation kvm"))
 			}
 			return out
@@ -299,7 +299,7 @@ func init() {
 	register(Rule{
 		ID: "GCP-014", Title: "Workload identity bindings",
 		Hint: "Bind one Kubernetes service account (namespace/name) per identity and grant it only the predefined or custom roles it needs, never basic or IAM-admin roles.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
 			seenKSA := map[string]bool{}
 			seenID := map[string]bool{}
@@ -347,7 +347,7 @@ func init() {
 	register(Rule{
 		ID: "GCP-015", Title: "Audit sink destination",
 		Hint: "Name the sink (letters, digits, _ - .), pick kind bigquery, storage or pubsub, and a destination valid for it: a dataset id ([A-Za-z0-9_]), a bucket name (3-63 of [a-z0-9_.-]), a topic name.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
 			names := map[string]bool{}
 			dests := map[string]bool{}
@@ -366,21 +366,21 @@ func init() {
 					dests[k] = true
 				}
 				switch s.Kind {
-				case spec.AuditBigQuery:
+				case gcpinputs.AuditBigQuery:
 					if !datasetRE.MatchString(s.Destination) || len(s.Destination) > 1024 {
 						out = append(out, v(addr, "destination", "%q is not a BigQuery dataset id", s.Destination))
 					}
 					if s.RetentionDays < 0 {
 						out = append(out, v(addr, "retention_days", "negative retention"))
 					}
-				case spec.AuditStorage:
+				case gcpinputs.AuditStorage:
 					if !bucketRE.MatchString(s.Destination) || strings.HasPrefix(s.Destination, "goog") || strings.Contains(s.Destination, "google") {
 						out = append(out, v(addr, "destination", "%q is not a valid Cloud Storage bucket name", s.Destination))
 					}
 					if s.RetentionDays < 1 {
 						out = append(out, v(addr, "retention_days", "an audit bucket needs a retention policy of at least one day"))
 					}
-				case spec.AuditPubSub:
+				case gcpinputs.AuditPubSub:
 					if !topicRE.MatchString(s.Destination) || strings.HasPrefix(strings.ToLower(s.Destination), "goog") {
 						out = append(out, v(addr, "destination", "%q is not a valid Pub/Sub topic name", s.Destination))
 					}
@@ -390,10 +390,10 @@ func init() {
 				default:
 					out = append(out, v(addr, "kind", "unknown sink kind %q (want bigquery, storage or pubsub)", s.Kind))
 				}
-				if s.LockRetention && s.Kind != spec.AuditStorage {
+				if s.LockRetention && s.Kind != gcpinputs.AuditStorage {
 					out = append(out, v(addr, "lock_retention", "only a storage sink has a lockable retention policy"))
 				}
-				if _, err := spec.AuditFilter(s.Filter); err != nil {
+				if _, err := gcpinputs.AuditFilter(s.Filter); err != nil {
 					out = append(out, v(addr, "filters", "%s", strings.TrimPrefix(err.Error(), "audit filter: ")))
 				}
 			}
@@ -404,14 +404,14 @@ func init() {
 	register(Rule{
 		ID: "GCP-016", Title: "Network drop logging needs Dataplane V2",
 		Hint: "Keep dataplane_v2 on to log network policy denials, or drop the network_drops filter.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			if !p.Cluster.DisableDataplaneV2 {
 				return nil
 			}
 			var out []Violation
 			for _, s := range p.AuditSinks {
 				for _, e := range s.Filter.Events {
-					if e == spec.EventNetworkDrops {
+					if e == gcpinputs.EventNetworkDrops {
 						out = append(out, v("audit_sink."+s.Name, "filters", "network policy logging (network_drops) exists only on Dataplane V2, which is turned off"))
 					}
 				}
@@ -423,7 +423,7 @@ func init() {
 	register(Rule{
 		ID: "GCP-017", Title: "Alert policies",
 		Hint: "Set sandbox_max_lifetime to at least a minute (a little above the claims' max TTL), or leave it unset.",
-		check: func(p spec.PlatformArgs) []Violation {
+		check: func(p gcpinputs.PlatformArgs) []Violation {
 			if p.Alerts == nil {
 				return nil
 			}
@@ -439,7 +439,7 @@ func init() {
 	})
 }
 
-func wiAddr(wi spec.WorkloadIdentityArgs) string {
+func wiAddr(wi gcpinputs.WorkloadIdentityArgs) string {
 	return "workload_identity." + wi.Namespace + "/" + wi.KSA
 }
 

@@ -1,4 +1,4 @@
-package objects
+package manifests
 
 import (
 	networkingv1 "k8s.io/api/networking/v1"

@@ -1,4 +1,4 @@
-package objects
+package manifests
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package objects
+package manifests
 
 import (
 	"reflect"
@@ -6,8 +6,8 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"github.com/paddock-platform/paddock/components/gcp/frommodel"
-	gcpspec "github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/gcpinputs/frommodel"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/schemas"
 )
@@ -59,19 +59,19 @@ func TestWorkloadIdentityAnnotationMatchesGCPLayer(t *testing.T) {
 	sa, _, _ := Orchestrator(p, tn)
 	agent := AgentRuntimeServiceAccount(p, tn)
 	for _, wi := range args.WorkloadIdentities {
-		want := gcpspec.ServiceAccountEmail(wi.AccountID, wi.Project)
+		want := gcpinputs.ServiceAccountEmail(wi.AccountID, wi.Project)
 		var got string
 		switch wi.KSA {
 		case model.AgentOrchestratorServiceAccount:
-			got = sa.Annotations[gcpspec.KSAAnnotation]
+			got = sa.Annotations[gcpinputs.KSAAnnotation]
 		case model.AgentRuntimeServiceAccount:
-			got = agent.Annotations[gcpspec.KSAAnnotation]
+			got = agent.Annotations[gcpinputs.KSAAnnotation]
 		}
 		if got != want || wi.Namespace != tn.Namespace {
 			t.Errorf("%s/%s: annotation %q, GCP layer account %q", wi.Namespace, wi.KSA, got, want)
 		}
 	}
-	if got := sa.Annotations[gcpspec.KSAAnnotation]; got != "demo-t-agent-orchestrator@my-project.iam.gserviceaccount.com" {
+	if got := sa.Annotations[gcpinputs.KSAAnnotation]; got != "demo-t-agent-orchestrator@my-project.iam.gserviceaccount.com" {
 		t.Errorf("orchestrator annotation %q", got)
 	}
 

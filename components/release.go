@@ -3,6 +3,7 @@ package components
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
@@ -42,7 +43,7 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 	var namespaces []pulumi.Resource
 	for _, u := range objs {
 		if u.GetKind() == "Namespace" {
-			ns, err := registerObject(ctx, u, pulumi.Parent(r))
+			ns, err := k8sres.RegisterUnstructured(ctx, u, pulumi.Parent(r))
 			if err != nil {
 				return nil, err
 			}
@@ -54,7 +55,7 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 		if u.GetKind() == "Namespace" {
 			continue
 		}
-		obj, err := registerObject(ctx, u, pulumi.Parent(r), pulumi.DependsOn(namespaces))
+		obj, err := k8sres.RegisterUnstructured(ctx, u, pulumi.Parent(r), pulumi.DependsOn(namespaces))
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package components
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
@@ -30,7 +31,7 @@ func NewRuntimeClass(ctx *pulumi.Context, name string, args *RuntimeClassArgs, o
 	if err := ctx.RegisterComponentResource("paddock:runtime:RuntimeClass", name, c, opts...); err != nil {
 		return nil, err
 	}
-	obj, err := registerTyped(ctx, manifests.RuntimeClass(args.Platform, args.RuntimeClass), pulumi.Parent(c))
+	obj, err := k8sres.Register(ctx, manifests.RuntimeClass(args.Platform, args.RuntimeClass), pulumi.Parent(c))
 	if err != nil {
 		return nil, err
 	}

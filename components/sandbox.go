@@ -3,6 +3,7 @@ package components
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
@@ -37,7 +38,7 @@ func NewSandboxTemplate(ctx *pulumi.Context, name string, args *SandboxTemplateA
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := registerObject(ctx, obj, inNamespace(args.Namespace, pulumi.Parent(c))...)
+	tpl, err := k8sres.RegisterUnstructured(ctx, obj, inNamespace(args.Namespace, pulumi.Parent(c))...)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func NewWarmPool(ctx *pulumi.Context, name string, args *WarmPoolArgs, opts ...p
 	if err != nil {
 		return nil, err
 	}
-	obj, err := registerObject(ctx, u, inNamespace(args.Namespace, pulumi.Parent(c))...)
+	obj, err := k8sres.RegisterUnstructured(ctx, u, inNamespace(args.Namespace, pulumi.Parent(c))...)
 	if err != nil {
 		return nil, err
 	}

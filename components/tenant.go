@@ -6,6 +6,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
@@ -35,7 +36,7 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 		return nil, err
 	}
 	p, tn := args.Platform, args.Tenant
-	nsObj, err := registerTyped(ctx, manifests.Namespace(p, tn), pulumi.Parent(t))
+	nsObj, err := k8sres.Register(ctx, manifests.Namespace(p, tn), pulumi.Parent(t))
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +127,11 @@ func registerAll(ctx *pulumi.Context, objs []*unstructured.Unstructured, opts ..
 	var names pulumi.StringArray
 	var rs []pulumi.Resource
 	for _, u := range objs {
-		r, err := registerObject(ctx, u, opts...)
+		r, err := k8sres.RegisterUnstructured(ctx, u, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
-		names = append(names, pulumi.String(u.GetKind()+" "+ResourceName(u)))
+		names = append(names, pulumi.String(u.GetKind()+" "+k8sres.Name(u)))
 		rs = append(rs, r)
 	}
 	return names, rs, nil

@@ -45,14 +45,9 @@ func Name(u *unstructured.Unstructured) string {
 	return u.GetName()
 }
 
-// ToUnstructured converts a typed object into its wire form (manifests.ToUnstructured).
-func ToUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
-	return manifests.ToUnstructured(obj)
-}
-
 // Register registers a typed object.
 func Register(ctx *pulumi.Context, obj runtime.Object, opts ...pulumi.ResourceOption) (*Object, error) {
-	u, err := ToUnstructured(obj)
+	u, err := manifests.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}

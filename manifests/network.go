@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"fmt"
-	"net/netip"
 	"sort"
 	"strings"
 
@@ -25,12 +24,7 @@ const (
 	// AllowMetadataServerPolicy lets sandboxes reach the GKE metadata server,
 	// only when the agent runtime has a workload identity.
 	AllowMetadataServerPolicy = "allow-gke-metadata-server"
-	// MetadataCIDR is the cloud instance metadata address: excluded explicitly
-	// from every CIDR allow that would contain it.
-	MetadataCIDR = "169.254.169.254/32"
 )
-
-var metadataAddr = netip.MustParseAddr("169.254.169.254")
 
 func netpol(p *model.Platform, t model.Tenant, name string, spec networkingv1.NetworkPolicySpec) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
@@ -69,8 +63,10 @@ func cidrPeer(cidr string) (networkingv1.NetworkPolicyPeer, error) {
 		return networkingv1.NetworkPolicyPeer{}, fmt.Errorf("egress cidr %q: %w", cidr, err)
 	}
 	block := &networkingv1.IPBlock{CIDR: pfx.Masked().String()}
-	if pfx.Contains(metadataAddr) && pfx.Bits() < 32 {
-		block.Except = []string{MetadataCIDR}
+	// The cloud instance metadata address is excluded explicitly from every
+	// CIDR allow that would contain it.
+	if pfx.Contains(model.MetadataServerAddr) && pfx.Bits() < 32 {
+		block.Except = []string{model.GKEMetadataServerCIDR}
 	}
 	return networkingv1.NetworkPolicyPeer{IPBlock: block}, nil
 }

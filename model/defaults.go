@@ -1,6 +1,7 @@
 package model
 
 import (
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -161,6 +162,11 @@ const (
 	GKEMetadataServerPort  int32 = 80
 	GKEMetadataServerProto       = "TCP"
 )
+
+// MetadataServerAddr is the address of the GKE metadata server, which is also
+// the address every cloud's instance metadata service answers on (GCE, EC2,
+// Azure): the one host a sandbox's CIDR allow must exclude.
+var MetadataServerAddr = netip.MustParsePrefix(GKEMetadataServerCIDR).Addr()
 
 // AgentNeedsMetadataServer reports whether t's sandboxes must reach the GKE
 // metadata server: the agent runtime identity has a workload identity on a GKE

@@ -8,6 +8,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -92,7 +93,7 @@ func Guardrails(p *model.Platform, t model.Tenant) []Guardrail {
 		})
 	}
 	out = append(out, guardrail(p, t, "claims", []admissionv1.NamedRuleWithOperations{
-		rule("extensions.agents.x-k8s.io", "*", "sandboxclaims"),
+		rule(agentsandbox.SandboxClaims.Group, "*", agentsandbox.SandboxClaims.Resource),
 	}, claimChecks))
 
 	var allowed []string
@@ -178,7 +179,7 @@ func orchestratorGuardrails(p *model.Platform, t model.Tenant) []Guardrail {
 			},
 		}),
 		guardrail(p, t, "orchestrator-claims", []admissionv1.NamedRuleWithOperations{
-			rule("extensions.agents.x-k8s.io", "*", "sandboxclaims"),
+			rule(agentsandbox.SandboxClaims.Group, "*", agentsandbox.SandboxClaims.Resource),
 		}, []admissionv1.Validation{{
 			Expression: fmt.Sprintf("!has(object.spec.additionalPodMetadata) || %s", absent("object.spec.additionalPodMetadata.labels")),
 			Message:    fmt.Sprintf("a claim in tenant %s may not label its sandbox %s: it is the orchestrator's", t.Name, IdentityLabel),

@@ -5,6 +5,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -25,8 +26,8 @@ func OrchestratorPodLabels() map[string]string {
 // only: manage claims, read sandboxes. No secrets, no pods, no exec.
 func OrchestratorRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"extensions.agents.x-k8s.io"}, Resources: []string{"sandboxclaims"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
-		{APIGroups: []string{"agents.x-k8s.io"}, Resources: []string{"sandboxes"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{agentsandbox.SandboxClaims.Group}, Resources: []string{agentsandbox.SandboxClaims.Resource}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
+		{APIGroups: []string{agentsandbox.Sandboxes.Group}, Resources: []string{agentsandbox.Sandboxes.Resource}, Verbs: []string{"get", "list", "watch"}},
 	}
 }
 

@@ -23,9 +23,9 @@ import (
 )
 
 var (
-	claimsGVR     = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxclaims"}
-	warmPoolsGVR  = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxwarmpools"}
-	sandboxesGVR  = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
+	claimsGVR     = agentsandbox.SandboxClaims
+	warmPoolsGVR  = agentsandbox.SandboxWarmPools
+	sandboxesGVR  = agentsandbox.Sandboxes
 	ciliumCRDName = "ciliumnetworkpolicies.cilium.io"
 )
 
@@ -141,8 +141,8 @@ var (
 		{"", "", "pods", ""}, {"", "", "pods", "exec"}, {"", "", "pods", "log"}, {"", "", "secrets", ""},
 		{"", "", "configmaps", ""}, {"", "", "serviceaccounts", "token"}, {"", "", "services", ""},
 		{"", "", "persistentvolumeclaims", ""}, {"", "", "events", ""},
-		{"", "agents.x-k8s.io", "sandboxes", ""}, {"", "extensions.agents.x-k8s.io", "sandboxclaims", ""},
-		{"", "extensions.agents.x-k8s.io", "sandboxtemplates", ""}, {"", "extensions.agents.x-k8s.io", "sandboxwarmpools", ""},
+		resourceAccess(agentsandbox.Sandboxes), resourceAccess(agentsandbox.SandboxClaims),
+		resourceAccess(agentsandbox.SandboxTemplates), resourceAccess(agentsandbox.SandboxWarmPools),
 		{"", "rbac.authorization.k8s.io", "roles", ""}, {"", "rbac.authorization.k8s.io", "rolebindings", ""},
 		{"", "networking.k8s.io", "networkpolicies", ""},
 	}
@@ -200,17 +200,26 @@ func checkAgentRuntimeRBAC(ctx context.Context, v *Verifier) []Result {
 	return out
 }
 
-// orchestratorGrants is exactly what the orchestrator's Role allows.
-var orchestratorGrants = map[string]bool{
-	"create sandboxclaims.extensions.agents.x-k8s.io": true,
-	"get sandboxclaims.extensions.agents.x-k8s.io":    true,
-	"list sandboxclaims.extensions.agents.x-k8s.io":   true,
-	"watch sandboxclaims.extensions.agents.x-k8s.io":  true,
-	"delete sandboxclaims.extensions.agents.x-k8s.io": true,
-	"get sandboxes.agents.x-k8s.io":                   true,
-	"list sandboxes.agents.x-k8s.io":                  true,
-	"watch sandboxes.agents.x-k8s.io":                 true,
+// resourceAccess is an access to every verb of r (verb left empty).
+func resourceAccess(r schema.GroupVersionResource) access {
+	return access{"", r.Group, r.Resource, ""}
 }
+
+// orchestratorGrants is exactly what the orchestrator's Role allows: the
+// rules of manifests.OrchestratorRules, one entry per verb and resource.
+var orchestratorGrants = func() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range manifests.OrchestratorRules() {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, verb := range r.Verbs {
+					out[access{verb, g, res, ""}.String()] = true
+				}
+			}
+		}
+	}
+	return out
+}()
 
 func checkOrchestratorRBAC(ctx context.Context, v *Verifier) []Result {
 	var out []Result
@@ -237,7 +246,7 @@ func checkOrchestratorRBAC(ctx context.Context, v *Verifier) []Result {
 		}
 		// Its rights stop at its own namespace.
 		if reviewErr == nil {
-			a := access{"create", "extensions.agents.x-k8s.io", "sandboxclaims", ""}
+			a := access{"create", claimsGVR.Group, claimsGVR.Resource, ""}
 			ok, err := v.access(ctx, t.Namespace, model.AgentOrchestratorServiceAccount, "default", a)
 			switch {
 			case err != nil:

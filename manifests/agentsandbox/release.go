@@ -28,14 +28,6 @@ const (
 	imagePlaceholder     = "ko://sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller"
 )
 
-// CRDs are the four custom resources the release installs (core + extensions).
-var CRDs = []string{
-	"sandboxes.agents.x-k8s.io",
-	"sandboxclaims.extensions.agents.x-k8s.io",
-	"sandboxtemplates.extensions.agents.x-k8s.io",
-	"sandboxwarmpools.extensions.agents.x-k8s.io",
-}
-
 // Versions lists the releases embedded in this binary.
 func Versions() []string {
 	entries, _ := releases.ReadDir(".")

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/paddock-platform/paddock/model"
 )
 
 // WithDefaults returns a copy of p with every unset GCP-layer default applied:
@@ -257,13 +259,10 @@ func (k KataArgs) KataShims() []string {
 
 // KataOverhead is the pod overhead (cpu, memory) of a Kata shim: the VMM and
 // guest kernel the scheduler must account for on top of the pod's requests.
-// The CPU figures and Cloud Hypervisor's 130Mi are those of kata-deploy
-// 3.20.0's own RuntimeClasses. QEMU's 320Mi is Paddock's conservative choice,
-// twice kata-deploy's 160Mi: an undercounted VMM is memory the scheduler and
-// the tenant quota do not see.
-var KataOverhead = map[string][2]string{
-	"qemu": {"250m", "320Mi"},
-	"clh":  {"250m", "130Mi"},
+// The figures are the model's (model.DefaultKataOverhead of handler
+// kata-<shim>); ok is false for a shim of unknown overhead.
+func KataOverhead(shim string) (cpu, memory string, ok bool) {
+	return model.DefaultKataOverhead("kata-" + shim)
 }
 
 // KataRuntimeClasses are the RuntimeClasses kata-<shim> of the install, each
@@ -271,10 +270,10 @@ var KataOverhead = map[string][2]string{
 func (k KataArgs) KataRuntimeClasses() []RuntimeClass {
 	var out []RuntimeClass
 	for _, shim := range k.KataShims() {
-		o := KataOverhead[shim]
+		cpu, memory, _ := KataOverhead(shim)
 		out = append(out, RuntimeClass{
 			Name: "kata-" + shim, Handler: "kata-" + shim, Scheduling: IsolationScheduling(IsolationKVM),
-			OverheadCPU: o[0], OverheadMemory: o[1],
+			OverheadCPU: cpu, OverheadMemory: memory,
 		})
 	}
 	return out

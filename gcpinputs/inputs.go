@@ -3,21 +3,28 @@
 // functions derived from them: node labels and taints, RuntimeClass scheduling,
 // the audit log filter, the exec-auth kubeconfig and service account ids.
 //
-// It imports neither Pulumi nor the model: the components in package gcp take
-// these values as their Args, package rules validates them, and the caller maps
-// the model onto them. Every zero value is the hardened setting; the fields that
+// It imports no Pulumi: the components in package gcp take these values as
+// their Args, package rules validates them, and package frommodel maps the
+// model onto them. The facts it shares with the model (isolation names, the
+// label and taint keys, Kata overheads, the release channel, audit sink kinds
+// and events) are the model's, referred to here, not copied. Every zero value is the hardened setting; the fields that
 // loosen a control say so in their name (PublicNodes, DisableDataplaneV2, ...).
 package gcpinputs
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/paddock-platform/paddock/model"
+)
 
 // Node pool isolations.
 const (
 	// IsolationGVisor is a GKE Sandbox pool: every pod with runtimeClassName
 	// gvisor runs under gVisor. GKE labels and taints these nodes itself.
-	IsolationGVisor = "gvisor"
+	IsolationGVisor = model.IsolationGVisor
 	// IsolationKVM is a pool with nested virtualisation, for Kata Containers.
-	IsolationKVM = "kvm"
+	IsolationKVM = model.IsolationKVM
 	// IsolationNone is the system pool: GKE's own workloads and the platform's
 	// controllers. GKE Sandbox cannot be the only pool of a cluster.
 	IsolationNone = ""
@@ -36,14 +43,18 @@ const (
 	ChannelStable  = "STABLE"
 )
 
+// DefaultReleaseChannel is the model's default channel in the GKE API's
+// spelling (REGULAR).
+var DefaultReleaseChannel = strings.ToUpper(model.DefaultReleaseChannel)
+
 // Labels, taints and annotations with a fixed meaning.
 const (
 	// GKESandboxKey is the label and taint key GKE Sandbox puts on every node of
 	// a gVisor pool (value "gvisor", taint effect NoSchedule). Paddock never sets
 	// it: GKE does, and a copy on any other pool would attract sandbox pods there.
-	GKESandboxKey = "sandbox.gke.io/runtime"
+	GKESandboxKey = model.GKESandboxKey
 	// IsolationKey labels (and, unless Shared, taints) the nodes of a KVM pool.
-	IsolationKey = "paddock.dev/isolation"
+	IsolationKey = model.IsolationLabel
 	// KSAAnnotation binds a Kubernetes service account to a Google service
 	// account through GKE Workload Identity.
 	KSAAnnotation = "iam.gke.io/gcp-service-account"
@@ -79,7 +90,6 @@ const (
 
 // Hardened defaults of the GCP layer, in one place.
 const (
-	DefaultReleaseChannel = ChannelRegular
 	// DefaultMasterCIDR is the /28 the private control plane endpoint uses.
 	DefaultMasterCIDR = "172.16.0.0/28"
 	// DefaultSystemPoolName, machine type and size of the untainted pool that
@@ -255,28 +265,28 @@ type WorkloadIdentityArgs struct {
 
 // Audit sink kinds.
 const (
-	AuditBigQuery = "bigquery"
-	AuditStorage  = "storage"
-	AuditPubSub   = "pubsub"
+	AuditBigQuery = model.AuditBigQuery
+	AuditStorage  = model.AuditStorage
+	AuditPubSub   = model.AuditPubSub
 )
 
 // Audit events a sink can receive (its filter is built from them).
 const (
 	// EventSandboxLifecycle: Sandbox and SandboxClaim create and delete;
 	// SandboxTemplate and SandboxWarmPool create, update and delete.
-	EventSandboxLifecycle = "sandbox_lifecycle"
+	EventSandboxLifecycle = model.AuditSandboxLifecycle
 	// EventRBAC: Role and RoleBinding changes in the tenant namespaces, and
 	// ClusterRole/ClusterRoleBinding changes (a RoleBinding may reference a
 	// ClusterRole, so changing it changes rights in tenant namespaces).
-	EventRBAC = "rbac"
+	EventRBAC = model.AuditRBAC
 	// EventPodLogs: stdout and stderr of the tenant namespaces' containers.
-	EventPodLogs = "pod_logs"
+	EventPodLogs = model.AuditPodLogs
 	// EventNetworkDrops: Dataplane V2 network policy denials of tenant pods
 	// (the platform turns deny logging on in-cluster).
-	EventNetworkDrops = "network_drops"
+	EventNetworkDrops = model.AuditNetworkDrops
 	// EventAdmission: writes into tenant namespaces the API server refused
 	// (Pod Security, quota, admission policy, RBAC).
-	EventAdmission = "admission"
+	EventAdmission = model.AuditAdmission
 )
 
 // DefaultAuditEvents are the control-plane events the seed names.

@@ -125,8 +125,10 @@ func DefaultAuditFilters() []string {
 // when the spec sets none: the VMM and guest kernel the scheduler and quota
 // must count on top of the pod's containers. CPU and Cloud Hypervisor's 130Mi
 // are kata-deploy 3.20.0's own figures; QEMU's 320Mi is Paddock's conservative
-// choice (kata-deploy ships 160Mi). The GCP layer uses the same (gcpinputs.KataOverhead, a test holds them
-// equal). ok is false for handlers of unknown overhead.
+// choice (kata-deploy ships 160Mi): an undercounted VMM is memory the
+// scheduler and the tenant quota do not see. The GCP layer takes its figures
+// from here (gcpinputs.KataOverhead). ok is false for handlers of unknown
+// overhead.
 func DefaultKataOverhead(handler string) (cpu, memory string, ok bool) {
 	switch handler {
 	case "kata", "kata-qemu":

@@ -529,11 +529,11 @@ func checkRuntimeClass(t *testing.T, p *model.Platform, m *pulumitest.Mocks, rc 
 	}
 	if shim := model.KataShim(rc.Handler); iso == model.IsolationKVM && rc.OverheadCPU == "" {
 		t.Errorf("Kata runtime class %s has no overhead", rc.Name)
-	} else if o, ok := gcpinputs.KataOverhead[shim]; ok && iso == model.IsolationKVM {
+	} else if cpu, mem, ok := gcpinputs.KataOverhead(shim); ok && iso == model.IsolationKVM {
 		r.WantString(t, "overhead.podFixed.cpu", rc.OverheadCPU)
 		r.WantString(t, "overhead.podFixed.memory", rc.OverheadMemory)
-		if rc.Attrs["overhead"].Line == 0 && (rc.OverheadCPU != o[0] || rc.OverheadMemory != o[1]) {
-			t.Errorf("runtime class %s default overhead %s/%s, the GCP layer's is %v", rc.Name, rc.OverheadCPU, rc.OverheadMemory, o)
+		if rc.Attrs["overhead"].Line == 0 && (rc.OverheadCPU != cpu || rc.OverheadMemory != mem) {
+			t.Errorf("runtime class %s default overhead %s/%s, the GCP layer's is %s/%s", rc.Name, rc.OverheadCPU, rc.OverheadMemory, cpu, mem)
 		}
 	}
 }

@@ -239,26 +239,6 @@ audit_sink "ps" {
 	}
 }
 
-// The model's defaults and the GCP layer's agree where both speak of the same
-// thing: the KVM label and taint key, GKE Sandbox's key, Kata overheads.
-func TestModelAndGCPLayerAgree(t *testing.T) {
-	if model.IsolationLabel != gcpinputs.IsolationKey || model.GKESandboxKey != gcpinputs.GKESandboxKey {
-		t.Errorf("keys: model %s/%s, GCP layer %s/%s", model.IsolationLabel, model.GKESandboxKey, gcpinputs.IsolationKey, gcpinputs.GKESandboxKey)
-	}
-	for _, h := range []string{"kata", "kata-qemu", "kata-clh"} {
-		cpu, mem, ok := model.DefaultKataOverhead(h)
-		o := gcpinputs.KataOverhead[model.KataShim(h)]
-		if !ok || cpu != o[0] || mem != o[1] {
-			t.Errorf("%s: model overhead %s/%s, GCP layer %v", h, cpu, mem, o)
-		}
-	}
-	for shim := range gcpinputs.KataOverhead {
-		if _, _, ok := model.DefaultKataOverhead("kata-" + shim); !ok {
-			t.Errorf("the model has no default overhead for shim %s", shim)
-		}
-	}
-}
-
 func TestSource(t *testing.T) {
 	src := gkeHead + `
 cluster {

@@ -281,7 +281,7 @@ func init() {
 			var out []Violation
 			seen := map[string]bool{}
 			for i, s := range p.Kata.Shims {
-				if _, ok := gcpinputs.KataOverhead[s]; !ok {
+				if _, _, ok := gcpinputs.KataOverhead(s); !ok {
 					out = append(out, v("kata", fmt.Sprintf("shims[%d]", i), "unknown Kata shim %q (want qemu or clh)", s))
 				}
 				if seen[s] {

@@ -26,6 +26,7 @@ import (
 	"github.com/paddock-platform/paddock/bench"
 	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/engine"
+	"github.com/paddock-platform/paddock/internal/procfs"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
@@ -102,7 +103,8 @@ func leftoverPlugins(t *testing.T, e *env) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
 	for _, ent := range entries {
-		if _, err := strconv.Atoi(ent.Name()); err != nil {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
 			continue
 		}
 		exe, err := os.Readlink(filepath.Join("/proc", ent.Name(), "exe"))
@@ -117,10 +119,8 @@ func leftoverPlugins(t *testing.T, e *env) []string {
 			!bytes.Contains(append([]byte{0}, env...), []byte("\x00PADDOCK_HOME="+e.home+"\x00")) {
 			continue
 		}
-		stat, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) > 1 {
-			parent, _ := os.Readlink(filepath.Join("/proc", fields[1], "exe"))
+		if st, err := procfs.ReadStat(pid); err == nil {
+			parent, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(st.PPID), "exe"))
 			if filepath.Base(parent) == "pulumi" {
 				continue
 			}
@@ -187,13 +187,8 @@ func (e *env) leftBehind(t *testing.T, stack, platform, spec string) leftBehind 
 // processRunning reports whether pid is a process that has not exited (a
 // zombie has).
 func processRunning(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	fields := strings.Fields(string(b[i+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+	st, err := procfs.ReadStat(pid)
+	return err == nil && !st.Exited()
 }
 
 // groupMembers lists the running processes of process group pgid.
@@ -205,14 +200,7 @@ func groupMembers(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		f := strings.Fields(string(b[i+1:]))
-		// fields after the name: state, ppid, pgrp
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+		if st, err := procfs.ReadStat(pid); err == nil && st.PGRP == pgid && !st.Exited() {
 			out = append(out, pid)
 		}
 	}

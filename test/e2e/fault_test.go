@@ -23,13 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/paddock-platform/paddock/bench"
 	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/engine"
 	"github.com/paddock-platform/paddock/internal/procfs"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
+	"github.com/paddock-platform/paddock/schemas/specgen"
 	"github.com/paddock-platform/paddock/verify"
 )
 
@@ -47,7 +47,7 @@ func faultSpecs(t *testing.T, small, large int) (string, string) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		spec := bench.Spec(bench.SpecOptions{Platform: faultPlatform, Tenants: n})
+		spec := specgen.Generate(specgen.Options{Platform: faultPlatform, Tenants: n})
 		if err := os.WriteFile(filepath.Join(d, "platform.hcl"), []byte(spec), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func faultSpecs(t *testing.T, small, large int) (string, string) {
 func faultNamespaces(n int) []string {
 	var out []string
 	for i := 0; i < n; i++ {
-		out = append(out, model.DefaultNamespacePrefix+bench.TenantName(i))
+		out = append(out, model.DefaultNamespacePrefix+specgen.TenantName(i))
 	}
 	return out
 }

@@ -1,18 +1,17 @@
-// Package bench measures Paddock on the live local stack: provisioning
-// against kubectl and a parallel server-side-apply floor, no-op up, drift,
-// destroy and peak memory per process (Provision), validate on generated
-// specs (Validate), and sandbox start through claims (Claims, offered to
-// users as `paddock bench claims`). Results are written as JSON, a markdown
-// table and a PNG plot (Report).
-package bench
+// Package specgen generates valid specs of any size for the local target: the
+// spec the live benchmarks deploy (one full tenant per step: quota, identities,
+// egress, claims, a template and its warm pools) and the specs the load and
+// policy benchmarks parse. It is the only spec generator; it imports nothing of
+// Paddock, so any package's tests may use it.
+package specgen
 
 import (
 	"fmt"
 	"strings"
 )
 
-// SpecOptions shape a generated spec.
-type SpecOptions struct {
+// Options shape a generated spec.
+type Options struct {
 	// Platform is the platform (and stack) name.
 	Platform string
 	// Tenants is how many tenants, each the full set: namespace, quota,
@@ -28,8 +27,8 @@ type SpecOptions struct {
 	ColdPool bool
 }
 
-// Spec writes a spec for the local target with o.Tenants tenants.
-func Spec(o SpecOptions) string {
+// Generate writes a spec for the local target with o.Tenants tenants.
+func Generate(o Options) string {
 	if o.Replicas == 0 {
 		o.Replicas = 1
 	}
@@ -117,16 +116,17 @@ tenant %q {
 // TenantName is the name of generated tenant i.
 func TenantName(i int) string { return fmt.Sprintf("t%04d", i) }
 
-// SpecOfLines generates a spec of about lines lines (never fewer than one
-// tenant's worth), for the validate benchmark.
-func SpecOfLines(lines int) (string, int) {
-	one := strings.Count(Spec(SpecOptions{Platform: "validate", Tenants: 1}), "\n")
-	two := strings.Count(Spec(SpecOptions{Platform: "validate", Tenants: 2}), "\n")
+// OfLines generates a spec of at least lines lines (never fewer than one
+// tenant's worth, and less than one tenant more than asked), for the load and
+// validate benchmarks; it returns the spec and its line count.
+func OfLines(lines int) (string, int) {
+	one := strings.Count(Generate(Options{Platform: "validate", Tenants: 1}), "\n")
+	two := strings.Count(Generate(Options{Platform: "validate", Tenants: 2}), "\n")
 	per := two - one
 	n := 1
 	if lines > one {
 		n = 1 + (lines-one+per-1)/per
 	}
-	s := Spec(SpecOptions{Platform: "validate", Tenants: n})
+	s := Generate(Options{Platform: "validate", Tenants: n})
 	return s, strings.Count(s, "\n")
 }

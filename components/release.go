@@ -2,11 +2,9 @@ package components
 
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
-	"github.com/paddock-platform/paddock/manifests"
-	"github.com/paddock-platform/paddock/manifests/agentsandbox"
-	"github.com/paddock-platform/paddock/model"
 )
 
 // AgentSandboxReleaseArgs are the inputs of the pinned Agent Sandbox install.
@@ -14,7 +12,10 @@ import (
 // (nothing there can run its image) and the real controller runs outside the
 // cluster against the same API server (manifests.ReleaseOptions).
 type AgentSandboxReleaseArgs struct {
-	Platform *model.Platform
+	// Version and Image are the spec's agent_sandbox block (the outputs).
+	Version, Image string
+	// Objects are the release's objects (manifests.Objects.Release).
+	Objects []*unstructured.Unstructured
 }
 
 // AgentSandboxRelease installs the CRDs, controller and RBAC of one pinned release.
@@ -34,11 +35,7 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 	if err := ctx.RegisterComponentResource("paddock:agentsandbox:Release", name, r, opts...); err != nil {
 		return nil, err
 	}
-	rel := args.Platform.AgentSandbox
-	objs, err := agentsandbox.Objects(rel.Version, manifests.ReleaseOptions(args.Platform))
-	if err != nil {
-		return nil, err
-	}
+	objs := args.Objects
 	// Namespaces first: the release's namespaced objects cannot be created before them.
 	var namespaces []pulumi.Resource
 	for _, u := range objs {
@@ -61,7 +58,7 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 		}
 		r.Ready = append(r.Ready, obj)
 	}
-	r.Version = pulumi.String(rel.Version).ToStringOutput()
-	r.Image = pulumi.String(rel.Image).ToStringOutput()
+	r.Version = pulumi.String(args.Version).ToStringOutput()
+	r.Image = pulumi.String(args.Image).ToStringOutput()
 	return r, ctx.RegisterResourceOutputs(r, pulumi.Map{"version": r.Version, "image": r.Image})
 }

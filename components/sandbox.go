@@ -5,14 +5,12 @@ import (
 
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
 	"github.com/paddock-platform/paddock/manifests"
-	"github.com/paddock-platform/paddock/model"
 )
 
 // SandboxTemplateArgs are the inputs of one hardened template.
 type SandboxTemplateArgs struct {
-	Platform *model.Platform
-	Tenant   model.Tenant
-	Template model.Template
+	// Part is the SandboxTemplate object and its spec block.
+	Part manifests.TemplatePart
 	// Namespace is the tenant's namespace resource, if Paddock owns it:
 	// deleting it deletes the template, so Pulumi need not (DeletedWith).
 	Namespace pulumi.Resource
@@ -34,24 +32,19 @@ func NewSandboxTemplate(ctx *pulumi.Context, name string, args *SandboxTemplateA
 	if err := ctx.RegisterComponentResource("paddock:sandbox:Template", name, c, opts...); err != nil {
 		return nil, err
 	}
-	obj, err := manifests.TemplateObject(args.Platform, args.Tenant, args.Template)
-	if err != nil {
-		return nil, err
-	}
-	tpl, err := k8sres.RegisterUnstructured(ctx, obj, inNamespace(args.Namespace, pulumi.Parent(c))...)
+	tpl, err := k8sres.RegisterUnstructured(ctx, args.Part.Object, inNamespace(args.Namespace, pulumi.Parent(c))...)
 	if err != nil {
 		return nil, err
 	}
 	c.Ready = []pulumi.Resource{tpl}
-	c.Name = pulumi.String(args.Template.Name).ToStringOutput()
+	c.Name = pulumi.String(args.Part.Template.Name).ToStringOutput()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
 }
 
 // WarmPoolArgs are the inputs of one warm pool.
 type WarmPoolArgs struct {
-	Platform *model.Platform
-	Tenant   model.Tenant
-	WarmPool model.WarmPool
+	// Part is the SandboxWarmPool object and its spec block.
+	Part manifests.WarmPoolPart
 	// Namespace is the tenant's namespace resource (see SandboxTemplateArgs).
 	Namespace pulumi.Resource
 }
@@ -71,15 +64,11 @@ func NewWarmPool(ctx *pulumi.Context, name string, args *WarmPoolArgs, opts ...p
 	if err := ctx.RegisterComponentResource("paddock:sandbox:WarmPool", name, c, opts...); err != nil {
 		return nil, err
 	}
-	u, err := manifests.WarmPoolObject(args.Platform, args.Tenant, args.WarmPool)
+	obj, err := k8sres.RegisterUnstructured(ctx, args.Part.Object, inNamespace(args.Namespace, pulumi.Parent(c))...)
 	if err != nil {
 		return nil, err
 	}
-	obj, err := k8sres.RegisterUnstructured(ctx, u, inNamespace(args.Namespace, pulumi.Parent(c))...)
-	if err != nil {
-		return nil, err
-	}
-	c.Name = pulumi.String(args.WarmPool.Name).ToStringOutput()
+	c.Name = pulumi.String(args.Part.WarmPool.Name).ToStringOutput()
 	c.ReadyReplicas = obj.Status.ApplyT(func(s any) any {
 		if m, ok := s.(map[string]any); ok {
 			return m["readyReplicas"]

@@ -35,41 +35,98 @@ func ReleaseOptions(p *model.Platform) agentsandbox.Options {
 	return o
 }
 
-// Platform is every object the platform owns, grouped by concept in the order
-// the components register them. `render` writes exactly this; the components
-// register exactly these objects (a test holds them to it).
-func Platform(p *model.Platform) ([]Group, error) {
+// Objects are every object the platform owns, by concept, in apply order:
+// the one walk of the object tree. `render` writes them as Groups; the
+// components register each part as its own component, in this order, so
+// order and membership live here only.
+type Objects struct {
+	// Release is the pinned Agent Sandbox release, in the release's order.
+	Release []*unstructured.Unstructured
+	// RuntimeClasses are the RuntimeClasses Paddock manages (not GKE's own),
+	// in spec order.
+	RuntimeClasses []RuntimeClassPart
+	// Tenants are the tenants' objects, in spec order.
+	Tenants []TenantParts
+}
+
+// RuntimeClassPart is one managed RuntimeClass and the spec block it comes from.
+type RuntimeClassPart struct {
+	RuntimeClass model.RuntimeClass
+	Object       *unstructured.Unstructured
+}
+
+// TemplatePart is one SandboxTemplate and the spec block it comes from.
+type TemplatePart struct {
+	Template model.Template
+	Object   *unstructured.Unstructured
+}
+
+// WarmPoolPart is one SandboxWarmPool and the spec block it comes from.
+type WarmPoolPart struct {
+	WarmPool model.WarmPool
+	Object   *unstructured.Unstructured
+}
+
+// Build walks the model once and returns every object of the platform.
+func Build(p *model.Platform) (*Objects, error) {
 	rel, err := agentsandbox.Objects(p.AgentSandbox.Version, ReleaseOptions(p))
 	if err != nil {
 		return nil, err
 	}
-	groups := []Group{{Name: "agent-sandbox", Objects: rel}}
-	var rcs []*unstructured.Unstructured
+	o := &Objects{Release: rel}
 	for _, rc := range p.RuntimeClasses {
 		if !ManagesRuntimeClass(p, rc) {
-			continue
+			continue // GKE creates and owns it; templates just reference it
 		}
 		u, err := ToUnstructured(RuntimeClass(p, rc))
 		if err != nil {
 			return nil, err
 		}
-		rcs = append(rcs, u)
-	}
-	if len(rcs) > 0 {
-		groups = append(groups, Group{Name: "runtime-classes", Objects: rcs})
+		o.RuntimeClasses = append(o.RuntimeClasses, RuntimeClassPart{RuntimeClass: rc, Object: u})
 	}
 	for _, t := range p.Tenants {
 		parts, err := Tenant(p, t)
 		if err != nil {
 			return nil, err
 		}
-		groups = append(groups, Group{Name: "tenant-" + t.Name, Objects: parts.All()})
+		o.Tenants = append(o.Tenants, parts)
 	}
-	return groups, nil
+	return o, nil
+}
+
+// Groups are the objects grouped by concept, in apply order: the Agent
+// Sandbox release, the runtime classes (when Paddock manages any), then one
+// group per tenant.
+func (o *Objects) Groups() []Group {
+	groups := []Group{{Name: "agent-sandbox", Objects: o.Release}}
+	if len(o.RuntimeClasses) > 0 {
+		var rcs []*unstructured.Unstructured
+		for _, rc := range o.RuntimeClasses {
+			rcs = append(rcs, rc.Object)
+		}
+		groups = append(groups, Group{Name: "runtime-classes", Objects: rcs})
+	}
+	for _, tp := range o.Tenants {
+		groups = append(groups, Group{Name: "tenant-" + tp.Tenant.Name, Objects: tp.All()})
+	}
+	return groups
+}
+
+// Platform is every object the platform owns, grouped by concept in the order
+// the components register them (Build, then Groups). `render` writes exactly
+// this; the components register exactly these objects.
+func Platform(p *model.Platform) ([]Group, error) {
+	o, err := Build(p)
+	if err != nil {
+		return nil, err
+	}
+	return o.Groups(), nil
 }
 
 // TenantParts are one tenant's objects by concept, in apply order.
 type TenantParts struct {
+	// Tenant is the spec block the objects come from.
+	Tenant    model.Tenant
 	Namespace *unstructured.Unstructured
 	// Fence is the ResourceQuota and LimitRange.
 	Fence []*unstructured.Unstructured
@@ -79,16 +136,22 @@ type TenantParts struct {
 	Egress []*unstructured.Unstructured
 	// Guardrails are ValidatingAdmissionPolicies and bindings (cluster-scoped).
 	Guardrails []*unstructured.Unstructured
-	// Templates and WarmPools by name, in spec order.
-	Templates []*unstructured.Unstructured
-	WarmPools []*unstructured.Unstructured
+	// Templates and WarmPools, in spec order.
+	Templates []TemplatePart
+	WarmPools []WarmPoolPart
 }
 
 // All flattens the parts in apply order.
 func (tp TenantParts) All() []*unstructured.Unstructured {
 	out := []*unstructured.Unstructured{tp.Namespace}
-	for _, part := range [][]*unstructured.Unstructured{tp.Fence, tp.Identity, tp.Egress, tp.Guardrails, tp.Templates, tp.WarmPools} {
+	for _, part := range [][]*unstructured.Unstructured{tp.Fence, tp.Identity, tp.Egress, tp.Guardrails} {
 		out = append(out, part...)
+	}
+	for _, tpl := range tp.Templates {
+		out = append(out, tpl.Object)
+	}
+	for _, wp := range tp.WarmPools {
+		out = append(out, wp.Object)
 	}
 	return out
 }
@@ -170,7 +233,7 @@ func WarmPoolObject(p *model.Platform, t model.Tenant, wp model.WarmPool) (*unst
 
 // Tenant builds every object of one tenant.
 func Tenant(p *model.Platform, t model.Tenant) (TenantParts, error) {
-	var tp TenantParts
+	tp := TenantParts{Tenant: t}
 	var err error
 	if tp.Namespace, err = ToUnstructured(Namespace(p, t)); err != nil {
 		return tp, err
@@ -192,14 +255,14 @@ func Tenant(p *model.Platform, t model.Tenant) (TenantParts, error) {
 		if err != nil {
 			return tp, err
 		}
-		tp.Templates = append(tp.Templates, u)
+		tp.Templates = append(tp.Templates, TemplatePart{Template: tpl, Object: u})
 	}
 	for _, wp := range t.WarmPools {
 		u, err := WarmPoolObject(p, t, wp)
 		if err != nil {
 			return tp, err
 		}
-		tp.WarmPools = append(tp.WarmPools, u)
+		tp.WarmPools = append(tp.WarmPools, WarmPoolPart{WarmPool: wp, Object: u})
 	}
 	return tp, nil
 }

@@ -2,10 +2,10 @@
 // and GKE actually accept or need: nested virtualisation only on machine series
 // that have it, node images that support the pool's isolation, FQDN policy only
 // with Dataplane V2, workload identities only with a workload pool, well-formed
-// sinks, and so on. Each rule is a small pure function with a stable ID, and
-// every violation names the offending field by its spec address
-// ("node_pool.kata" + "machine_type"), so the policy and spec layers can point
-// at the source.
+// sinks, and so on. Each rule is a small pure function with a stable ID, in a
+// file of its own (gcpNNN_*.go), and every violation names the offending field
+// by its spec address ("node_pool.kata" + "machine_type"), so the policy and
+// spec layers can point at the source.
 //
 // These are validity rules, not hardening findings: a violation is a
 // configuration GKE would refuse or that would silently not do what it says.

@@ -321,3 +321,19 @@ func TestMetadataServerHoleAccepted(t *testing.T) {
 		})
 	}
 }
+
+// A rule is superseded only by rules that exist, and never by itself.
+func TestSupersededByNamesRegisteredRules(t *testing.T) {
+	n := 0
+	for _, r := range policy.Rules() {
+		for _, by := range r.SupersededBy {
+			n++
+			if _, ok := policy.Lookup(by); !ok || by == r.ID {
+				t.Errorf("%s is superseded by %s, which is not another registered rule", r.ID, by)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no rule declares a supersession")
+	}
+}

@@ -80,6 +80,14 @@ type Rule struct {
 	Language bool
 	// Meta rules are about waivers themselves and cannot be waived.
 	Meta bool
+	// SupersededBy are the rules (GCP validity rules) that say the same about
+	// the same spec argument, and more strongly: a finding of this rule at
+	// the same place as one of theirs is dropped from the report. The GCP
+	// finding is an error no waiver silences (the GCP layer refuses the spec
+	// at `up` whatever the report says), so also showing the waivable finding
+	// would suggest a waiver that cannot work. Only unwaived findings are
+	// superseded, so a waiver of this rule still shows as active.
+	SupersededBy []string
 
 	check func(c *checker)
 }

@@ -11,9 +11,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
 	"github.com/paddock-platform/paddock/schemas/specgen"
+	"github.com/paddock-platform/paddock/specload"
 )
 
 func TestFitLine(t *testing.T) {
@@ -59,7 +59,7 @@ func TestGeneratedSpecsLoadAndScale(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(specgen.Generate(specgen.Options{Platform: "gen", Tenants: n, ColdPool: true})), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, err := project.LoadSpec(dir, project.SpecOptions{}, os.Stderr)
+		p, err := specload.Load(dir, specload.Options{}, os.Stderr)
 		if err != nil {
 			t.Fatalf("%d tenants: %v", n, err)
 		}

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
-	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
 	"github.com/paddock-platform/paddock/schemas/specgen"
+	"github.com/paddock-platform/paddock/specload"
 )
 
 func benchObjects(t *testing.T, o specgen.Options) []*unstructured.Unstructured {
@@ -25,7 +25,7 @@ func benchObjects(t *testing.T, o specgen.Options) []*unstructured.Unstructured 
 	if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(specgen.Generate(o)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := project.LoadSpec(dir, project.SpecOptions{}, os.Stderr)
+	p, err := specload.Load(dir, specload.Options{}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

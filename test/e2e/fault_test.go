@@ -27,9 +27,9 @@ import (
 	"github.com/paddock-platform/paddock/engine"
 	"github.com/paddock-platform/paddock/internal/procfs"
 	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
 	"github.com/paddock-platform/paddock/schemas/specgen"
+	"github.com/paddock-platform/paddock/specload"
 	"github.com/paddock-platform/paddock/verify"
 )
 
@@ -224,7 +224,7 @@ func waitGroupGone(t *testing.T, pgid int, timeout time.Duration) time.Duration 
 // declaredKeys are the objects the spec in dir declares.
 func declaredKeys(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	p, err := project.LoadSpec(dir, project.SpecOptions{}, io.Discard)
+	p, err := specload.Load(dir, specload.Options{}, io.Discard)
 	if err != nil {
 		t.Fatalf("loading %s: %v", dir, err)
 	}

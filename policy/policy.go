@@ -88,6 +88,11 @@ type Rule struct {
 	// would suggest a waiver that cannot work. Only unwaived findings are
 	// superseded, so a waiver of this rule still shows as active.
 	SupersededBy []string
+	// Verify are the IDs of the `paddock verify` checks that prove a live
+	// rule on the running cluster ("V09"); every live rule names at least
+	// one, and a test in package verify fails when a named check does not
+	// exist.
+	Verify []string
 
 	check func(c *checker)
 }
@@ -111,6 +116,8 @@ func register(r Rule) {
 		panic("policy: rule " + r.ID + " has no severity")
 	case (r.Kind == Static) != (r.check != nil):
 		panic("policy: rule " + r.ID + ": static rules, and only they, have a check")
+	case (r.Kind == Live) != (len(r.Verify) > 0):
+		panic("policy: rule " + r.ID + ": live rules, and only they, name the verify checks that prove them")
 	}
 	registry[r.ID] = &r
 }

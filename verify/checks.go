@@ -40,7 +40,7 @@ var checks = []check{
 	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
 	{"V08", "claim without TTL is rejected (server-side dry-run)", checkClaimWithoutTTLRejected},
 	{"V09", "network policies present", checkNetworkPoliciesPresent},
-	{"V10", "network policy enforced", checkNetworkPolicyEnforced},
+	{"V10", "a CNI that enforces network policy runs (no traffic is sent)", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},
 }
 

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,7 +43,7 @@ var checks = []check{
 	{"V06", "sandbox pods run on sandbox nodes", checkSandboxPlacement},
 	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
 	{"V08", "claim without TTL is rejected (server-side dry-run)", checkClaimWithoutTTLRejected},
-	{"V09", "network policies present", checkNetworkPoliciesPresent},
+	{"V09", "network policies as the spec declares them", checkNetworkPolicies},
 	{"V10", "a CNI that enforces network policy runs (no traffic is sent)", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},
 }
@@ -674,7 +678,7 @@ func probeRuntimeClass(p *model.Platform, t model.Tenant) *string {
 	return nil
 }
 
-func checkNetworkPoliciesPresent(ctx context.Context, v *Verifier) []Result {
+func checkNetworkPolicies(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	for _, t := range v.p.Tenants {
 		if t.Egress.Unrestricted {
@@ -687,19 +691,72 @@ func checkNetworkPoliciesPresent(ctx context.Context, v *Verifier) []Result {
 			continue
 		}
 		denyAll := false
+		live := map[string]networkingv1.NetworkPolicySpec{}
 		for _, p := range pols.Items {
+			live[p.Name] = p.Spec
 			if len(p.Spec.PodSelector.MatchLabels) == 0 && len(p.Spec.PodSelector.MatchExpressions) == 0 &&
 				len(p.Spec.Ingress) == 0 && len(p.Spec.Egress) == 0 && len(p.Spec.PolicyTypes) == 2 {
 				denyAll = true
 			}
 		}
-		if denyAll {
-			out = append(out, pass(t.Namespace, "%d policies incl. default-deny ingress+egress", len(pols.Items)))
-		} else {
+		if !denyAll {
 			out = append(out, fail(t.Namespace, "no default-deny (ingress+egress, all pods) policy among %d", len(pols.Items)))
+			continue
 		}
+		// The policies the spec declares, exactly: the same expected specs
+		// `paddock drift` compares with.
+		want, err := manifests.NetworkPolicySpecs(v.p, t)
+		if err != nil {
+			out = append(out, fail(t.Namespace, "building the expected policies: %v", err))
+			continue
+		}
+		var bad []string
+		for _, name := range slices.Sorted(maps.Keys(want)) {
+			got, ok := live[name]
+			switch {
+			case !ok:
+				bad = append(bad, "missing "+name)
+			case !equality.Semantic.DeepEqual(normalizedPolicy(got), normalizedPolicy(want[name])):
+				bad = append(bad, name+" differs from the spec")
+			}
+		}
+		if len(bad) > 0 {
+			out = append(out, fail(t.Namespace, "%s", joinMax(bad, 3)))
+			continue
+		}
+		out = append(out, pass(t.Namespace, "%d policies incl. default-deny ingress+egress; the spec's %d as declared", len(pols.Items), len(want)))
 	}
 	return out
+}
+
+// normalizedPolicy fills what the API server defaults in a NetworkPolicy
+// spec, so a stored policy compares equal to the one Paddock declared: a
+// port's protocol (TCP) and the policy types (Ingress, plus Egress when
+// there are egress rules).
+func normalizedPolicy(s networkingv1.NetworkPolicySpec) networkingv1.NetworkPolicySpec {
+	s = *s.DeepCopy()
+	tcp := corev1.ProtocolTCP
+	for i := range s.Egress {
+		for j := range s.Egress[i].Ports {
+			if s.Egress[i].Ports[j].Protocol == nil {
+				s.Egress[i].Ports[j].Protocol = &tcp
+			}
+		}
+	}
+	for i := range s.Ingress {
+		for j := range s.Ingress[i].Ports {
+			if s.Ingress[i].Ports[j].Protocol == nil {
+				s.Ingress[i].Ports[j].Protocol = &tcp
+			}
+		}
+	}
+	if len(s.PolicyTypes) == 0 {
+		s.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		if len(s.Egress) > 0 {
+			s.PolicyTypes = append(s.PolicyTypes, networkingv1.PolicyTypeEgress)
+		}
+	}
+	return s
 }
 
 // checkNetworkPolicyEnforced never passes on faith: without a CNI that enforces

@@ -137,10 +137,11 @@ func DefaultImageType(isolation string) string {
 	return ImageCOSContainerd
 }
 
-// NodeLabels are the labels Paddock sets on the pool's nodes: Labels plus the
-// KVM isolation label. GKE adds sandbox.gke.io/runtime=gvisor to gVisor nodes
-// itself, so it is not here.
-func (np NodePoolArgs) NodeLabels() map[string]string {
+// PaddockLabels are the labels Paddock sets on the pool's nodes: Labels plus
+// the KVM isolation label. GKE adds sandbox.gke.io/runtime=gvisor to gVisor
+// nodes itself, so it is not here (model.NodePool.NodeLabels, by contrast,
+// is every label the nodes carry).
+func (np NodePoolArgs) PaddockLabels() map[string]string {
 	out := map[string]string{}
 	for k, v := range np.Labels {
 		out[k] = v
@@ -151,10 +152,10 @@ func (np NodePoolArgs) NodeLabels() map[string]string {
 	return out
 }
 
-// NodeTaints are the taints Paddock sets on the pool: the KVM dedication taint
-// (unless Shared) plus Taints. GKE taints gVisor nodes itself
+// PaddockTaints are the taints Paddock sets on the pool: the KVM dedication
+// taint (unless Shared) plus Taints. GKE taints gVisor nodes itself
 // (sandbox.gke.io/runtime=gvisor:NoSchedule); Paddock never duplicates it.
-func (np NodePoolArgs) NodeTaints() []Taint {
+func (np NodePoolArgs) PaddockTaints() []Taint {
 	var out []Taint
 	if np.Isolation == IsolationKVM && !np.Shared {
 		out = append(out, Taint{Key: IsolationKey, Value: IsolationKVM, Effect: EffectNoSchedule})
@@ -163,13 +164,13 @@ func (np NodePoolArgs) NodeTaints() []Taint {
 }
 
 // AppliedTaints are every taint the pool's nodes carry: GKE's own for gVisor,
-// then NodeTaints.
+// then PaddockTaints.
 func (np NodePoolArgs) AppliedTaints() []Taint {
 	var out []Taint
 	if np.Isolation == IsolationGVisor {
 		out = append(out, Taint{Key: GKESandboxKey, Value: IsolationGVisor, Effect: EffectNoSchedule})
 	}
-	return append(out, np.NodeTaints()...)
+	return append(out, np.PaddockTaints()...)
 }
 
 // Scheduling is exactly what a RuntimeClass for this pool must carry: a node

@@ -9,10 +9,10 @@ import (
 
 func TestGVisorSchedulingMatchesWhatGKEApplies(t *testing.T) {
 	np := NodePoolArgs{Name: "gvisor", Isolation: IsolationGVisor, Labels: map[string]string{"team": "a"}}
-	if got := np.NodeTaints(); len(got) != 0 {
+	if got := np.PaddockTaints(); len(got) != 0 {
 		t.Errorf("gVisor pool sets taints %v; GKE applies sandbox.gke.io/runtime itself, none may be duplicated", got)
 	}
-	if _, ok := np.NodeLabels()[GKESandboxKey]; ok {
+	if _, ok := np.PaddockLabels()[GKESandboxKey]; ok {
 		t.Errorf("gVisor pool sets %s itself; GKE does", GKESandboxKey)
 	}
 	want := Scheduling{
@@ -26,10 +26,10 @@ func TestGVisorSchedulingMatchesWhatGKEApplies(t *testing.T) {
 
 func TestKVMPoolIsLabelledTaintedAndScheduled(t *testing.T) {
 	np := NodePoolArgs{Name: "kata", Isolation: IsolationKVM, Taints: []Taint{{Key: "x", Value: "y", Effect: EffectNoExecute}}}
-	if np.NodeLabels()[IsolationKey] != IsolationKVM {
-		t.Errorf("labels %v lack %s=kvm", np.NodeLabels(), IsolationKey)
+	if np.PaddockLabels()[IsolationKey] != IsolationKVM {
+		t.Errorf("labels %v lack %s=kvm", np.PaddockLabels(), IsolationKey)
 	}
-	taints := np.NodeTaints()
+	taints := np.PaddockTaints()
 	if len(taints) != 2 || taints[0] != (Taint{Key: IsolationKey, Value: "kvm", Effect: "NoSchedule"}) {
 		t.Errorf("taints = %v", taints)
 	}
@@ -41,8 +41,8 @@ func TestKVMPoolIsLabelledTaintedAndScheduled(t *testing.T) {
 		t.Errorf("tolerations %v must cover every taint", s.Tolerations)
 	}
 	np.Shared = true
-	if len(np.NodeTaints()) != 1 {
-		t.Errorf("shared pool keeps the dedication taint: %v", np.NodeTaints())
+	if len(np.PaddockTaints()) != 1 {
+		t.Errorf("shared pool keeps the dedication taint: %v", np.PaddockTaints())
 	}
 }
 

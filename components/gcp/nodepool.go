@@ -51,7 +51,7 @@ func NewNodePool(ctx *pulumi.Context, name string, cluster *Cluster, args *NodeP
 	ca := cluster.Args
 
 	var taints container.NodePoolNodeConfigTaintArray
-	for _, t := range a.NodeTaints() {
+	for _, t := range a.PaddockTaints() {
 		taints = append(taints, container.NodePoolNodeConfigTaintArgs{
 			Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(gcpinputs.GKETaintEffect(t.Effect)),
 		})
@@ -59,7 +59,7 @@ func NewNodePool(ctx *pulumi.Context, name string, cluster *Cluster, args *NodeP
 	cfg := &container.NodePoolNodeConfigArgs{
 		MachineType:    pulumi.String(a.MachineType),
 		ImageType:      pulumi.String(a.ImageType),
-		Labels:         pulumi.ToStringMap(a.NodeLabels()),
+		Labels:         pulumi.ToStringMap(a.PaddockLabels()),
 		Taints:         taints,
 		ServiceAccount: cluster.NodeServiceAccount,
 		OauthScopes:    pulumi.ToStringArray([]string{gcpinputs.CloudPlatformScope}),

@@ -20,12 +20,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/engine"
 	"github.com/paddock-platform/paddock/internal/procfs"
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/render"
 	"github.com/paddock-platform/paddock/schemas/specgen"
@@ -488,7 +488,7 @@ func TestFaultControllerKilled(t *testing.T) {
 	e.mustPaddock(t, "up", small)
 	defer e.destroyAndWait(t, nil, faultNamespaces(1), small)
 	ns := faultNamespaces(1)[0]
-	sandboxes := schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
+	sandboxes := agentsandbox.Sandboxes
 	poolSandboxes := func() ([]string, error) {
 		l, err := e.dyn.Resource(sandboxes).Namespace(ns).List(ctxTimeout(10*time.Second), metav1.ListOptions{})
 		if err != nil {
@@ -546,7 +546,7 @@ func TestFaultControllerKilled(t *testing.T) {
 	}
 	// Nobody updates the pool's status now: it still says the sandbox is
 	// there and Ready. V07 must count for itself and see the pool empty.
-	pool, err := e.dyn.Resource(poolsGVR).Namespace(ns).Get(ctxTimeout(10*time.Second), "agent", metav1.GetOptions{}) // bench.Spec's pool
+	pool, err := e.dyn.Resource(poolsGVR).Namespace(ns).Get(ctxTimeout(10*time.Second), "agent", metav1.GetOptions{}) // specgen.Generate's pool
 	if err != nil {
 		t.Fatal(err)
 	}

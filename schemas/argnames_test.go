@@ -10,8 +10,10 @@ import (
 	"testing"
 )
 
-// Every argument name the builders read (n.attr("name")) is an argument the
-// schema declares: a misspelt name would otherwise read as unset, silently.
+// The builders read arguments only through the arg* constants the schema
+// declares them with (n.attr(argName), never n.attr("name")), and every
+// constant is an argument the schema declares: a misspelt name would
+// otherwise read as unset, silently.
 func TestBuildersReadOnlyDeclaredArguments(t *testing.T) {
 	declared := map[string]bool{}
 	var walk func(s *blockSpec)
@@ -27,7 +29,7 @@ func TestBuildersReadOnlyDeclaredArguments(t *testing.T) {
 		}
 	}
 	walk(rootSpec)
-	files, err := filepath.Glob("build*.go")
+	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,19 +52,34 @@ func TestBuildersReadOnlyDeclaredArguments(t *testing.T) {
 			if !ok || sel.Sel.Name != "attr" {
 				return true
 			}
-			lit, ok := call.Args[0].(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			name, _ := strconv.Unquote(lit.Value)
 			read++
-			if !declared[name] {
-				t.Errorf("%s: the builders read argument %q, which no block of the schema declares", fset.Position(lit.Pos()), name)
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				t.Errorf("%s: argument %s is read by a string; use its arg* constant (args.go)", fset.Position(lit.Pos()), lit.Value)
 			}
 			return true
 		})
 	}
 	if read < 50 {
-		t.Errorf("found only %d argument reads in build*.go", read)
+		t.Errorf("found only %d argument reads", read)
+	}
+	// Every constant of args.go names a declared argument.
+	file, err := parser.ParseFile(fset, "args.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range file.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range gd.Specs {
+			vs := sp.(*ast.ValueSpec)
+			for _, v := range vs.Values {
+				name, _ := strconv.Unquote(v.(*ast.BasicLit).Value)
+				if !declared[name] {
+					t.Errorf("args.go: %s = %q is not an argument of any block", vs.Names[0].Name, name)
+				}
+			}
+		}
 	}
 }

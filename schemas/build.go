@@ -75,9 +75,9 @@ func (b *builder) build(cfg *config) *model.Platform {
 
 	if pc := cfg.Platform; pc != nil {
 		p.Src = pc.src()
-		name, st := b.str(pc.attr("name"))
-		if b.required(st, pc.attr("name"), pc.blockMeta, "name", "a name", `name = "my-platform"`) == set {
-			b.checkLabel(pc.attr("name"), name, "platform name")
+		name, st := b.str(pc.attr(argName))
+		if b.required(st, pc.attr(argName), pc.blockMeta, argName, "a name", `name = "my-platform"`) == set {
+			b.checkLabel(pc.attr(argName), name, "platform name")
 			p.Name = name
 		}
 	}

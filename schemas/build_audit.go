@@ -22,11 +22,11 @@ var (
 // that kind needs, and its filters (model.DefaultAuditFilters when unset).
 func (b *builder) auditSink(n *node) model.AuditSink {
 	s := model.AuditSink{Name: n.Label, Filters: model.DefaultAuditFilters(), Src: n.src(), Attrs: n.attrs()}
-	kind, st := b.enum(n.attr("kind"), auditKinds, "audit sink kind")
-	b.required(st, n.attr("kind"), n.blockMeta, "kind", "its kind", `kind = "bigquery" (or "storage", "pubsub")`)
+	kind, st := b.enum(n.attr(argKind), auditKinds, "audit sink kind")
+	b.required(st, n.attr(argKind), n.blockMeta, argKind, "its kind", `kind = "bigquery" (or "storage", "pubsub")`)
 	s.Kind = kind
-	dest, st := b.str(n.attr("destination"))
-	if b.required(st, n.attr("destination"), n.blockMeta, "destination", "where records go", `destination = "my-project.agent_audit"`) == set {
+	dest, st := b.str(n.attr(argDestination))
+	if b.required(st, n.attr(argDestination), n.blockMeta, argDestination, "where records go", `destination = "my-project.agent_audit"`) == set {
 		var re *regexp.Regexp
 		var example string
 		switch kind {
@@ -38,30 +38,30 @@ func (b *builder) auditSink(n *node) model.AuditSink {
 			re, example = topicRe, `"projects/my-project/topics/agent-audit"`
 		}
 		if re != nil && !re.MatchString(dest) {
-			b.errorf(n.attr("destination").Expr.Range(), "Invalid audit destination",
+			b.errorf(n.attr(argDestination).Expr.Range(), "Invalid audit destination",
 				"%q is not a %s destination. Write it as %s.", dest, kind, example)
 		} else if project := model.AuditDestinationProject(kind, dest); b.p.Target.Kind == model.TargetGKE && project != "" && b.p.Target.Project != "" && project != b.p.Target.Project {
 			// The sink reads the cluster project's audit logs, so it lives
 			// there, and Paddock creates its destination next to it.
-			b.errorf(n.attr("destination").Expr.Range(), "Audit destination in another project",
+			b.errorf(n.attr(argDestination).Expr.Range(), "Audit destination in another project",
 				"%q is in project %q, but the cluster's project is %q: Paddock creates the log sink and its %s in the cluster's project. Write %q.",
 				dest, project, b.p.Target.Project, kind, model.AuditDestinationIn(kind, dest, b.p.Target.Project))
 		}
 		s.Destination = dest
 	}
-	if filters, st := b.strList(n.attr("filters")); st == set {
+	if filters, st := b.strList(n.attr(argFilters)); st == set {
 		if len(filters) == 0 {
-			b.errorf(n.attr("filters").Expr.Range(), "Invalid filters", "filters is empty, so the sink would receive nothing. List what it receives: %s.", quotedList(auditFilters))
+			b.errorf(n.attr(argFilters).Expr.Range(), "Invalid filters", "filters is empty, so the sink would receive nothing. List what it receives: %s.", quotedList(auditFilters))
 		}
 		for _, f := range filters {
 			if !slices.Contains(auditFilters, f) {
-				b.errorf(n.attr("filters").Expr.Range(), "Invalid audit filter",
+				b.errorf(n.attr(argFilters).Expr.Range(), "Invalid audit filter",
 					"%q is not an audit filter.%s Use %s.", f, didYouMeanSentence(f, auditFilters), quotedList(auditFilters))
 			}
 		}
 		s.Filters = filters
 	}
-	if v, st := b.boolean(n.attr("include_payloads")); st == set {
+	if v, st := b.boolean(n.attr(argIncludePayloads)); st == set {
 		s.IncludePayloads = v
 	}
 	return s
@@ -71,30 +71,30 @@ func (b *builder) auditSink(n *node) model.AuditSink {
 // the expiry.
 func (b *builder) waiver(wc *node) model.Waiver {
 	w := model.Waiver{Src: wc.src()}
-	rule, st := b.str(wc.attr("rule"))
-	if b.required(st, wc.attr("rule"), wc.blockMeta, "rule", "the ID of the rule it waives", `rule = "PDK-306"`) == set {
+	rule, st := b.str(wc.attr(argRule))
+	if b.required(st, wc.attr(argRule), wc.blockMeta, argRule, "the ID of the rule it waives", `rule = "PDK-306"`) == set {
 		if strings.TrimSpace(rule) == "" {
-			b.errorf(wc.attr("rule").Expr.Range(), "Invalid waiver rule", "rule is empty. Set the ID of the policy rule this waiver is for, as printed with the finding.")
+			b.errorf(wc.attr(argRule).Expr.Range(), "Invalid waiver rule", "rule is empty. Set the ID of the policy rule this waiver is for, as printed with the finding.")
 		}
 		w.Rule = rule
 	}
-	reason, st := b.str(wc.attr("reason"))
-	if b.required(st, wc.attr("reason"), wc.blockMeta, "reason", "a reason", `reason = "why this exception is acceptable, and until when"`) == set {
+	reason, st := b.str(wc.attr(argReason))
+	if b.required(st, wc.attr(argReason), wc.blockMeta, argReason, "a reason", `reason = "why this exception is acceptable, and until when"`) == set {
 		if strings.TrimSpace(reason) == "" {
-			b.errorf(wc.attr("reason").Expr.Range(), "Invalid waiver reason", "reason is empty. A waiver is an explicit exception: say why it is acceptable.")
+			b.errorf(wc.attr(argReason).Expr.Range(), "Invalid waiver reason", "reason is empty. A waiver is an explicit exception: say why it is acceptable.")
 		}
 		w.Reason = reason
 	}
-	if expires, st := b.str(wc.attr("expires")); st == set {
+	if expires, st := b.str(wc.attr(argExpires)); st == set {
 		if _, err := time.Parse(time.DateOnly, expires); err != nil || !dateRe.MatchString(expires) {
-			b.errorf(wc.attr("expires").Expr.Range(), "Invalid expiry date",
+			b.errorf(wc.attr(argExpires).Expr.Range(), "Invalid expiry date",
 				"%q is not a date of the form YYYY-MM-DD, such as \"2026-12-31\".", expires)
 		}
 		w.Expires = expires
 	}
-	if scope, st := b.str(wc.attr("scope")); st == set {
+	if scope, st := b.str(wc.attr(argScope)); st == set {
 		if !scopeRe.MatchString(scope) {
-			b.errorf(wc.attr("scope").Expr.Range(), "Invalid waiver scope",
+			b.errorf(wc.attr(argScope).Expr.Range(), "Invalid waiver scope",
 				"%q is not an object address. Write it as the findings show it, such as \"tenant.team-a\" or \"tenant.team-a.template.python\".", scope)
 		}
 		w.Scope = scope

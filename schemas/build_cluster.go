@@ -31,48 +31,48 @@ func (b *builder) target(tc *node) model.Target {
 		t.FQDNPolicy = model.FQDNPolicyGKE
 	case targetKubeconfig:
 		t.FQDNPolicy = model.FQDNPolicyNone
-		if v, st := b.str(tc.attr("fqdn_policy")); st == set {
+		if v, st := b.str(tc.attr(argFqdnPolicy)); st == set {
 			t.FQDNPolicy = v
 		}
 	}
 	switch tc.Label {
 	case targetKubeconfig:
 		// An empty path means $KUBECONFIG or ~/.kube/config, resolved at use time.
-		if p, st := b.str(tc.attr("path")); st == set {
+		if p, st := b.str(tc.attr(argPath)); st == set {
 			if strings.TrimSpace(p) == "" {
-				b.errorf(tc.attr("path").Expr.Range(), "Invalid kubeconfig path",
+				b.errorf(tc.attr(argPath).Expr.Range(), "Invalid kubeconfig path",
 					"path is empty. Remove the argument to use $KUBECONFIG or ~/.kube/config, or set the path of a kubeconfig file.")
 			}
 			t.Kubeconfig = p
 		}
-		if kctx, st := b.str(tc.attr("context")); st == set {
+		if kctx, st := b.str(tc.attr(argContext)); st == set {
 			if strings.TrimSpace(kctx) == "" {
-				b.errorf(tc.attr("context").Expr.Range(), "Invalid kubeconfig context",
+				b.errorf(tc.attr(argContext).Expr.Range(), "Invalid kubeconfig context",
 					"context is empty. Remove the argument to use the kubeconfig's current context, or name one of its contexts.")
 			}
 			t.Context = kctx
 		}
 	case targetGKE:
-		project, st := b.str(tc.attr("project"))
-		if b.required(st, tc.attr("project"), tc.blockMeta, "project", "the Google Cloud project ID", `project = "my-project"`) == set {
+		project, st := b.str(tc.attr(argProject))
+		if b.required(st, tc.attr(argProject), tc.blockMeta, argProject, "the Google Cloud project ID", `project = "my-project"`) == set {
 			if !gcpProjectRe.MatchString(project) {
-				b.errorf(tc.attr("project").Expr.Range(), "Invalid project ID",
+				b.errorf(tc.attr(argProject).Expr.Range(), "Invalid project ID",
 					"%q is not a Google Cloud project ID: 6 to 30 lower case letters, digits and '-', starting with a letter. Use the ID, not the display name or number.", project)
 			}
 			t.Project = project
 		}
-		loc, st := b.str(tc.attr("location"))
-		if b.required(st, tc.attr("location"), tc.blockMeta, "location", "a region or zone", `location = "europe-west1"`) == set {
+		loc, st := b.str(tc.attr(argLocation))
+		if b.required(st, tc.attr(argLocation), tc.blockMeta, argLocation, "a region or zone", `location = "europe-west1"`) == set {
 			if !gcpLocationRe.MatchString(loc) {
-				b.errorf(tc.attr("location").Expr.Range(), "Invalid location",
+				b.errorf(tc.attr(argLocation).Expr.Range(), "Invalid location",
 					"%q is not a Google Cloud region (\"europe-west1\") or zone (\"europe-west1-b\").", loc)
 			}
 			t.Location = loc
 		}
 		t.ClusterName = b.p.Name
-		if name, st := b.str(tc.attr("cluster_name")); st == set {
+		if name, st := b.str(tc.attr(argClusterName)); st == set {
 			if !gkeClusterRe.MatchString(name) {
-				b.errorf(tc.attr("cluster_name").Expr.Range(), "Invalid cluster name",
+				b.errorf(tc.attr(argClusterName).Expr.Range(), "Invalid cluster name",
 					"%q is not a GKE cluster name: at most 40 lower case letters, digits and '-', starting with a letter.", name)
 			}
 			t.ClusterName = name
@@ -106,30 +106,30 @@ func (b *builder) cluster(cfg *config) {
 	if n != nil {
 		c.Src, c.Attrs = n.src(), n.attrs()
 	}
-	if v, st := b.enum(n.attr("release_channel"), releaseChannels, "release channel"); st == set {
+	if v, st := b.enum(n.attr(argReleaseChannel), releaseChannels, "release channel"); st == set {
 		c.ReleaseChannel = v
 	}
-	if v, st := b.boolean(n.attr("private_nodes")); st == set {
+	if v, st := b.boolean(n.attr(argPrivateNodes)); st == set {
 		c.PublicNodes = !v
 	}
-	if v, st := b.boolean(n.attr("dataplane_v2")); st == set {
+	if v, st := b.boolean(n.attr(argDataplaneV2)); st == set {
 		c.NoDataplaneV2 = !v
 	}
-	if v, st := b.boolean(n.attr("workload_identity")); st == set {
+	if v, st := b.boolean(n.attr(argWorkloadIdentity)); st == set {
 		c.NoWorkloadIdentity = !v
 	}
-	if v, st := b.boolean(n.attr("deletion_protection")); st == set {
+	if v, st := b.boolean(n.attr(argDeletionProtection)); st == set {
 		c.AllowDeletion = !v
 	}
-	if v, st := b.boolean(n.attr("fqdn_network_policy")); st == set {
+	if v, st := b.boolean(n.attr(argFqdnNetworkPolicy)); st == set {
 		c.FQDNNetworkPolicy = v
 	}
-	if v, st := b.boolean(n.attr("allow_replacement")); st == set {
+	if v, st := b.boolean(n.attr(argAllowReplacement)); st == set {
 		c.AllowReplacement = v
 	}
-	if nets, st := b.strList(n.attr("authorized_networks")); st == set {
+	if nets, st := b.strList(n.attr(argAuthorizedNetworks)); st == set {
 		for _, cidr := range nets {
-			b.cidr(n.attr("authorized_networks"), cidr)
+			b.cidr(n.attr(argAuthorizedNetworks), cidr)
 		}
 		c.AuthorizedNetworks = nets
 	}
@@ -161,60 +161,60 @@ func cidrReason(err error) string {
 // isolation; ok is false when the pool cannot be used.
 func (b *builder) nodePool(n *node) (model.NodePool, bool) {
 	isolation := model.DefaultNodePoolIsolation
-	if v, st := b.enum(n.attr("isolation"), isolations, "isolation"); st == set {
+	if v, st := b.enum(n.attr(argIsolation), isolations, "isolation"); st == set {
 		isolation = v
 	}
 	np := model.DefaultNodePool(n.Label, isolation)
 	np.Src, np.Attrs = n.src(), n.attrs()
-	if mt, st := b.str(n.attr("machine_type")); st == set {
+	if mt, st := b.str(n.attr(argMachineType)); st == set {
 		// Whether the series has nested virtualization (isolation "kvm") is
 		// the GCP layer's rule GCP-010, which policy runs with this argument's
 		// range: one list of series, in gcpinputs/rules.
 		if !machineTypeRe.MatchString(mt) {
-			b.errorf(n.attr("machine_type").Expr.Range(), "Invalid machine type",
+			b.errorf(n.attr(argMachineType).Expr.Range(), "Invalid machine type",
 				"%q is not a Compute Engine machine type such as \"e2-standard-4\".", mt)
 		}
 		np.MachineType = mt
 	}
 	if as := n.one(blockAutoscaling); as != nil {
-		if v, st := b.integer(as.attr("min"), 0, maxNodes); st == set {
+		if v, st := b.integer(as.attr(argMin), 0, maxNodes); st == set {
 			np.MinNodes = int32(v)
 		}
-		if v, st := b.integer(as.attr("max"), 1, maxNodes); st == set {
+		if v, st := b.integer(as.attr(argMax), 1, maxNodes); st == set {
 			np.MaxNodes = int32(v)
 		}
 		if np.MinNodes > np.MaxNodes {
 			at := as.DefRange
-			if a := as.attr("min"); a != nil {
+			if a := as.attr(argMin); a != nil {
 				at = a.Expr.Range()
 			}
 			b.errorf(at, "Invalid autoscaling bounds", "min (%d) is above max (%d).", np.MinNodes, np.MaxNodes)
 		}
 	}
-	if entries, st := b.strMap(n.attr("labels")); st == set {
+	if entries, st := b.strMap(n.attr(argLabels)); st == set {
 		np.Labels = b.labels(entries, "node label")
 	}
 	for _, tn := range n.all(blockTaint) {
 		t := model.Taint{Effect: "NoSchedule"}
-		key, st := b.str(tn.attr("key"))
-		if b.required(st, tn.attr("key"), tn.blockMeta, "key", "the taint key", `key = "example.com/dedicated"`) == set {
+		key, st := b.str(tn.attr(argKey))
+		if b.required(st, tn.attr(argKey), tn.blockMeta, argKey, "the taint key", `key = "example.com/dedicated"`) == set {
 			if problem := labelKeyProblem(key); problem != "" {
-				b.errorf(tn.attr("key").Expr.Range(), "Invalid taint key", "The taint key %q %s", key, problem)
+				b.errorf(tn.attr(argKey).Expr.Range(), "Invalid taint key", "The taint key %q %s", key, problem)
 			}
 			t.Key = key
 		}
-		if v, st := b.str(tn.attr("value")); st == set {
+		if v, st := b.str(tn.attr(argValue)); st == set {
 			if problem := labelValueProblem(v); problem != "" {
-				b.errorf(tn.attr("value").Expr.Range(), "Invalid taint value", "The taint value %q %s", v, problem)
+				b.errorf(tn.attr(argValue).Expr.Range(), "Invalid taint value", "The taint value %q %s", v, problem)
 			}
 			t.Value = v
 		}
-		if v, st := b.enum(tn.attr("effect"), taintEffects, "taint effect"); st == set {
+		if v, st := b.enum(tn.attr(argEffect), taintEffects, "taint effect"); st == set {
 			t.Effect = v
 		}
 		np.Taints = append(np.Taints, t)
 	}
-	if v, st := b.boolean(n.attr("dedicated")); st == set {
+	if v, st := b.boolean(n.attr(argDedicated)); st == set {
 		np.Shared = !v
 	}
 	return np, true

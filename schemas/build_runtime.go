@@ -21,20 +21,20 @@ var exampleHandler = map[string]string{model.IsolationGVisor: "runsc", model.Iso
 // and the controller image and digest (the pins when unset).
 func (b *builder) agentSandbox(ac *node) model.AgentSandboxRelease {
 	r := model.AgentSandboxRelease{Src: ac.src(), Attrs: ac.attrs()}
-	version, st := b.str(ac.attr("version"))
+	version, st := b.str(ac.attr(argVersion))
 	example := fmt.Sprintf("version = %q", pinnedOr(pins.AgentSandbox, "v0.5.6"))
-	if b.required(st, ac.attr("version"), ac.blockMeta, "version", "a pinned release version", example) == set {
+	if b.required(st, ac.attr(argVersion), ac.blockMeta, argVersion, "a pinned release version", example) == set {
 		if !versionRe.MatchString(version) {
-			b.errorf(ac.attr("version").Expr.Range(), "Invalid agent_sandbox version",
+			b.errorf(ac.attr(argVersion).Expr.Range(), "Invalid agent_sandbox version",
 				"%q is not a release version. Pin an exact release tag of the form vMAJOR.MINOR.PATCH, for example: %s", version, example)
 		}
 		r.Version = version
 	}
-	image, st := b.str(ac.attr("image"))
+	image, st := b.str(ac.attr(argImage))
 	switch st {
 	case set:
 		if problem := imageProblem(image); problem != "" {
-			b.errorf(ac.attr("image").Expr.Range(), "Invalid image", "The controller image %s %s Remove image to use the pinned release image.", clipValue(image), problem)
+			b.errorf(ac.attr(argImage).Expr.Range(), "Invalid image", "The controller image %s %s Remove image to use the pinned release image.", clipValue(image), problem)
 		}
 		r.Image = image
 	case unset:
@@ -42,9 +42,9 @@ func (b *builder) agentSandbox(ac *node) model.AgentSandboxRelease {
 			r.Image = pins.AgentSandboxImage + ":" + r.Version
 		}
 	}
-	if d, st := b.str(ac.attr("digest")); st == set {
+	if d, st := b.str(ac.attr(argDigest)); st == set {
 		if !digestRe.MatchString(d) {
-			b.errorf(ac.attr("digest").Expr.Range(), "Invalid digest",
+			b.errorf(ac.attr(argDigest).Expr.Range(), "Invalid digest",
 				"%q is not an image digest. Write \"sha256:\" and 64 lower case hex digits, as `crane digest` or `docker buildx imagetools inspect` print it.", d)
 		}
 		r.Digest = d
@@ -65,15 +65,15 @@ func pinnedOr(v, fallback string) string {
 // unset).
 func (b *builder) runtimeClass(rc *node) model.RuntimeClass {
 	out := model.RuntimeClass{Name: rc.Label, Src: rc.src(), Attrs: rc.attrs()}
-	handler, st := b.str(rc.attr("handler"))
-	if b.required(st, rc.attr("handler"), rc.blockMeta, "handler", "the handler configured in the node's container runtime", `handler = "runsc"`) == set {
+	handler, st := b.str(rc.attr(argHandler))
+	if b.required(st, rc.attr(argHandler), rc.blockMeta, argHandler, "the handler configured in the node's container runtime", `handler = "runsc"`) == set {
 		if problem := dnsLabelProblem(handler); problem != "" {
-			b.errorf(rc.attr("handler").Expr.Range(), "Invalid runtime handler",
+			b.errorf(rc.attr(argHandler).Expr.Range(), "Invalid runtime handler",
 				"%q %s A handler is the name of a runtime configured in containerd on the nodes (gVisor: \"runsc\", Kata: \"kata\"), a DNS-1123 label.", handler, problem)
 		}
 		out.Handler = handler
 	}
-	if entries, st := b.strMap(rc.attr("node_selector")); st == set {
+	if entries, st := b.strMap(rc.attr(argNodeSelector)); st == set {
 		for _, en := range entries {
 			if problem := labelKeyProblem(en.Key); problem != "" {
 				b.errorf(en.KeyRange, "Invalid node selector key", "The node label key %q %s", en.Key, problem)
@@ -90,7 +90,7 @@ func (b *builder) runtimeClass(rc *node) model.RuntimeClass {
 	for _, tc := range rc.all(blockToleration) {
 		out.Tolerations = append(out.Tolerations, b.toleration(tc))
 	}
-	if over, ok := b.resourceMap(rc.attr("overhead"), []string{resourceCPU, resourceMemory}); ok {
+	if over, ok := b.resourceMap(rc.attr(argOverhead), []string{resourceCPU, resourceMemory}); ok {
 		if s, ok := over[resourceCPU]; ok {
 			out.OverheadCPU = s.Value
 		}
@@ -98,7 +98,7 @@ func (b *builder) runtimeClass(rc *node) model.RuntimeClass {
 			out.OverheadMemory = s.Value
 		}
 	}
-	if rc.attr("overhead") == nil {
+	if rc.attr(argOverhead) == nil {
 		// A Kata pod is a VM: its VMM and guest kernel are counted unless the
 		// spec says otherwise.
 		if cpu, mem, ok := model.DefaultKataOverhead(out.Handler); ok {
@@ -108,7 +108,7 @@ func (b *builder) runtimeClass(rc *node) model.RuntimeClass {
 	if b.p.Target.Kind == model.TargetGKE {
 		b.gkeRuntimeClass(rc, out)
 	}
-	if name, st := b.str(rc.attr("node_pool")); st == set {
+	if name, st := b.str(rc.attr(argNodePool)); st == set {
 		out.NodePool = name
 		pool, ok := b.nodePools[name]
 		switch {
@@ -122,10 +122,10 @@ func (b *builder) runtimeClass(rc *node) model.RuntimeClass {
 			if len(names) > 0 {
 				hint = fmt.Sprintf("Declared node pools: %s.", quotedList(names))
 			}
-			b.errorf(rc.attr("node_pool").Expr.Range(), "Unknown node pool",
+			b.errorf(rc.attr(argNodePool).Expr.Range(), "Unknown node pool",
 				"No node_pool %q is declared.%s %s", name, didYouMeanSentence(name, names), hint)
 		case out.Handler != "" && model.HandlerIsolation(out.Handler) != "" && model.HandlerIsolation(out.Handler) != pool.Isolation:
-			b.errorf(rc.attr("node_pool").Expr.Range(), "Runtime class and node pool disagree",
+			b.errorf(rc.attr(argNodePool).Expr.Range(), "Runtime class and node pool disagree",
 				"Handler %q needs %s nodes, but node pool %q has isolation %q. Use a node pool with isolation %q, or a handler for %s nodes such as %q.",
 				out.Handler, model.HandlerIsolation(out.Handler), name, pool.Isolation, model.HandlerIsolation(out.Handler), pool.Isolation, exampleHandler[pool.Isolation])
 		default:
@@ -147,7 +147,7 @@ func (b *builder) runtimeClass(rc *node) model.RuntimeClass {
 // Sandbox configures gVisor as handler "gvisor" (never "runsc") and creates
 // and owns the RuntimeClass "gvisor" itself, which Paddock uses as it is.
 func (b *builder) gkeRuntimeClass(rc *node, out model.RuntimeClass) {
-	h := rc.attr("handler")
+	h := rc.attr(argHandler)
 	if h == nil {
 		return
 	}
@@ -176,39 +176,39 @@ func (b *builder) gkeRuntimeClass(rc *node, out model.RuntimeClass) {
 func (b *builder) toleration(tc *node) model.Toleration {
 	var t model.Toleration
 	t.Operator = "Equal"
-	if op, st := b.str(tc.attr("operator")); st == set {
+	if op, st := b.str(tc.attr(argOperator)); st == set {
 		if !slices.Contains(tolerationOperators, op) {
-			b.errorf(tc.attr("operator").Expr.Range(), "Invalid toleration operator",
+			b.errorf(tc.attr(argOperator).Expr.Range(), "Invalid toleration operator",
 				"%q is not a toleration operator.%s Use \"Equal\" (the default) to match a taint's value, or \"Exists\" to match any value.",
 				op, didYouMeanSentence(op, tolerationOperators))
 		}
 		t.Operator = op
 	}
-	key, kst := b.str(tc.attr("key"))
+	key, kst := b.str(tc.attr(argKey))
 	if kst == set {
 		if problem := labelKeyProblem(key); problem != "" {
-			b.errorf(tc.attr("key").Expr.Range(), "Invalid toleration key", "The taint key %q %s", key, problem)
+			b.errorf(tc.attr(argKey).Expr.Range(), "Invalid toleration key", "The taint key %q %s", key, problem)
 		}
 		t.Key = key
 	}
 	if kst == unset && t.Operator == "Equal" {
-		b.required(kst, tc.attr("key"), tc.blockMeta, "key", "the key of the taint it tolerates", `key = "sandbox.gke.io/runtime"`)
+		b.required(kst, tc.attr(argKey), tc.blockMeta, argKey, "the key of the taint it tolerates", `key = "sandbox.gke.io/runtime"`)
 	}
-	if value, st := b.str(tc.attr("value")); st == set {
+	if value, st := b.str(tc.attr(argValue)); st == set {
 		switch {
 		case t.Operator == "Exists" && value != "":
-			b.errorf(tc.attr("value").Expr.Range(), "Invalid toleration value",
+			b.errorf(tc.attr(argValue).Expr.Range(), "Invalid toleration value",
 				"A toleration with operator \"Exists\" matches any value of the taint, so it must not set one. Remove value, or use operator \"Equal\".")
 		default:
 			if problem := labelValueProblem(value); problem != "" {
-				b.errorf(tc.attr("value").Expr.Range(), "Invalid toleration value", "The taint value %q %s", value, problem)
+				b.errorf(tc.attr(argValue).Expr.Range(), "Invalid toleration value", "The taint value %q %s", value, problem)
 			}
 		}
 		t.Value = value
 	}
-	if effect, st := b.str(tc.attr("effect")); st == set {
+	if effect, st := b.str(tc.attr(argEffect)); st == set {
 		if effect != "" && !slices.Contains(taintEffects, effect) {
-			b.errorf(tc.attr("effect").Expr.Range(), "Invalid toleration effect",
+			b.errorf(tc.attr(argEffect).Expr.Range(), "Invalid toleration effect",
 				"%q is not a taint effect.%s Use one of %s, or leave effect out to tolerate every effect.",
 				effect, didYouMeanSentence(effect, taintEffects), quotedList(taintEffects))
 		}

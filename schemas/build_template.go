@@ -25,51 +25,51 @@ var (
 func (b *builder) template(tc *node) model.Template {
 	t := model.DefaultTemplate(tc.Label)
 	t.Src, t.Attrs = tc.src(), tc.attrs()
-	image, st := b.str(tc.attr("image"))
-	if b.required(st, tc.attr("image"), tc.blockMeta, "image", "a container image", `image = "python:3.12-slim"`) == set {
+	image, st := b.str(tc.attr(argImage))
+	if b.required(st, tc.attr(argImage), tc.blockMeta, argImage, "a container image", `image = "python:3.12-slim"`) == set {
 		if problem := imageProblem(image); problem != "" {
-			b.errorf(tc.attr("image").Expr.Range(), "Invalid image", "The image %s %s", clipValue(image), problem)
+			b.errorf(tc.attr(argImage).Expr.Range(), "Invalid image", "The image %s %s", clipValue(image), problem)
 		}
 		t.Image = image
 	}
-	t.Command, _ = b.strList(tc.attr("command"))
-	t.Args, _ = b.strList(tc.attr("args"))
+	t.Command, _ = b.strList(tc.attr(argCommand))
+	t.Args, _ = b.strList(tc.attr(argArgs))
 
-	if rc, st := b.str(tc.attr("runtime_class")); st == set {
+	if rc, st := b.str(tc.attr(argRuntimeClass)); st == set {
 		if !slices.Contains(b.runtimeClasses, rc) {
-			b.unknownRuntimeClass(tc.attr("runtime_class").Expr.Range(), rc)
+			b.unknownRuntimeClass(tc.attr(argRuntimeClass).Expr.Range(), rc)
 		}
 		t.RuntimeClass = rc
 	}
 
 	// Loosening knobs first: run_as_non_root decides whether UID 0 is allowed.
-	if v, st := b.boolean(tc.attr("run_as_non_root")); st == set {
+	if v, st := b.boolean(tc.attr(argRunAsNonRoot)); st == set {
 		t.AllowRoot = !v
 	}
-	if v, st := b.boolean(tc.attr("allow_privilege_escalation")); st == set {
+	if v, st := b.boolean(tc.attr(argAllowPrivilegeEscalation)); st == set {
 		t.AllowPrivilegeEscalation = v
 	}
-	if v, st := b.boolean(tc.attr("privileged")); st == set {
+	if v, st := b.boolean(tc.attr(argPrivileged)); st == set {
 		t.Privileged = v
 	}
-	if v, st := b.boolean(tc.attr("read_only_root")); st == set {
+	if v, st := b.boolean(tc.attr(argReadOnlyRoot)); st == set {
 		t.WritableRootFilesystem = !v
 	}
-	if v, st := b.boolean(tc.attr("automount_token")); st == set {
+	if v, st := b.boolean(tc.attr(argAutomountToken)); st == set {
 		t.AutomountServiceAccountToken = v
 	}
-	if caps, st := b.strList(tc.attr("add_capabilities")); st == set {
+	if caps, st := b.strList(tc.attr(argAddCapabilities)); st == set {
 		for _, c := range caps {
 			if !capabilityRe.MatchString(c) {
-				b.errorf(tc.attr("add_capabilities").Expr.Range(), "Invalid capability",
+				b.errorf(tc.attr(argAddCapabilities).Expr.Range(), "Invalid capability",
 					"%q is not a Linux capability name such as \"NET_BIND_SERVICE\" (upper case, without the CAP_ prefix).", c)
 			}
 		}
 		t.AddCapabilities = caps
 	}
-	if v, st := b.str(tc.attr("seccomp_profile")); st == set {
+	if v, st := b.str(tc.attr(argSeccompProfile)); st == set {
 		if v != model.SeccompRuntimeDefault && v != model.SeccompUnconfined && !(strings.HasPrefix(v, "Localhost/") && len(v) > len("Localhost/")) {
-			b.errorf(tc.attr("seccomp_profile").Expr.Range(), "Invalid seccomp profile",
+			b.errorf(tc.attr(argSeccompProfile).Expr.Range(), "Invalid seccomp profile",
 				"%q is not a seccomp profile.%s Use \"RuntimeDefault\", or \"Localhost/<profile>\" for a profile installed on the nodes.",
 				v, didYouMeanSentence(v, []string{model.SeccompRuntimeDefault, model.SeccompUnconfined}))
 		}
@@ -80,13 +80,13 @@ func (b *builder) template(tc *node) model.Template {
 	if t.AllowRoot {
 		minUID = 0
 	}
-	if uid, st := b.integer(tc.attr("run_as_user"), minUID, maxRunAsUser); st == set {
+	if uid, st := b.integer(tc.attr(argRunAsUser), minUID, maxRunAsUser); st == set {
 		t.RunAsUser = uid
 	}
 
-	if size, st := b.str(tc.attr("tmp_size")); st == set {
-		if q, ok := b.quantity(tc.attr("tmp_size").Expr.Range(), "tmp_size", size); ok && q.Sign() == 0 {
-			b.errorf(tc.attr("tmp_size").Expr.Range(), "Invalid tmp_size",
+	if size, st := b.str(tc.attr(argTmpSize)); st == set {
+		if q, ok := b.quantity(tc.attr(argTmpSize).Expr.Range(), "tmp_size", size); ok && q.Sign() == 0 {
+			b.errorf(tc.attr(argTmpSize).Expr.Range(), "Invalid tmp_size",
 				"tmp_size is zero. The root filesystem is read-only, so /tmp is the sandbox's only scratch space: give it a size such as %q.", model.DefaultTmpSize)
 		}
 		t.TmpSize = size
@@ -105,7 +105,7 @@ func (b *builder) template(tc *node) model.Template {
 	t.Workspace = b.workspace(tc.one(blockWorkspace))
 
 	envRanges := map[string]hcl.Range{}
-	if entries, st := b.strMap(tc.attr("env")); st == set {
+	if entries, st := b.strMap(tc.attr(argEnv)); st == set {
 		t.Env = map[string]string{}
 		for _, en := range entries {
 			if !envVarRe.MatchString(en.Key) {
@@ -122,21 +122,21 @@ func (b *builder) template(tc *node) model.Template {
 			b.errorf(sn.LabelRange, "Duplicate environment variable",
 				"%s is also set in env at %s. Set each variable once.", sn.Label, pos(first))
 		}
-		secret, st := b.str(sn.attr("secret"))
-		if b.required(st, sn.attr("secret"), sn.blockMeta, "secret", "the name of the Secret", `secret = "llm-credentials"`) == set {
+		secret, st := b.str(sn.attr(argSecret))
+		if b.required(st, sn.attr(argSecret), sn.blockMeta, argSecret, "the name of the Secret", `secret = "llm-credentials"`) == set {
 			if problem := dnsSubdomainProblem(secret); problem != "" {
-				b.errorf(sn.attr("secret").Expr.Range(), "Invalid Secret name", "The Secret name %q %s", secret, problem)
+				b.errorf(sn.attr(argSecret).Expr.Range(), "Invalid Secret name", "The Secret name %q %s", secret, problem)
 			}
 			se.Secret = secret
 		}
-		key, st := b.str(sn.attr("key"))
-		if b.required(st, sn.attr("key"), sn.blockMeta, "key", "the key in the Secret", `key = "api-key"`) == set {
+		key, st := b.str(sn.attr(argKey))
+		if b.required(st, sn.attr(argKey), sn.blockMeta, argKey, "the key in the Secret", `key = "api-key"`) == set {
 			if !secretKeyRe.MatchString(key) {
-				b.errorf(sn.attr("key").Expr.Range(), "Invalid Secret key", "%q is not a Secret key: use letters, digits, '-', '_' and '.'.", key)
+				b.errorf(sn.attr(argKey).Expr.Range(), "Invalid Secret key", "%q is not a Secret key: use letters, digits, '-', '_' and '.'.", key)
 			}
 			se.Key = key
 		}
-		if v, st := b.boolean(sn.attr("optional")); st == set {
+		if v, st := b.boolean(sn.attr(argOptional)); st == set {
 			se.Optional = v
 		}
 		t.SecretEnv = append(t.SecretEnv, se)
@@ -151,29 +151,29 @@ func (b *builder) workspace(n *node) *model.Workspace {
 		return nil
 	}
 	w := &model.Workspace{Kind: model.DefaultWorkspaceKind, Size: model.DefaultWorkspaceSize, MountPath: model.DefaultWorkspaceMountPath, Src: n.src(), Attrs: n.attrs()}
-	kind, st := b.enum(n.attr("kind"), workspaceKinds, "workspace kind")
+	kind, st := b.enum(n.attr(argKind), workspaceKinds, "workspace kind")
 	// Retention must be a decision, not an accident: kind has no default.
-	if b.required(st, n.attr("kind"), n.blockMeta, "kind", "its kind, so what survives a sandbox is explicit", `kind = "ephemeral" (gone with the pod) or kind = "persistent" (a volume per sandbox, deleted with it)`) == set {
+	if b.required(st, n.attr(argKind), n.blockMeta, argKind, "its kind, so what survives a sandbox is explicit", `kind = "ephemeral" (gone with the pod) or kind = "persistent" (a volume per sandbox, deleted with it)`) == set {
 		w.Kind = kind
 	}
-	if s, st := b.str(n.attr("size")); st == set {
-		if q, ok := b.quantity(n.attr("size").Expr.Range(), "workspace size", s); ok && q.Sign() == 0 {
-			b.errorf(n.attr("size").Expr.Range(), "Invalid workspace size", "size is zero. Give the workspace a size such as %q.", model.DefaultWorkspaceSize)
+	if s, st := b.str(n.attr(argSize)); st == set {
+		if q, ok := b.quantity(n.attr(argSize).Expr.Range(), "workspace size", s); ok && q.Sign() == 0 {
+			b.errorf(n.attr(argSize).Expr.Range(), "Invalid workspace size", "size is zero. Give the workspace a size such as %q.", model.DefaultWorkspaceSize)
 		}
 		w.Size = s
 	}
-	if p, st := b.str(n.attr("mount_path")); st == set {
-		if b.mountPath(n.attr("mount_path"), p) && (p == "/tmp" || strings.HasPrefix(p, "/tmp/")) {
-			b.errorf(n.attr("mount_path").Expr.Range(), "Invalid mount path", "%q is inside /tmp, which is the sandbox's own scratch volume. Use a path such as %q.", p, model.DefaultWorkspaceMountPath)
+	if p, st := b.str(n.attr(argMountPath)); st == set {
+		if b.mountPath(n.attr(argMountPath), p) && (p == "/tmp" || strings.HasPrefix(p, "/tmp/")) {
+			b.errorf(n.attr(argMountPath).Expr.Range(), "Invalid mount path", "%q is inside /tmp, which is the sandbox's own scratch volume. Use a path such as %q.", p, model.DefaultWorkspaceMountPath)
 		}
 		w.MountPath = p
 	}
-	if sc, st := b.str(n.attr("storage_class")); st == set {
+	if sc, st := b.str(n.attr(argStorageClass)); st == set {
 		if w.Kind != model.WorkspacePersistent {
-			b.errorf(n.attr("storage_class").Expr.Range(), "storage_class needs a persistent workspace",
+			b.errorf(n.attr(argStorageClass).Expr.Range(), "storage_class needs a persistent workspace",
 				"An ephemeral workspace is an emptyDir and has no storage class. Remove storage_class, or set kind = \"persistent\".")
 		} else if problem := dnsSubdomainProblem(sc); problem != "" {
-			b.errorf(n.attr("storage_class").Expr.Range(), "Invalid storage class", "The storage class %q %s", sc, problem)
+			b.errorf(n.attr(argStorageClass).Expr.Range(), "Invalid storage class", "The storage class %q %s", sc, problem)
 		}
 		w.StorageClass = sc
 	}
@@ -226,8 +226,8 @@ func (b *builder) resources(rc *node) model.Resources {
 		r.ApplyResourceDefaults()
 		return r
 	}
-	requests, rok := b.resourceMap(rc.attr("requests"), resourceKeys)
-	limits, lok := b.resourceMap(rc.attr("limits"), resourceKeys)
+	requests, rok := b.resourceMap(rc.attr(argRequests), resourceKeys)
+	limits, lok := b.resourceMap(rc.attr(argLimits), resourceKeys)
 	fields := resourceFields(&r)
 	for key, s := range requests {
 		*fields[key][0] = s.Value
@@ -239,10 +239,10 @@ func (b *builder) resources(rc *node) model.Resources {
 
 	// unbounded removes limits, visibly: policy flags every one.
 	unbounded := map[string]bool{}
-	if keys, st := b.strList(rc.attr("unbounded")); st == set {
+	if keys, st := b.strList(rc.attr(argUnbounded)); st == set {
 		for _, k := range keys {
 			if !slices.Contains(resourceKeys, k) {
-				b.errorf(rc.attr("unbounded").Expr.Range(), "Unsupported resource",
+				b.errorf(rc.attr(argUnbounded).Expr.Range(), "Unsupported resource",
 					"%q is not a resource Paddock sets.%s unbounded takes %s.", k, didYouMeanSentence(k, resourceKeys), quotedList(resourceKeys))
 				continue
 			}
@@ -333,15 +333,15 @@ func (b *builder) resourceMap(attr *hcl.Attribute, keys []string) (map[string]re
 // (one of the tenant's own templates) and its replicas.
 func (b *builder) warmPool(tc *node, tenant string, wc *node, templates []string) model.WarmPool {
 	wp := model.WarmPool{Name: wc.Label, Src: wc.src()}
-	tpl, st := b.str(wc.attr("template"))
-	if b.required(st, wc.attr("template"), wc.blockMeta, "template", "the template it keeps warm", fmt.Sprintf("template = %q", firstOr(templates, wc.Label))) == set {
+	tpl, st := b.str(wc.attr(argTemplate))
+	if b.required(st, wc.attr(argTemplate), wc.blockMeta, argTemplate, "the template it keeps warm", fmt.Sprintf("template = %q", firstOr(templates, wc.Label))) == set {
 		if !slices.Contains(templates, tpl) {
-			b.unknownTemplate(tc, tenant, wc.attr("template").Expr.Range(), tpl, templates)
+			b.unknownTemplate(tc, tenant, wc.attr(argTemplate).Expr.Range(), tpl, templates)
 		}
 		wp.Template = tpl
 	}
 	wp.Replicas = model.DefaultWarmPoolReplicas
-	if n, st := b.integer(wc.attr("replicas"), minReplicas, maxReplicas); st == set {
+	if n, st := b.integer(wc.attr(argReplicas), minReplicas, maxReplicas); st == set {
 		wp.Replicas = int32(n)
 	}
 	return wp

@@ -22,7 +22,7 @@ func (b *builder) tenants(tenants []*node) {
 	namespaces := map[string]hcl.Range{}
 	names := map[string]hcl.Range{}
 	for _, tn := range tenants {
-		if tn.attr("for_each") == nil {
+		if tn.attr(argForEach) == nil {
 			names[tn.Label] = tn.LabelRange
 		}
 	}
@@ -41,7 +41,7 @@ func (b *builder) tenants(tenants []*node) {
 		return true
 	}
 	for _, tn := range tenants {
-		fe := tn.attr("for_each")
+		fe := tn.attr(argForEach)
 		if fe == nil {
 			if full(tn.DefRange, fmt.Sprintf("The tenant block %q", tn.Label)) {
 				continue
@@ -179,12 +179,12 @@ func hasMarkDeep(v cty.Value, mark valueMark) bool {
 func (b *builder) tenant(tc *node, name string, namespaces map[string]hcl.Range) model.Tenant {
 	t := model.DefaultTenant(name)
 	t.Src, t.Attrs = tc.src(), tc.attrs()
-	ns, st := b.str(tc.attr("namespace"))
+	ns, st := b.str(tc.attr(argNamespace))
 	nsRange := tc.LabelRange
 	switch st {
 	case set:
-		nsRange = tc.attr("namespace").Expr.Range()
-		b.checkLabel(tc.attr("namespace"), ns, "namespace")
+		nsRange = tc.attr(argNamespace).Expr.Range()
+		b.checkLabel(tc.attr(argNamespace), ns, "namespace")
 	case unset:
 		ns = model.DefaultNamespacePrefix + name
 		// Only worth saying when the tenant name itself is valid (otherwise
@@ -204,12 +204,12 @@ func (b *builder) tenant(tc *node, name string, namespaces map[string]hcl.Range)
 		}
 	}
 	t.Namespace = ns
-	if v, st := b.str(tc.attr("pod_security")); st == set && v == "privileged" {
+	if v, st := b.str(tc.attr(argPodSecurity)); st == set && v == "privileged" {
 		// Privileged enforces nothing: the namespace would lose the one fence
 		// that holds whoever writes its pods.
-		b.errorf(tc.attr("pod_security").Expr.Range(), "Pod Security privileged refused",
+		b.errorf(tc.attr(argPodSecurity).Expr.Range(), "Pod Security privileged refused",
 			"pod_security = \"privileged\" turns Pod Security admission off for namespace %q: any pod, privileged or on the host's namespaces, would be admitted. Use \"restricted\" (the default), or \"baseline\" with a waiver of PDK-101 that says why.", t.Namespace)
-	} else if v, st := b.enum(tc.attr("pod_security"), podSecurityLevels, "Pod Security level"); st == set {
+	} else if v, st := b.enum(tc.attr(argPodSecurity), podSecurityLevels, "Pod Security level"); st == set {
 		t.PodSecurity = v
 	}
 	t.Quota = b.quota(tc.one(blockQuota), t.Quota)
@@ -235,10 +235,10 @@ func (b *builder) quota(n *node, q model.Quota) model.Quota {
 		return q
 	}
 	q.Src, q.Attrs = n.src(), n.attrs()
-	if v, st := b.integer(n.attr("pods"), 0, maxCount); st == set {
+	if v, st := b.integer(n.attr(argPods), 0, maxCount); st == set {
 		q.Pods = int32(v)
 	}
-	if v, st := b.integer(n.attr("pvcs"), 0, maxCount); st == set {
+	if v, st := b.integer(n.attr(argPvcs), 0, maxCount); st == set {
 		q.PersistentVolumeClaims = int32(v)
 	}
 	for _, f := range []struct {
@@ -251,7 +251,7 @@ func (b *builder) quota(n *node, q model.Quota) model.Quota {
 			}
 		}
 	}
-	if v, st := b.boolean(n.attr("enabled")); st == set {
+	if v, st := b.boolean(n.attr(argEnabled)); st == set {
 		q.Disabled = !v
 	}
 	return q
@@ -264,8 +264,8 @@ func (b *builder) limitRange(n *node, lr model.LimitRange) model.LimitRange {
 	}
 	lr.Src, lr.Attrs = n.src(), n.attrs()
 	var r model.Resources
-	def, dok := b.resourceMap(n.attr("default"), resourceKeys)
-	req, rok := b.resourceMap(n.attr("default_request"), resourceKeys)
+	def, dok := b.resourceMap(n.attr(argDefault), resourceKeys)
+	req, rok := b.resourceMap(n.attr(argDefaultRequest), resourceKeys)
 	fields := resourceFields(&r)
 	for key, s := range req {
 		*fields[key][0] = s.Value
@@ -278,7 +278,7 @@ func (b *builder) limitRange(n *node, lr model.LimitRange) model.LimitRange {
 		b.checkRequestsWithinLimits(req, def, fields, "default_request", "default")
 	}
 	lr.Defaults = r
-	if v, st := b.boolean(n.attr("enabled")); st == set {
+	if v, st := b.boolean(n.attr(argEnabled)); st == set {
 		lr.Disabled = !v
 	}
 	return lr
@@ -291,7 +291,7 @@ func (b *builder) identity(n *node, tenant string, id model.Identity) model.Iden
 		return id
 	}
 	id.Src, id.Attrs = n.src(), n.attrs()
-	if v, st := b.boolean(n.attr("orchestrator")); st == set {
+	if v, st := b.boolean(n.attr(argOrchestrator)); st == set {
 		id.Orchestrator = v
 	}
 	for _, wn := range n.all(blockWorkloadIdentity) {
@@ -304,17 +304,17 @@ func (b *builder) identity(n *node, tenant string, id model.Identity) model.Iden
 			Audience: model.DefaultToolGatewayAudience, Expiration: model.DefaultToolGatewayExpiration,
 			MountPath: model.DefaultToolGatewayMountPath, Src: tn.src(), Attrs: tn.attrs(),
 		}
-		if v, st := b.str(tn.attr("audience")); st == set {
+		if v, st := b.str(tn.attr(argAudience)); st == set {
 			if strings.TrimSpace(v) == "" {
-				b.errorf(tn.attr("audience").Expr.Range(), "Invalid audience", "audience is empty. Name the one service that accepts the token, such as %q.", model.DefaultToolGatewayAudience)
+				b.errorf(tn.attr(argAudience).Expr.Range(), "Invalid audience", "audience is empty. Name the one service that accepts the token, such as %q.", model.DefaultToolGatewayAudience)
 			}
 			tok.Audience = v
 		}
-		if d, st := b.duration(tn.attr("expiration"), minTokenLife, maxTokenLife, false); st == set {
+		if d, st := b.duration(tn.attr(argExpiration), minTokenLife, maxTokenLife, false); st == set {
 			tok.Expiration = d
 		}
-		if v, st := b.str(tn.attr("path")); st == set {
-			b.mountPath(tn.attr("path"), v)
+		if v, st := b.str(tn.attr(argPath)); st == set {
+			b.mountPath(tn.attr(argPath), v)
 			tok.MountPath = v
 		}
 		id.ToolGatewayToken = tok
@@ -354,18 +354,18 @@ func (b *builder) workloadIdentity(idn, wn *node, tenant string, orchestrator bo
 	}
 	if ksa == model.AgentOrchestratorServiceAccount && !orchestrator {
 		at := idn.DefRange
-		if a := idn.attr("orchestrator"); a != nil {
+		if a := idn.attr(argOrchestrator); a != nil {
 			at = a.Range
 		}
 		b.errorf(wn.LabelRange, "No orchestrator identity to bind",
 			"Tenant %q turns the agent-orchestrator service account off (orchestrator = false at %s), so there is nothing to give cloud access to. Remove this workload_identity block, or set orchestrator = true.", tenant, pos(at))
 		ok = false
 	}
-	roles, st := b.strList(wn.attr("roles"))
-	if b.required(st, wn.attr("roles"), wn.blockMeta, "roles", "the roles it grants", `roles = ["roles/storage.objectViewer"]`) != set {
+	roles, st := b.strList(wn.attr(argRoles))
+	if b.required(st, wn.attr(argRoles), wn.blockMeta, argRoles, "the roles it grants", `roles = ["roles/storage.objectViewer"]`) != set {
 		return wi, false
 	}
-	at := wn.attr("roles").Expr.Range()
+	at := wn.attr(argRoles).Expr.Range()
 	if len(roles) == 0 {
 		b.errorf(at, "No roles", "roles is empty. A service account that needs no cloud access needs no workload identity: remove the block, or list the roles it needs, such as [\"roles/storage.objectViewer\"].")
 		ok = false
@@ -410,47 +410,47 @@ func (b *builder) egress(n *node, eg model.Egress) model.Egress {
 		return eg
 	}
 	eg.Src, eg.Attrs = n.src(), n.attrs()
-	if v, st := b.boolean(n.attr("dns")); st == set {
+	if v, st := b.boolean(n.attr(argDns)); st == set {
 		eg.DNS = v
 	}
-	if v, st := b.boolean(n.attr("default_deny")); st == set {
+	if v, st := b.boolean(n.attr(argDefaultDeny)); st == set {
 		eg.Unrestricted = !v
 	}
-	if names, st := b.strList(n.attr("fqdns")); st == set {
+	if names, st := b.strList(n.attr(argFqdns)); st == set {
 		for _, name := range names {
 			switch {
 			case !fqdnRe.MatchString(name):
-				b.errorf(n.attr("fqdns").Expr.Range(), "Invalid host name",
+				b.errorf(n.attr(argFqdns).Expr.Range(), "Invalid host name",
 					"%q is not a host name such as \"api.example.com\" or \"*.example.com\" (lower case, no scheme, port or path).", name)
 			case model.PublicSuffixWildcard(name):
-				b.errorf(n.attr("fqdns").Expr.Range(), "Wildcard over a public suffix",
+				b.errorf(n.attr(argFqdns).Expr.Range(), "Wildcard over a public suffix",
 					"%q matches every host under %q, a public suffix where anyone can register a name (the public suffix list), so an agent could reach hosts an attacker controls. List the hosts, or a wildcard under a domain you control such as \"*.example.com\". (Policy rule PDK-504.)",
 					name, strings.TrimPrefix(name, "*."))
 			}
 		}
 		eg.FQDNs = names
 		if len(names) > 0 && b.p.Target.FQDNPolicy == model.FQDNPolicyNone {
-			b.errorf(n.attr("fqdns").Expr.Range(), "FQDN egress cannot be enforced on this target",
+			b.errorf(n.attr(argFqdns).Expr.Range(), "FQDN egress cannot be enforced on this target",
 				"target %q declares no FQDN-aware CNI, so an allow-list by host name would be a comment, not a boundary. Set fqdn_policy = \"cilium\" on the target if the cluster runs Cilium, or remove fqdns and route egress through egress { proxy { ... } }.", b.p.Target.Kind)
 		}
 	}
 	for _, an := range n.all(blockAllow) {
 		a := model.EgressAllow{Protocol: "TCP", Src: an.src(), Attrs: an.attrs()}
-		cidr, st := b.str(an.attr("cidr"))
-		if b.required(st, an.attr("cidr"), an.blockMeta, "cidr", "the destination range", `cidr = "10.20.0.0/16"`) == set {
-			b.cidr(an.attr("cidr"), cidr)
+		cidr, st := b.str(an.attr(argCidr))
+		if b.required(st, an.attr(argCidr), an.blockMeta, argCidr, "the destination range", `cidr = "10.20.0.0/16"`) == set {
+			b.cidr(an.attr(argCidr), cidr)
 			a.CIDR = cidr
 		}
-		ports, st := b.intList(an.attr("ports"), 1, 65535)
-		if b.required(st, an.attr("ports"), an.blockMeta, "ports", "the destination ports", `ports = [443]`) == set {
+		ports, st := b.intList(an.attr(argPorts), 1, 65535)
+		if b.required(st, an.attr(argPorts), an.blockMeta, argPorts, "the destination ports", `ports = [443]`) == set {
 			if len(ports) == 0 {
-				b.errorf(an.attr("ports").Expr.Range(), "Invalid ports", "ports is empty. List the destination ports, such as [443]; an allow never opens every port.")
+				b.errorf(an.attr(argPorts).Expr.Range(), "Invalid ports", "ports is empty. List the destination ports, such as [443]; an allow never opens every port.")
 			}
 			for _, p := range ports {
 				a.Ports = append(a.Ports, int32(p))
 			}
 		}
-		if v, st := b.enum(an.attr("protocol"), protocols, "protocol"); st == set {
+		if v, st := b.enum(an.attr(argProtocol), protocols, "protocol"); st == set {
 			a.Protocol = v
 		}
 		eg.Allows = append(eg.Allows, a)
@@ -464,12 +464,12 @@ func (b *builder) egress(n *node, eg model.Egress) model.Egress {
 // proxy builds an egress proxy block: its URL (scheme, host, port only).
 func (b *builder) proxy(n *node) *model.EgressProxy {
 	px := &model.EgressProxy{Src: n.src(), Attrs: n.attrs()}
-	raw, st := b.str(n.attr("url"))
-	if b.required(st, n.attr("url"), n.blockMeta, "url", "the proxy URL", `url = "http://squid.egress.svc.cluster.local:3128"`) == set {
+	raw, st := b.str(n.attr(argUrl))
+	if b.required(st, n.attr(argUrl), n.blockMeta, argUrl, "the proxy URL", `url = "http://squid.egress.svc.cluster.local:3128"`) == set {
 		px.URL = raw
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.User != nil {
-			b.errorf(n.attr("url").Expr.Range(), "Invalid proxy URL",
+			b.errorf(n.attr(argUrl).Expr.Range(), "Invalid proxy URL",
 				"%q is not a proxy URL such as \"http://squid.egress.svc.cluster.local:3128\": scheme http or https, a host, an optional port, no path and no credentials.", raw)
 		} else {
 			px.Host = u.Hostname()
@@ -481,25 +481,25 @@ func (b *builder) proxy(n *node) *model.EgressProxy {
 				port, _ = strconv.Atoi(p)
 			}
 			if port < 1 || port > 65535 {
-				b.errorf(n.attr("url").Expr.Range(), "Invalid proxy URL", "The port of %q is not between 1 and 65535.", raw)
+				b.errorf(n.attr(argUrl).Expr.Range(), "Invalid proxy URL", "The port of %q is not between 1 and 65535.", raw)
 			}
 			px.Port = int32(port)
 		}
 	}
-	ns, nsSt := b.str(n.attr("namespace"))
+	ns, nsSt := b.str(n.attr(argNamespace))
 	if nsSt == set {
-		b.checkLabel(n.attr("namespace"), ns, "namespace")
+		b.checkLabel(n.attr(argNamespace), ns, "namespace")
 		px.Namespace = ns
 	}
-	cidr, cSt := b.str(n.attr("cidr"))
+	cidr, cSt := b.str(n.attr(argCidr))
 	if cSt == set {
-		b.cidr(n.attr("cidr"), cidr)
+		b.cidr(n.attr(argCidr), cidr)
 		px.CIDR = cidr
 	}
-	if entries, st := b.strMap(n.attr("pod_labels")); st == set {
+	if entries, st := b.strMap(n.attr(argPodLabels)); st == set {
 		px.PodLabels = b.labels(entries, "pod label")
 		if nsSt == unset {
-			b.errorf(n.attr("pod_labels").Expr.Range(), "pod_labels needs namespace", "pod_labels select the proxy pods within namespace; set namespace too.")
+			b.errorf(n.attr(argPodLabels).Expr.Range(), "pod_labels needs namespace", "pod_labels select the proxy pods within namespace; set namespace too.")
 		}
 	}
 	switch {
@@ -507,7 +507,7 @@ func (b *builder) proxy(n *node) *model.EgressProxy {
 		b.errorf(n.DefRange, "Missing required argument",
 			"The proxy block needs where the proxy runs, so the NetworkPolicy can allow exactly it: namespace = \"egress\" for a proxy in the cluster, or cidr = \"10.0.0.5/32\" for one outside.")
 	case nsSt == set && cSt == set:
-		b.errorf(n.attr("cidr").Expr.Range(), "Conflicting proxy location", "Set namespace (a proxy in the cluster) or cidr (one outside it), not both.")
+		b.errorf(n.attr(argCidr).Expr.Range(), "Conflicting proxy location", "Set namespace (a proxy in the cluster) or cidr (one outside it), not both.")
 	}
 	return px
 }
@@ -519,13 +519,13 @@ func (b *builder) claims(n *node, c model.ClaimPolicy) model.ClaimPolicy {
 		return c
 	}
 	c.Src, c.Attrs = n.src(), n.attrs()
-	if d, st := b.duration(n.attr("ttl"), minClaimTTL, maxClaimTTL, true); st == set {
+	if d, st := b.duration(n.attr(argTtl), minClaimTTL, maxClaimTTL, true); st == set {
 		c.TTL = d
 	}
-	if d, st := b.duration(n.attr("max_ttl"), minSessionTTL, maxClaimTTL, true); st == set {
+	if d, st := b.duration(n.attr(argMaxTtl), minSessionTTL, maxClaimTTL, true); st == set {
 		c.MaxTTL = d
 	}
-	if v, st := b.enum(n.attr("shutdown_policy"), shutdownPolicies, "shutdown policy"); st == set {
+	if v, st := b.enum(n.attr(argShutdownPolicy), shutdownPolicies, "shutdown policy"); st == set {
 		c.ShutdownPolicy = v
 	}
 	return c

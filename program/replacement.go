@@ -12,8 +12,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	gcplayer "github.com/paddock-platform/paddock/components/gcp"
-	"github.com/paddock-platform/paddock/gcpinputs/replacement"
 	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/gcpinputs/replacement"
 	"github.com/paddock-platform/paddock/model"
 )
 

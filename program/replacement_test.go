@@ -24,8 +24,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	gcplayer "github.com/paddock-platform/paddock/components/gcp"
-	"github.com/paddock-platform/paddock/gcpinputs/replacement"
 	"github.com/paddock-platform/paddock/components/pulumitest"
+	"github.com/paddock-platform/paddock/gcpinputs/replacement"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/program"
 	"github.com/paddock-platform/paddock/specload"

@@ -11,8 +11,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
+	"github.com/paddock-platform/paddock/schemas/specgen"
+	"github.com/paddock-platform/paddock/specload"
 )
 
 func TestFitLine(t *testing.T) {
@@ -55,10 +56,10 @@ func TestGeneratedSpecsLoadAndScale(t *testing.T) {
 	counts := map[int]int{}
 	for _, n := range []int{1, 3} {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(Spec(SpecOptions{Platform: "gen", Tenants: n, ColdPool: true})), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(specgen.Generate(specgen.Options{Platform: "gen", Tenants: n, ColdPool: true})), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, err := project.LoadSpec(dir, project.SpecOptions{}, os.Stderr)
+		p, err := specload.Load(dir, specload.Options{}, os.Stderr)
 		if err != nil {
 			t.Fatalf("%d tenants: %v", n, err)
 		}
@@ -84,9 +85,9 @@ func TestGeneratedSpecsLoadAndScale(t *testing.T) {
 	if per < 10 || counts[3]-counts[1] != 2*per {
 		t.Errorf("objects per tenant not constant: 1 tenant %d, 3 tenants %d", counts[1], counts[3])
 	}
-	spec, lines := SpecOfLines(5000)
+	spec, lines := specgen.OfLines(5000)
 	if lines < 5000 || lines > 5200 || strings.Count(spec, "\n") != lines {
-		t.Errorf("SpecOfLines(5000) gave %d lines", lines)
+		t.Errorf("specgen.OfLines(5000) gave %d lines", lines)
 	}
 }
 

@@ -9,18 +9,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 )
 
 var (
-	claimsGVR    = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxclaims"}
-	warmPoolsGVR = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxwarmpools"}
-	sandboxesGVR = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
+	claimsGVR    = agentsandbox.SandboxClaims
+	warmPoolsGVR = agentsandbox.SandboxWarmPools
+	sandboxesGVR = agentsandbox.Sandboxes
 )
 
 // Agent Sandbox's record of how a claim's sandbox started.
@@ -286,7 +286,7 @@ func (c *claimer) one(ctx context.Context, suffix, pool string) (time.Duration, 
 		},
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+		"apiVersion": claimsGVR.GroupVersion().String(),
 		"kind":       "SandboxClaim",
 		"metadata":   map[string]any{"name": name, "namespace": c.o.Namespace, "labels": map[string]any{benchRunLabel: c.run}},
 		"spec":       spec,

@@ -21,8 +21,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
+	"github.com/paddock-platform/paddock/schemas/specgen"
+	"github.com/paddock-platform/paddock/specload"
 )
 
 // Tools and operations the provisioning benchmark measures.
@@ -126,10 +127,10 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(Spec(SpecOptions{Platform: "bench", Tenants: n})), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(specgen.Generate(specgen.Options{Platform: "bench", Tenants: n})), 0o644); err != nil {
 			return nil, err
 		}
-		p, err := project.LoadSpec(dir, project.SpecOptions{}, io.Discard)
+		p, err := specload.Load(dir, specload.Options{}, io.Discard)
 		if err != nil {
 			return nil, err
 		}

@@ -14,17 +14,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
-	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
+	"github.com/paddock-platform/paddock/schemas/specgen"
+	"github.com/paddock-platform/paddock/specload"
 )
 
-func benchObjects(t *testing.T, o SpecOptions) []*unstructured.Unstructured {
+func benchObjects(t *testing.T, o specgen.Options) []*unstructured.Unstructured {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(Spec(o)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(specgen.Generate(o)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := project.LoadSpec(dir, project.SpecOptions{}, os.Stderr)
+	p, err := specload.Load(dir, specload.Options{}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func benchObjects(t *testing.T, o SpecOptions) []*unstructured.Unstructured {
 // kubectl waits for exactly the condition paddock's pools carry as
 // pulumi.com/waitFor, on exactly the pools that carry one.
 func TestKubectlWaitsForWhatPaddockWaitsFor(t *testing.T) {
-	objs := benchObjects(t, SpecOptions{Platform: "bench", Tenants: 3, Replicas: 2, ColdPool: true})
+	objs := benchObjects(t, specgen.Options{Platform: "bench", Tenants: 3, Replicas: 2, ColdPool: true})
 	waitFor := map[string]bool{}
 	for _, o := range objs {
 		if w := o.GetAnnotations()["pulumi.com/waitFor"]; w != "" {
@@ -100,7 +101,7 @@ var poolsGVR = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", 
 
 // The floor's create ends when the pools are Ready, not when they are stored.
 func TestWaitPoolsReadyWaitsForEveryPool(t *testing.T) {
-	objs := benchObjects(t, SpecOptions{Platform: "bench", Tenants: 2, Replicas: 2})
+	objs := benchObjects(t, specgen.Options{Platform: "bench", Tenants: 2, Replicas: 2})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{poolsGVR: "SandboxWarmPoolList"})
 	ctx := context.Background()
 	var pools []*unstructured.Unstructured

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
 	"github.com/paddock-platform/paddock/components/internal/proppath"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -262,8 +263,8 @@ func TestTypeToken(t *testing.T) {
 		{"extensions.agents.x-k8s.io/v1beta1", "SandboxWarmPool"}: "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool",
 		{"apiextensions.k8s.io/v1", "CustomResourceDefinition"}:   "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
 	} {
-		if got := TypeToken(in[0], in[1]); got != want {
-			t.Errorf("TypeToken(%q, %q) = %q, want %q", in[0], in[1], got, want)
+		if got := k8sres.TypeToken(in[0], in[1]); got != want {
+			t.Errorf("k8sres.TypeToken(%q, %q) = %q, want %q", in[0], in[1], got, want)
 		}
 	}
 }
@@ -304,7 +305,7 @@ func TestComponentsRegisterExactlyTheRenderedObjects(t *testing.T) {
 				t.Errorf("components registered %d objects, render has %d", len(registered), len(want))
 			}
 			for _, u := range want {
-				key := TypeToken(u.GetAPIVersion(), u.GetKind()) + " " + ResourceName(u)
+				key := k8sres.TypeToken(u.GetAPIVersion(), u.GetKind()) + " " + k8sres.Name(u)
 				in, ok := registered[key]
 				if !ok {
 					t.Errorf("render has %s, the components did not register it", key)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -31,27 +31,32 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 		return nil, err
 	}
 	p := args.Platform
-	release, err := NewAgentSandboxRelease(ctx, "agent-sandbox", &AgentSandboxReleaseArgs{Platform: p}, pulumi.Parent(root))
+	// One walk of the object tree: manifests.Build decides which objects
+	// exist and in what order; each part becomes one component.
+	objs, err := manifests.Build(p)
+	if err != nil {
+		return nil, err
+	}
+	release, err := NewAgentSandboxRelease(ctx, "agent-sandbox", &AgentSandboxReleaseArgs{
+		Version: p.AgentSandbox.Version, Image: p.AgentSandbox.Image, Objects: objs.Release,
+	}, pulumi.Parent(root))
 	if err != nil {
 		return nil, err
 	}
 	deps := slices.Clone(release.Ready)
-	for _, rc := range p.RuntimeClasses {
-		if !objects.ManagesRuntimeClass(p, rc) {
-			continue // GKE creates and owns it; templates just reference it
-		}
-		c, err := NewRuntimeClass(ctx, rc.Name, &RuntimeClassArgs{Platform: p, RuntimeClass: rc}, pulumi.Parent(root))
+	for _, rc := range objs.RuntimeClasses {
+		c, err := NewRuntimeClass(ctx, rc.RuntimeClass.Name, &RuntimeClassArgs{Part: rc}, pulumi.Parent(root))
 		if err != nil {
 			return nil, err
 		}
 		deps = append(deps, c.Ready...)
 	}
 	var tenants pulumi.StringArray
-	for _, t := range p.Tenants {
-		if _, err := NewTenant(ctx, t.Name, &TenantArgs{Platform: p, Tenant: t, DependsOn: deps}, pulumi.Parent(root)); err != nil {
+	for _, tp := range objs.Tenants {
+		if _, err := NewTenant(ctx, tp.Tenant.Name, &TenantArgs{Parts: tp, DependsOn: deps}, pulumi.Parent(root)); err != nil {
 			return nil, err
 		}
-		tenants = append(tenants, pulumi.String(t.Name))
+		tenants = append(tenants, pulumi.String(tp.Tenant.Name))
 	}
 	root.Tenants = tenants.ToStringArrayOutput()
 	root.AgentSandboxVersion = pulumi.String(p.AgentSandbox.Version).ToStringOutput()

@@ -2,18 +2,20 @@ package components
 
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/components/agentsandbox"
-	"github.com/paddock-platform/paddock/components/objects"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
 )
 
 // AgentSandboxReleaseArgs are the inputs of the pinned Agent Sandbox install.
 // On the local target the in-cluster Deployment is installed with zero replicas
 // (nothing there can run its image) and the real controller runs outside the
-// cluster against the same API server (objects.ReleaseOptions).
+// cluster against the same API server (manifests.ReleaseOptions).
 type AgentSandboxReleaseArgs struct {
-	Platform *model.Platform
+	// Version and Image are the spec's agent_sandbox block (the outputs).
+	Version, Image string
+	// Objects are the release's objects (manifests.Objects.Release).
+	Objects []*unstructured.Unstructured
 }
 
 // AgentSandboxRelease installs the CRDs, controller and RBAC of one pinned release.
@@ -33,16 +35,12 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 	if err := ctx.RegisterComponentResource("paddock:agentsandbox:Release", name, r, opts...); err != nil {
 		return nil, err
 	}
-	rel := args.Platform.AgentSandbox
-	objs, err := agentsandbox.Objects(rel.Version, objects.ReleaseOptions(args.Platform))
-	if err != nil {
-		return nil, err
-	}
+	objs := args.Objects
 	// Namespaces first: the release's namespaced objects cannot be created before them.
 	var namespaces []pulumi.Resource
 	for _, u := range objs {
 		if u.GetKind() == "Namespace" {
-			ns, err := registerObject(ctx, u, pulumi.Parent(r))
+			ns, err := k8sres.RegisterUnstructured(ctx, u, pulumi.Parent(r))
 			if err != nil {
 				return nil, err
 			}
@@ -54,13 +52,13 @@ func NewAgentSandboxRelease(ctx *pulumi.Context, name string, args *AgentSandbox
 		if u.GetKind() == "Namespace" {
 			continue
 		}
-		obj, err := registerObject(ctx, u, pulumi.Parent(r), pulumi.DependsOn(namespaces))
+		obj, err := k8sres.RegisterUnstructured(ctx, u, pulumi.Parent(r), pulumi.DependsOn(namespaces))
 		if err != nil {
 			return nil, err
 		}
 		r.Ready = append(r.Ready, obj)
 	}
-	r.Version = pulumi.String(rel.Version).ToStringOutput()
-	r.Image = pulumi.String(rel.Image).ToStringOutput()
+	r.Version = pulumi.String(args.Version).ToStringOutput()
+	r.Image = pulumi.String(args.Image).ToStringOutput()
 	return r, ctx.RegisterResourceOutputs(r, pulumi.Map{"version": r.Version, "image": r.Image})
 }

@@ -3,14 +3,14 @@ package components
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/objects"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
+	"github.com/paddock-platform/paddock/manifests"
 )
 
 // RuntimeClassArgs are the inputs of one sandbox RuntimeClass.
 type RuntimeClassArgs struct {
-	Platform     *model.Platform
-	RuntimeClass model.RuntimeClass
+	// Part is the RuntimeClass object and its spec block.
+	Part manifests.RuntimeClassPart
 }
 
 // RuntimeClass exposes a sandbox runtime (gVisor runsc, Kata) to the scheduler.
@@ -30,12 +30,12 @@ func NewRuntimeClass(ctx *pulumi.Context, name string, args *RuntimeClassArgs, o
 	if err := ctx.RegisterComponentResource("paddock:runtime:RuntimeClass", name, c, opts...); err != nil {
 		return nil, err
 	}
-	obj, err := registerTyped(ctx, objects.RuntimeClass(args.Platform, args.RuntimeClass), pulumi.Parent(c))
+	obj, err := k8sres.RegisterUnstructured(ctx, args.Part.Object, pulumi.Parent(c))
 	if err != nil {
 		return nil, err
 	}
 	c.Ready = []pulumi.Resource{obj}
-	c.Name = pulumi.String(args.RuntimeClass.Name).ToStringOutput()
-	c.Handler = pulumi.String(args.RuntimeClass.Handler).ToStringOutput()
+	c.Name = pulumi.String(args.Part.RuntimeClass.Name).ToStringOutput()
+	c.Handler = pulumi.String(args.Part.RuntimeClass.Handler).ToStringOutput()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "handler": c.Handler})
 }

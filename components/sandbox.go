@@ -3,15 +3,14 @@ package components
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/objects"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
+	"github.com/paddock-platform/paddock/manifests"
 )
 
 // SandboxTemplateArgs are the inputs of one hardened template.
 type SandboxTemplateArgs struct {
-	Platform *model.Platform
-	Tenant   model.Tenant
-	Template model.Template
+	// Part is the SandboxTemplate object and its spec block.
+	Part manifests.TemplatePart
 	// Namespace is the tenant's namespace resource, if Paddock owns it:
 	// deleting it deletes the template, so Pulumi need not (DeletedWith).
 	Namespace pulumi.Resource
@@ -33,24 +32,19 @@ func NewSandboxTemplate(ctx *pulumi.Context, name string, args *SandboxTemplateA
 	if err := ctx.RegisterComponentResource("paddock:sandbox:Template", name, c, opts...); err != nil {
 		return nil, err
 	}
-	obj, err := objects.TemplateObject(args.Platform, args.Tenant, args.Template)
-	if err != nil {
-		return nil, err
-	}
-	tpl, err := registerObject(ctx, obj, inNamespace(args.Namespace, pulumi.Parent(c))...)
+	tpl, err := k8sres.RegisterUnstructured(ctx, args.Part.Object, inNamespace(args.Namespace, pulumi.Parent(c))...)
 	if err != nil {
 		return nil, err
 	}
 	c.Ready = []pulumi.Resource{tpl}
-	c.Name = pulumi.String(args.Template.Name).ToStringOutput()
+	c.Name = pulumi.String(args.Part.Template.Name).ToStringOutput()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
 }
 
 // WarmPoolArgs are the inputs of one warm pool.
 type WarmPoolArgs struct {
-	Platform *model.Platform
-	Tenant   model.Tenant
-	WarmPool model.WarmPool
+	// Part is the SandboxWarmPool object and its spec block.
+	Part manifests.WarmPoolPart
 	// Namespace is the tenant's namespace resource (see SandboxTemplateArgs).
 	Namespace pulumi.Resource
 }
@@ -70,15 +64,11 @@ func NewWarmPool(ctx *pulumi.Context, name string, args *WarmPoolArgs, opts ...p
 	if err := ctx.RegisterComponentResource("paddock:sandbox:WarmPool", name, c, opts...); err != nil {
 		return nil, err
 	}
-	u, err := objects.WarmPoolObject(args.Platform, args.Tenant, args.WarmPool)
+	obj, err := k8sres.RegisterUnstructured(ctx, args.Part.Object, inNamespace(args.Namespace, pulumi.Parent(c))...)
 	if err != nil {
 		return nil, err
 	}
-	obj, err := registerObject(ctx, u, inNamespace(args.Namespace, pulumi.Parent(c))...)
-	if err != nil {
-		return nil, err
-	}
-	c.Name = pulumi.String(args.WarmPool.Name).ToStringOutput()
+	c.Name = pulumi.String(args.Part.WarmPool.Name).ToStringOutput()
 	c.ReadyReplicas = obj.Status.ApplyT(func(s any) any {
 		if m, ok := s.(map[string]any); ok {
 			return m["readyReplicas"]

@@ -6,14 +6,15 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/components/objects"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/components/internal/k8sres"
+	"github.com/paddock-platform/paddock/manifests"
 )
 
 // TenantArgs are the inputs of one trust boundary.
 type TenantArgs struct {
-	Platform *model.Platform
-	Tenant   model.Tenant
+	// Parts are the tenant's objects by concept and its spec block
+	// (manifests.Objects.Tenants).
+	Parts manifests.TenantParts
 	// DependsOn are resources the tenant's sandbox objects need first (the Agent
 	// Sandbox CRDs, the runtime classes).
 	DependsOn []pulumi.Resource
@@ -34,30 +35,26 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	if err := ctx.RegisterComponentResource("paddock:tenant:Tenant", name, t, opts...); err != nil {
 		return nil, err
 	}
-	p, tn := args.Platform, args.Tenant
-	nsObj, err := registerTyped(ctx, objects.Namespace(p, tn), pulumi.Parent(t))
+	parts, tn := args.Parts, args.Parts.Tenant
+	nsObj, err := k8sres.RegisterUnstructured(ctx, parts.Namespace, pulumi.Parent(t))
 	if err != nil {
 		return nil, err
 	}
 	inNS := []pulumi.Resource{nsObj}
-	fence, err := objects.FenceObjects(p, tn)
+	_, fenceReady, err := registerAll(ctx, parts.Fence, inNamespace(nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))...)
 	if err != nil {
 		return nil, err
 	}
-	_, fenceReady, err := registerAll(ctx, fence, inNamespace(nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))...)
+	identity, err := newGroup(ctx, "paddock:tenant:Identity", name, parts.Identity, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
 	if err != nil {
 		return nil, err
 	}
-	identity, err := newGroup(ctx, "paddock:tenant:Identity", name, objects.IdentityObjects, p, tn, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
-	if err != nil {
-		return nil, err
-	}
-	egress, err := newGroup(ctx, "paddock:network:Egress", name, objects.EgressObjects, p, tn, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
+	egress, err := newGroup(ctx, "paddock:network:Egress", name, parts.Egress, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
 	if err != nil {
 		return nil, err
 	}
 	// Guardrails are cluster-scoped: they go on their own, never with the namespace.
-	guardrails, err := newGroup(ctx, "paddock:policy:Guardrails", name, objects.GuardrailObjects, p, tn, nil, pulumi.Parent(t), pulumi.DependsOn(args.DependsOn))
+	guardrails, err := newGroup(ctx, "paddock:policy:Guardrails", name, parts.Guardrails, nil, pulumi.Parent(t), pulumi.DependsOn(args.DependsOn))
 	if err != nil {
 		return nil, err
 	}
@@ -65,20 +62,20 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	// network policy and guardrails first.
 	deps := slices.Concat([]pulumi.Resource{nsObj}, fenceReady, identity.Ready, egress.Ready, guardrails.Ready, args.DependsOn)
 	templates := map[string]*SandboxTemplate{}
-	for _, tpl := range tn.Templates {
-		st, err := NewSandboxTemplate(ctx, tn.Name+"/"+tpl.Name, &SandboxTemplateArgs{Platform: p, Tenant: tn, Template: tpl, Namespace: nsObj},
+	for _, tpl := range parts.Templates {
+		st, err := NewSandboxTemplate(ctx, tn.Name+"/"+tpl.Template.Name, &SandboxTemplateArgs{Part: tpl, Namespace: nsObj},
 			pulumi.Parent(t), pulumi.DependsOn(deps))
 		if err != nil {
 			return nil, err
 		}
-		templates[tpl.Name] = st
+		templates[tpl.Template.Name] = st
 	}
-	for _, wp := range tn.WarmPools {
+	for _, wp := range parts.WarmPools {
 		poolDeps := deps
-		if st, ok := templates[wp.Template]; ok {
+		if st, ok := templates[wp.WarmPool.Template]; ok {
 			poolDeps = slices.Concat(deps, st.Ready)
 		}
-		if _, err := NewWarmPool(ctx, tn.Name+"/"+wp.Name, &WarmPoolArgs{Platform: p, Tenant: tn, WarmPool: wp, Namespace: nsObj},
+		if _, err := NewWarmPool(ctx, tn.Name+"/"+wp.WarmPool.Name, &WarmPoolArgs{Part: wp, Namespace: nsObj},
 			pulumi.Parent(t), pulumi.DependsOn(poolDeps)); err != nil {
 			return nil, err
 		}
@@ -100,15 +97,10 @@ type ObjectGroup struct {
 	Ready []pulumi.Resource
 }
 
-func newGroup(ctx *pulumi.Context, token, name string,
-	build func(*model.Platform, model.Tenant) ([]*unstructured.Unstructured, error),
-	p *model.Platform, t model.Tenant, ns pulumi.Resource, opts ...pulumi.ResourceOption) (*ObjectGroup, error) {
+func newGroup(ctx *pulumi.Context, token, name string, objs []*unstructured.Unstructured,
+	ns pulumi.Resource, opts ...pulumi.ResourceOption) (*ObjectGroup, error) {
 	g := &ObjectGroup{}
 	if err := ctx.RegisterComponentResource(token, name, g, opts...); err != nil {
-		return nil, err
-	}
-	objs, err := build(p, t)
-	if err != nil {
 		return nil, err
 	}
 	names, ready, err := registerAll(ctx, objs, inNamespace(ns, pulumi.Parent(g))...)
@@ -126,11 +118,11 @@ func registerAll(ctx *pulumi.Context, objs []*unstructured.Unstructured, opts ..
 	var names pulumi.StringArray
 	var rs []pulumi.Resource
 	for _, u := range objs {
-		r, err := registerObject(ctx, u, opts...)
+		r, err := k8sres.RegisterUnstructured(ctx, u, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
-		names = append(names, pulumi.String(u.GetKind()+" "+ResourceName(u)))
+		names = append(names, pulumi.String(u.GetKind()+" "+k8sres.Name(u)))
 		rs = append(rs, r)
 	}
 	return names, rs, nil

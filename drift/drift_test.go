@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/pins"
 )
@@ -119,7 +119,7 @@ func TestSweep(t *testing.T) {
 	ns := p.Tenants[0].Namespace
 	var objs []runtime.Object
 	// What the platform itself has: nothing of it is a finding.
-	pols, err := objects.NetworkPolicies(p, p.Tenants[0])
+	pols, err := manifests.NetworkPolicies(p, p.Tenants[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSweep(t *testing.T) {
 	yes := true
 	derived := &networkingv1.NetworkPolicy{ObjectMeta: om(ns, "python-network-policy", nil),
 		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
-			Egress: []networkingv1.NetworkPolicyEgressRule{objects.DNSEgressRule()}}}
+			Egress: []networkingv1.NetworkPolicyEgressRule{manifests.DNSEgressRule()}}}
 	derived.OwnerReferences = []metav1.OwnerReference{{APIVersion: "extensions.agents.x-k8s.io/v1beta1", Kind: "SandboxTemplate", Name: "python", Controller: &yes}}
 	gvisor := "gvisor"
 	objs = append(objs,

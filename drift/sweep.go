@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -194,31 +194,16 @@ func openEgress(spec networkingv1.NetworkPolicySpec) string {
 }
 
 func sweepNetworkPolicies(ctx context.Context, p *model.Platform, t model.Tenant, kube kubernetes.Interface) ([]Finding, error) {
-	declared := map[string]networkingv1.NetworkPolicySpec{}
-	pols, err := objects.NetworkPolicies(p, t)
+	declared, err := manifests.NetworkPolicySpecs(p, t)
 	if err != nil {
 		return nil, err
-	}
-	for _, np := range pols {
-		declared[np.Name] = np.Spec
 	}
 	// The Agent Sandbox controller derives one policy per template
 	// (<template>-network-policy, controlled by the template) from the
 	// template's declared networkPolicy.
-	derived := map[string]networkingv1.NetworkPolicySpec{}
-	for _, tpl := range t.Templates {
-		st, err := objects.SandboxTemplate(p, t, tpl)
-		if err != nil {
-			return nil, err
-		}
-		spec := networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}}
-		if np := st.Spec.NetworkPolicy; np != nil {
-			spec.Egress = np.Egress
-		} else {
-			// The controller's secure default: public internet, private ranges blocked.
-			spec.Egress = []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}}}}}
-		}
-		derived[tpl.Name] = spec
+	derived, err := manifests.TemplateNetworkPolicySpecs(p, t)
+	if err != nil {
+		return nil, err
 	}
 	list, err := kube.NetworkingV1().NetworkPolicies(t.Namespace).List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) {
@@ -232,7 +217,7 @@ func sweepNetworkPolicies(ctx context.Context, p *model.Platform, t model.Tenant
 		spec, isPaddock := declared[np.Name]
 		isPaddock = isPaddock && np.Labels[model.ManagedByLabel] == model.ManagedByValue && np.Labels[model.PlatformLabel] == p.Name
 		isDerived := false
-		if ref := metav1.GetControllerOf(&np); ref != nil && ref.Kind == "SandboxTemplate" && np.Name == ref.Name+"-network-policy" {
+		if ref := metav1.GetControllerOf(&np); ref != nil && ref.Kind == "SandboxTemplate" && np.Name == manifests.TemplateNetworkPolicyName(ref.Name) {
 			spec, isDerived = derived[ref.Name]
 		}
 		del := fmt.Sprintf("kubectl delete networkpolicy -n %s %s", np.Namespace, np.Name)

@@ -11,7 +11,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 
 	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/specload"
 )
 
 // keptKataCluster is the state `up` of examples/gke-kata leaves for its
@@ -33,7 +33,7 @@ const keptKataCluster = `{"resources": [{
 
 func TestGuardReplacementsBeforeTheEngineRuns(t *testing.T) {
 	var report bytes.Buffer
-	p, err := project.LoadSpec("../examples/gke-kata", project.SpecOptions{Now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}, &report)
+	p, err := specload.Load("../examples/gke-kata", specload.Options{Now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}, &report)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, report.String())
 	}

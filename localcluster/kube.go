@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,16 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
-
-// AgentSandboxCRDs are the CustomResourceDefinitions the Agent Sandbox controller
-// (with --extensions) needs Established before it starts; `paddock up` installs
-// them.
-var AgentSandboxCRDs = []string{
-	"sandboxes.agents.x-k8s.io",
-	"sandboxclaims.extensions.agents.x-k8s.io",
-	"sandboxtemplates.extensions.agents.x-k8s.io",
-	"sandboxwarmpools.extensions.agents.x-k8s.io",
-}
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -220,7 +211,7 @@ func missingCRDs(ctx context.Context, dc dynamic.Interface) ([]string, error) {
 		}
 	}
 	var missing []string
-	for _, n := range AgentSandboxCRDs {
+	for _, n := range agentsandbox.CRDs {
 		if !established[n] {
 			missing = append(missing, n)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -217,7 +218,7 @@ func (c *cluster) supervisorStatus(ctx context.Context, st *clusterState) (Compo
 		ctl.State, ctl.Detail = NotStarted, "supervisor starting"
 	case rep.Phase == phaseWaiting:
 		ctl.State, ctl.PID = Waiting, 0
-		if len(rep.MissingCRDs) == len(AgentSandboxCRDs) {
+		if len(rep.MissingCRDs) == len(agentsandbox.CRDs) {
 			ctl.Detail = "waits for the Agent Sandbox CRDs (`paddock up` installs them)"
 		} else {
 			ctl.Detail = "waits for CRDs " + strings.Join(rep.MissingCRDs, ", ")

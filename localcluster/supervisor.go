@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -205,7 +206,7 @@ func (s *supervisor) waitCRDs(ctx context.Context, dc dynamic.Interface) error {
 			msg = "API server: " + firstLine(err.Error())
 			missing = s.rep.MissingCRDs
 			if missing == nil {
-				missing = AgentSandboxCRDs
+				missing = agentsandbox.CRDs
 			}
 		} else if len(missing) == 0 {
 			s.rep.MissingCRDs, s.rep.Message = nil, ""

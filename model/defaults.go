@@ -1,6 +1,7 @@
 package model
 
 import (
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,8 +125,10 @@ func DefaultAuditFilters() []string {
 // when the spec sets none: the VMM and guest kernel the scheduler and quota
 // must count on top of the pod's containers. CPU and Cloud Hypervisor's 130Mi
 // are kata-deploy 3.20.0's own figures; QEMU's 320Mi is Paddock's conservative
-// choice (kata-deploy ships 160Mi). The GCP layer uses the same (components/gcp/spec.KataOverhead, a test holds them
-// equal). ok is false for handlers of unknown overhead.
+// choice (kata-deploy ships 160Mi): an undercounted VMM is memory the
+// scheduler and the tenant quota do not see. The GCP layer takes its figures
+// from here (gcpinputs.KataOverhead). ok is false for handlers of unknown
+// overhead.
 func DefaultKataOverhead(handler string) (cpu, memory string, ok bool) {
 	switch handler {
 	case "kata", "kata-qemu":
@@ -161,6 +164,11 @@ const (
 	GKEMetadataServerPort  int32 = 80
 	GKEMetadataServerProto       = "TCP"
 )
+
+// MetadataServerAddr is the address of the GKE metadata server, which is also
+// the address every cloud's instance metadata service answers on (GCE, EC2,
+// Azure): the one host a sandbox's CIDR allow must exclude.
+var MetadataServerAddr = netip.MustParsePrefix(GKEMetadataServerCIDR).Addr()
 
 // AgentNeedsMetadataServer reports whether t's sandboxes must reach the GKE
 // metadata server: the agent runtime identity has a workload identity on a GKE

@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
 // The egress rules (PDK-501..505) judge the objects Paddock applies, not the
-// spec fields that produce them: objects.TenantEgress builds a tenant's
+// spec fields that produce them: manifests.TenantEgress builds a tenant's
 // NetworkPolicies, FQDN policy and SandboxTemplates with the very functions
 // `render` and `up` use, and every egress rule in them is read back here into
 // one form (peers and ports). Whatever spec field opens a hole (allow, proxy,
@@ -63,12 +63,12 @@ type egressRule struct {
 	object string
 	peers  []peer
 	ports  []portRange
-	origin objects.Origin
+	origin manifests.Origin
 	// exact is the rule as Kubernetes writes it (NetworkPolicy and
 	// SandboxTemplate rules), for the one accepted hole.
 	exact *networkingv1.NetworkPolicyEgressRule
 	// orchestratorOnly: the rule is in a NetworkPolicy that selects exactly
-	// the orchestrator's pods (objects.OrchestratorPodLabels), which the
+	// the orchestrator's pods (manifests.OrchestratorPodLabels), which the
 	// tenant's guardrail keeps off every sandbox.
 	orchestratorOnly bool
 }
@@ -97,14 +97,14 @@ func (c *checker) egress(t *model.Tenant) *tenantEgress {
 
 func readEgress(p *model.Platform, t *model.Tenant) *tenantEgress {
 	te := &tenantEgress{}
-	view, err := objects.TenantEgress(p, *t)
+	view, err := manifests.TenantEgress(p, *t)
 	if err != nil {
 		te.err = err
 		return te
 	}
-	fallback := objects.Origin{Field: "tenant", Src: orSrc(t.Egress.Src, t.Src)}
-	origin := func(kind, name string, i int) objects.Origin {
-		if o, ok := view.Origins[objects.RuleRef{Kind: kind, Name: t.Namespace + "/" + name, Index: i}]; ok {
+	fallback := manifests.Origin{Field: "tenant", Src: orSrc(t.Egress.Src, t.Src)}
+	origin := func(kind, name string, i int) manifests.Origin {
+		if o, ok := view.Origins[manifests.RuleRef{Kind: kind, Name: t.Namespace + "/" + name, Index: i}]; ok {
 			return o
 		}
 		return fallback
@@ -125,7 +125,7 @@ func readEgress(p *model.Platform, t *model.Tenant) *tenantEgress {
 				continue
 			}
 			orchestratorOnly := len(np.Spec.PodSelector.MatchExpressions) == 0 &&
-				reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, objects.OrchestratorPodLabels())
+				reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, manifests.OrchestratorPodLabels())
 			for i := range np.Spec.Egress {
 				r := k8sRule("NetworkPolicy "+name, &np.Spec.Egress[i], origin(kind, name, i))
 				r.orchestratorOnly = orchestratorOnly
@@ -140,7 +140,7 @@ func readEgress(p *model.Platform, t *model.Tenant) *tenantEgress {
 			if st.Spec.NetworkPolicyManagement == extv1beta1.NetworkPolicyManagementUnmanaged {
 				continue
 			}
-			rules := objects.ControllerDefaultEgress()
+			rules := manifests.ControllerDefaultEgress()
 			where := "SandboxTemplate " + name + " (controller default)"
 			if st.Spec.NetworkPolicy != nil {
 				rules = st.Spec.NetworkPolicy.Egress
@@ -189,7 +189,7 @@ func isDefaultDeny(np *networkingv1.NetworkPolicy) bool {
 }
 
 // k8sRule reads a NetworkPolicy egress rule.
-func k8sRule(object string, r *networkingv1.NetworkPolicyEgressRule, origin objects.Origin) egressRule {
+func k8sRule(object string, r *networkingv1.NetworkPolicyEgressRule, origin manifests.Origin) egressRule {
 	out := egressRule{object: object, origin: origin, exact: r}
 	if len(r.To) == 0 {
 		out.peers = []peer{{kind: peerWorld}}
@@ -210,7 +210,7 @@ func k8sRule(object string, r *networkingv1.NetworkPolicyEgressRule, origin obje
 				}
 			}
 			out.peers = append(out.peers, pr)
-		case objects.IsClusterDNSPeer(to):
+		case manifests.IsClusterDNSPeer(to):
 			out.peers = append(out.peers, peer{kind: peerClusterDNS})
 		default:
 			out.peers = append(out.peers, peer{kind: peerCluster})
@@ -572,7 +572,7 @@ func isMetadataServerRule(p *model.Platform, t *model.Tenant, r *egressRule) boo
 // rendered into the namespace policy and into every template's managed
 // policy, and is reported once, at its origin.
 type egressFinding struct {
-	origin  objects.Origin
+	origin  manifests.Origin
 	what    string
 	objects []string
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/policy"
 	"github.com/paddock-platform/paddock/render"
@@ -333,7 +333,7 @@ func TestEgressPropertyEveryRenderedHoleHasAFinding(t *testing.T) {
 			t.Fatalf("spec %d does not render: %v\n%s", it, err, src)
 		}
 		for ti, tn := range p.Tenants {
-			view, err := objects.TenantEgress(p, tn)
+			view, err := manifests.TenantEgress(p, tn)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,7 +346,7 @@ func TestEgressPropertyEveryRenderedHoleHasAFinding(t *testing.T) {
 				return false
 			}
 			addr := "tenant." + tn.Name
-			expect := func(what string, rr reachable, ref objects.RuleRef) {
+			expect := func(what string, rr reachable, ref manifests.RuleRef) {
 				checked++
 				o := view.Origins[ref]
 				ports := o.PortsSrc()
@@ -370,8 +370,8 @@ func TestEgressPropertyEveryRenderedHoleHasAFinding(t *testing.T) {
 				if !inRender(u) {
 					t.Fatalf("spec %d: %s %s is not what render writes", it, u.GetKind(), u.GetName())
 				}
-				ref := func(i int) objects.RuleRef {
-					return objects.RuleRef{Kind: u.GetKind(), Name: u.GetNamespace() + "/" + u.GetName(), Index: i}
+				ref := func(i int) manifests.RuleRef {
+					return manifests.RuleRef{Kind: u.GetKind(), Name: u.GetNamespace() + "/" + u.GetName(), Index: i}
 				}
 				switch u.GetKind() {
 				case "NetworkPolicy":
@@ -387,7 +387,7 @@ func TestEgressPropertyEveryRenderedHoleHasAFinding(t *testing.T) {
 					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &st); err != nil {
 						t.Fatal(err)
 					}
-					rules := objects.ControllerDefaultEgress()
+					rules := manifests.ControllerDefaultEgress()
 					if st.Spec.NetworkPolicy != nil {
 						rules = st.Spec.NetworkPolicy.Egress
 					}

@@ -4,12 +4,12 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/paddock-platform/paddock/components/gcp/frommodel"
-	"github.com/paddock-platform/paddock/components/gcp/rules"
+	"github.com/paddock-platform/paddock/gcpinputs/frommodel"
+	"github.com/paddock-platform/paddock/gcpinputs/rules"
 	"github.com/paddock-platform/paddock/model"
 )
 
-// The GCP layer's validity rules (components/gcp/rules, GCP-001...) run here,
+// The GCP layer's validity rules (gcpinputs/rules, GCP-001...) run here,
 // before anything is applied, on the very inputs the program gives the GCP
 // layer (frommodel.Args), each violation reported at the spec argument it is
 // about (frommodel.Source). gcp.NewPlatform runs the same rules again and
@@ -34,7 +34,7 @@ func init() {
 	for _, r := range rules.All() {
 		register(Rule{
 			ID: r.ID, Title: r.Title, Severity: Error, Kind: Validity,
-			Control:  "The GCP layer can create what the spec declares, and it does what the spec says (package components/gcp/rules)",
+			Control:  "The GCP layer can create what the spec declares, and it does what the spec says (package gcpinputs/rules)",
 			Fix:      r.Hint,
 			Language: gcpUnreachable[r.ID],
 		})
@@ -63,35 +63,14 @@ func (c *checker) checkGCP() {
 	}
 }
 
-// supersededBy lists, for each cluster rule, the GCP rules that say the same
-// about the same argument, and more strongly.
-//
-// Where a GCP validity finding and one of the cluster hardening rules
-// PDK-701..705 point at the very same argument, the GCP finding wins and the
-// PDK one is dropped from the report: the GCP finding is an error no waiver
-// silences (the GCP layer refuses the spec at `up` whatever the report
-// says), so also showing the waivable PDK finding would suggest a waiver that
-// cannot work. The overlaps:
-//
-//   - PDK-703 (control plane open to the internet) and GCP-003 on
-//     authorized_networks: for 0.0.0.0/0 the GCP layer refuses outright.
-//     Narrower internet-wide ranges (/1../7) stay PDK-703 warnings.
-//   - PDK-704 (no Dataplane V2) and GCP-004 (FQDN allow-lists need Dataplane
-//     V2) on dataplane_v2.
-//
-// The others do not overlap: PDK-705 points at workload_identity = false
-// while GCP-005 points at each workload_identity block that needs the pool
-// (both are shown: they say different things); PDK-701 concerns KVM pools
-// with dedicated = false, which the GCP layer accepts, while GCP-007 refuses
-// dedicated = false on a gVisor pool; PDK-702 has no GCP counterpart.
-// Only unwaived findings are superseded, so a waiver of the PDK rule still
-// shows as active.
-var supersededBy = map[string][]string{
-	"PDK-703": {"GCP-003"},
-	"PDK-704": {"GCP-004"},
-}
-
-// supersede drops the findings superseded by a GCP finding at the same place.
+// supersede drops the findings of a rule at the place where a rule it names
+// in Rule.SupersededBy also reports one (the overlaps are declared on the
+// rules themselves: PDK-703 and PDK-704). The cluster rules that do not
+// overlap: PDK-705 points at workload_identity = false while GCP-005 points
+// at each workload_identity block that needs the pool (both are shown: they
+// say different things); PDK-701 concerns KVM pools with dedicated = false,
+// which the GCP layer accepts, while GCP-007 refuses dedicated = false on a
+// gVisor pool; PDK-702 has no GCP counterpart.
 func supersede(fs []Finding) []Finding {
 	at := map[string]map[model.Range]bool{}
 	for _, f := range fs {
@@ -103,7 +82,11 @@ func supersede(fs []Finding) []Finding {
 	out := fs[:0]
 	for _, f := range fs {
 		drop := false
-		for _, g := range supersededBy[f.RuleID] {
+		var by []string
+		if r := registry[f.RuleID]; r != nil {
+			by = r.SupersededBy
+		}
+		for _, g := range by {
 			drop = drop || f.Src.Known() && at[g][f.Src]
 		}
 		if !drop {

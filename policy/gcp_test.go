@@ -78,7 +78,7 @@ func TestGCPRulesFromSpec(t *testing.T) {
 	}
 
 	// The fixtures cover every rule a spec can break; the rest are marked as
-	// beyond the spec language (and are covered in components/gcp/rules).
+	// beyond the spec language (and are covered in gcpinputs/rules).
 	files, err := filepath.Glob("testdata/gcp/gcp*.hcl")
 	if err != nil {
 		t.Fatal(err)
@@ -319,5 +319,21 @@ func TestMetadataServerHoleAccepted(t *testing.T) {
 				t.Error("PDK-502 fires on the exact metadata server hole")
 			}
 		})
+	}
+}
+
+// A rule is superseded only by rules that exist, and never by itself.
+func TestSupersededByNamesRegisteredRules(t *testing.T) {
+	n := 0
+	for _, r := range policy.Rules() {
+		for _, by := range r.SupersededBy {
+			n++
+			if _, ok := policy.Lookup(by); !ok || by == r.ID {
+				t.Errorf("%s is superseded by %s, which is not another registered rule", r.ID, by)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no rule declares a supersession")
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // metadataAddresses are the cloud instance metadata endpoints.
 var metadataAddresses = []netip.Addr{
-	netip.MustParseAddr("169.254.169.254"), // GCE, EC2, Azure
+	model.MetadataServerAddr,               // GCE, EC2, Azure (and GKE's, with Dataplane V2)
 	netip.MustParseAddr("169.254.169.252"), // GKE metadata server (Workload Identity)
 	netip.MustParseAddr("169.254.170.2"),   // ECS task metadata
 	netip.MustParseAddr("fd00:ec2::254"),   // EC2 over IPv6

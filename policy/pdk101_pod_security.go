@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -17,7 +17,7 @@ func init() {
 		check: func(c *checker) {
 			c.eachTenant(func(t *model.Tenant) {
 				// Judge the Namespace object Paddock applies, not the field.
-				ns := objects.Namespace(c.p, *t)
+				ns := manifests.Namespace(c.p, *t)
 				if level := ns.Labels[enforceLabel]; level != model.PodSecurityRestricted {
 					c.report(tenantAddr(t), t.Attrs.At("pod_security", t.Src),
 						"Tenant %q enforces Pod Security level %q on namespace %q instead of \"restricted\" (audit and warn stay at restricted).", t.Name, level, t.Namespace)

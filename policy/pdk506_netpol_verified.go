@@ -5,6 +5,7 @@ func init() {
 		ID: "PDK-506", Title: "Network policy enforcement verified", Severity: Error, Kind: Live,
 		Control:   "The CNI really enforces the NetworkPolicies (an unenforced policy is a comment, not a boundary)",
 		Checklist: []string{"H19", "H16"},
-		Fix:       "Run `paddock verify`: from a test sandbox it tries a destination the policy denies (and the metadata address) and expects both to fail.",
+		Fix:       "Run `paddock verify`: it compares each tenant's live NetworkPolicies with the ones the spec declares, and looks for a CNI that enforces them (Cilium, Calico or GKE Dataplane V2). It sends no traffic: to see enforcement, dial a denied destination (and the metadata address) from a sandbox and expect both to fail.",
+		Verify:    []string{"V09", "V10"},
 	})
 }

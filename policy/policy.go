@@ -51,7 +51,7 @@ const (
 	// listed so every checklist item is accounted for.
 	Process Kind = "process"
 	// Validity rules are the GCP layer's rules (GCP-001..., package
-	// components/gcp/rules), checked from the spec of target "gke" like
+	// gcpinputs/rules), checked from the spec of target "gke" like
 	// static rules: a configuration GKE would refuse, or one that would not
 	// do what it says. They are errors no waiver can silence.
 	Validity Kind = "validity"
@@ -80,6 +80,19 @@ type Rule struct {
 	Language bool
 	// Meta rules are about waivers themselves and cannot be waived.
 	Meta bool
+	// SupersededBy are the rules (GCP validity rules) that say the same about
+	// the same spec argument, and more strongly: a finding of this rule at
+	// the same place as one of theirs is dropped from the report. The GCP
+	// finding is an error no waiver silences (the GCP layer refuses the spec
+	// at `up` whatever the report says), so also showing the waivable finding
+	// would suggest a waiver that cannot work. Only unwaived findings are
+	// superseded, so a waiver of this rule still shows as active.
+	SupersededBy []string
+	// Verify are the IDs of the `paddock verify` checks that prove a live
+	// rule on the running cluster ("V09"); every live rule names at least
+	// one, and a test in package verify fails when a named check does not
+	// exist.
+	Verify []string
 
 	check func(c *checker)
 }
@@ -103,6 +116,8 @@ func register(r Rule) {
 		panic("policy: rule " + r.ID + " has no severity")
 	case (r.Kind == Static) != (r.check != nil):
 		panic("policy: rule " + r.ID + ": static rules, and only they, have a check")
+	case (r.Kind == Live) != (len(r.Verify) > 0):
+		panic("policy: rule " + r.ID + ": live rules, and only they, name the verify checks that prove them")
 	}
 	registry[r.ID] = &r
 }

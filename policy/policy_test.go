@@ -17,7 +17,7 @@ import (
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/policy"
 	"github.com/paddock-platform/paddock/schemas"
-	"github.com/paddock-platform/paddock/schemas/schemastest"
+	"github.com/paddock-platform/paddock/schemas/specgen"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -645,7 +645,8 @@ func TestSARIF(t *testing.T) {
 // lines. Target: under 20 ms for 1,000 lines, linear as the spec grows.
 func BenchmarkValidate(b *testing.B) {
 	for _, n := range []int{1000, 5000, 10000} {
-		src := []byte(schemastest.GenerateSpec(n))
+		spec, _ := specgen.OfLines(n)
+		src := []byte(spec)
 		b.Run(fmt.Sprintf("lines=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(src)))
@@ -665,7 +666,8 @@ func BenchmarkValidate(b *testing.B) {
 
 // BenchmarkCheck is policy alone, on the model of a 10k-line spec.
 func BenchmarkCheck(b *testing.B) {
-	p, diags := schemas.LoadSource("bench.hcl", []byte(schemastest.GenerateSpec(10000)), schemas.LoadOptions{Environ: []string{}})
+	spec, _ := specgen.OfLines(10000)
+	p, diags := schemas.LoadSource("bench.hcl", []byte(spec), schemas.LoadOptions{Environ: []string{}})
 	if p == nil {
 		b.Fatal(diags)
 	}

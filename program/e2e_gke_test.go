@@ -1,7 +1,7 @@
 //go:build gke
 
 // Real-GKE end-to-end test of the spec path (terratest): an HCL spec of target
-// "gke" goes through the loader and the policy gate (project.LoadSpec) and
+// "gke" goes through the loader and the policy gate (specload.Load) and
 // program.New runs it with the Automation API against a real GCP project:
 // cloud and cluster in one `up`, then the in-cluster layer on the new cluster.
 // It checks the result with kubectl and destroys everything. It costs money
@@ -37,9 +37,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 
-	gcpspec "github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/program"
-	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/specload"
+	"github.com/paddock-platform/paddock/targets"
 )
 
 // e2eSpec is the spec the test provisions: one gVisor pool, one tenant whose
@@ -140,11 +141,11 @@ func TestGKESpecEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var report bytes.Buffer
-	p, err := project.LoadSpec(dir, project.SpecOptions{}, &report)
+	p, err := specload.Load(dir, specload.Options{}, &report)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, report.String())
 	}
-	if err := project.ResolveTarget(ctx, p); err != nil {
+	if err := targets.Resolve(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 
@@ -209,7 +210,7 @@ func TestGKESpecEndToEnd(t *testing.T) {
 	if err != nil || ann != gsa {
 		t.Errorf("agent-orchestrator annotation %q (%v), want %q", ann, err, gsa)
 	}
-	if ann, _ := k8s.RunKubectlAndGetOutputE(t, kube, "get", "serviceaccount", "agent-runtime", "-o", "jsonpath={.metadata.annotations}"); strings.Contains(ann, gcpspec.KSAAnnotation) {
+	if ann, _ := k8s.RunKubectlAndGetOutputE(t, kube, "get", "serviceaccount", "agent-runtime", "-o", "jsonpath={.metadata.annotations}"); strings.Contains(ann, gcpinputs.KSAAnnotation) {
 		t.Errorf("agent-runtime annotated: %s", ann)
 	}
 	// GKE's own gvisor RuntimeClass serves the template; the warm pool's

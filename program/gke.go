@@ -8,7 +8,7 @@ import (
 
 	"github.com/paddock-platform/paddock/components"
 	gcplayer "github.com/paddock-platform/paddock/components/gcp"
-	"github.com/paddock-platform/paddock/components/gcp/frommodel"
+	"github.com/paddock-platform/paddock/gcpinputs/frommodel"
 	"github.com/paddock-platform/paddock/model"
 )
 

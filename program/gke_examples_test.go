@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/paddock-platform/paddock/components/gcp/kata"
-	gcpspec "github.com/paddock-platform/paddock/components/gcp/spec"
 	"github.com/paddock-platform/paddock/components/pulumitest"
+	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/program"
 )
@@ -106,7 +106,7 @@ func TestMockGKEKataExample(t *testing.T) {
 	if !strings.Contains(kata.Image, "@sha256:") {
 		t.Errorf("kata-deploy image %s is not pinned by digest", kata.Image)
 	}
-	if got := ds.StringMapAt(t, "spec.template.spec.nodeSelector"); !reflect.DeepEqual(got, map[string]string{gcpspec.IsolationKey: gcpspec.IsolationKVM}) {
+	if got := ds.StringMapAt(t, "spec.template.spec.nodeSelector"); !reflect.DeepEqual(got, map[string]string{gcpinputs.IsolationKey: gcpinputs.IsolationKVM}) {
 		t.Errorf("kata-deploy node selector %v", got)
 	}
 	// The spec declares its Kata runtime class: it is the only one, and the
@@ -237,7 +237,7 @@ func checkGKE(t *testing.T, p *model.Platform, m *pulumitest.Mocks) {
 	c := m.Find(t, "gcp:container/cluster:Cluster", name)
 	c.WantString(t, "project", project)
 	c.WantBool(t, "privateClusterConfig.enablePrivateNodes", true)
-	c.WantString(t, "privateClusterConfig.masterIpv4CidrBlock", gcpspec.DefaultMasterCIDR)
+	c.WantString(t, "privateClusterConfig.masterIpv4CidrBlock", gcpinputs.DefaultMasterCIDR)
 	var cidrs []string
 	for _, b := range c.ObjectsAt(t, "masterAuthorizedNetworksConfig.cidrBlocks") {
 		cidrs = append(cidrs, b["cidrBlock"])
@@ -282,11 +282,11 @@ func checkGKE(t *testing.T, p *model.Platform, m *pulumitest.Mocks) {
 			r.WantString(t, "nodeConfig.imageType", "COS_CONTAINERD")
 			// GKE labels and taints gVisor nodes itself: no copy of its own.
 			for _, tt := range r.ObjectsAt(t, "nodeConfig.taints") {
-				if tt["key"] == gcpspec.GKESandboxKey {
+				if tt["key"] == gcpinputs.GKESandboxKey {
 					t.Errorf("pool %s duplicates GKE's sandbox taint", np.Name)
 				}
 			}
-			if _, ok := r.StringMapAt(t, "nodeConfig.labels")[gcpspec.GKESandboxKey]; ok {
+			if _, ok := r.StringMapAt(t, "nodeConfig.labels")[gcpinputs.GKESandboxKey]; ok {
 				t.Errorf("pool %s sets GKE's sandbox label", np.Name)
 			}
 		case model.IsolationKVM:
@@ -295,15 +295,15 @@ func checkGKE(t *testing.T, p *model.Platform, m *pulumitest.Mocks) {
 			if series := strings.SplitN(np.MachineType, "-", 2)[0]; !slices.Contains([]string{"n1", "n2", "c2", "c3"}, series) {
 				t.Errorf("KVM pool %s on series %s", np.Name, series)
 			}
-			if got := r.StringMapAt(t, "nodeConfig.labels")[gcpspec.IsolationKey]; got != gcpspec.IsolationKVM {
-				t.Errorf("KVM pool %s label %s=%q", np.Name, gcpspec.IsolationKey, got)
+			if got := r.StringMapAt(t, "nodeConfig.labels")[gcpinputs.IsolationKey]; got != gcpinputs.IsolationKVM {
+				t.Errorf("KVM pool %s label %s=%q", np.Name, gcpinputs.IsolationKey, got)
 			}
 			found := false
 			for _, tt := range r.ObjectsAt(t, "nodeConfig.taints") {
-				found = found || tt["key"] == gcpspec.IsolationKey && tt["value"] == gcpspec.IsolationKVM && tt["effect"] == "NO_SCHEDULE"
+				found = found || tt["key"] == gcpinputs.IsolationKey && tt["value"] == gcpinputs.IsolationKVM && tt["effect"] == "NO_SCHEDULE"
 			}
 			if !found && !np.Shared {
-				t.Errorf("KVM pool %s is not tainted %s=kvm:NoSchedule", np.Name, gcpspec.IsolationKey)
+				t.Errorf("KVM pool %s is not tainted %s=kvm:NoSchedule", np.Name, gcpinputs.IsolationKey)
 			}
 		}
 	}
@@ -320,7 +320,7 @@ func checkGKE(t *testing.T, p *model.Platform, m *pulumitest.Mocks) {
 			wis++
 			key := tn.Namespace + "/" + wi.ServiceAccount
 			gsa := m.Find(t, "gcp:serviceaccount/account:Account", key)
-			id := gcpspec.ServiceAccountID(p.Name, tn.Name, wi.ServiceAccount)
+			id := gcpinputs.ServiceAccountID(p.Name, tn.Name, wi.ServiceAccount)
 			gsa.WantString(t, "accountId", id)
 			gsa.WantString(t, "project", project)
 			email := id + "@" + project + ".iam.gserviceaccount.com"
@@ -346,7 +346,7 @@ func checkGKE(t *testing.T, p *model.Platform, m *pulumitest.Mocks) {
 				t.Errorf("%s impersonable by %v, want exactly %v", key, members, want)
 			}
 			ksa := m.Find(t, "kubernetes:core/v1:ServiceAccount", key)
-			if got := ksa.StringMapAt(t, "metadata.annotations")[gcpspec.KSAAnnotation]; got != email {
+			if got := ksa.StringMapAt(t, "metadata.annotations")[gcpinputs.KSAAnnotation]; got != email {
 				t.Errorf("KSA %s annotated %q, want the Google service account the GCP layer creates, %q", key, got, email)
 			}
 		}
@@ -497,16 +497,16 @@ func checkRuntimeClass(t *testing.T, p *model.Platform, m *pulumitest.Mocks, rc 
 		t.Fatalf("runtime class %s names no registered pool", rc.Name)
 	}
 	nodeLabels := pool.StringMapAt(t, "nodeConfig.labels")
-	var taints []gcpspec.Toleration
+	var taints []gcpinputs.Toleration
 	for _, tt := range pool.ObjectsAt(t, "nodeConfig.taints") {
-		taints = append(taints, gcpspec.Toleration{Key: tt["key"], Value: tt["value"], Effect: tt["effect"]})
+		taints = append(taints, gcpinputs.Toleration{Key: tt["key"], Value: tt["value"], Effect: tt["effect"]})
 	}
 	if iso == model.IsolationGVisor { // GKE's own, on every gVisor node
-		nodeLabels[gcpspec.GKESandboxKey] = "gvisor"
-		taints = append(taints, gcpspec.Toleration{Key: gcpspec.GKESandboxKey, Value: "gvisor", Effect: "NO_SCHEDULE"})
+		nodeLabels[gcpinputs.GKESandboxKey] = "gvisor"
+		taints = append(taints, gcpinputs.Toleration{Key: gcpinputs.GKESandboxKey, Value: "gvisor", Effect: "NO_SCHEDULE"})
 	}
 	sel := r.StringMapAt(t, "scheduling.nodeSelector")
-	for k, v := range gcpspec.IsolationScheduling(iso).NodeSelector {
+	for k, v := range gcpinputs.IsolationScheduling(iso).NodeSelector {
 		if sel[k] != v {
 			t.Errorf("runtime class %s node selector %v lacks the isolation's %s=%s", rc.Name, sel, k, v)
 		}
@@ -521,7 +521,7 @@ func checkRuntimeClass(t *testing.T, p *model.Platform, m *pulumitest.Mocks, rc 
 		ok := false
 		for _, tol := range tols {
 			ok = ok || tol["key"] == taint.Key && (tol["operator"] == "Exists" || tol["value"] == taint.Value) &&
-				(tol["effect"] == "" || gcpspec.GKETaintEffect(tol["effect"]) == taint.Effect)
+				(tol["effect"] == "" || gcpinputs.GKETaintEffect(tol["effect"]) == taint.Effect)
 		}
 		if !ok {
 			t.Errorf("runtime class %s does not tolerate %s=%s:%s of pool %s", rc.Name, taint.Key, taint.Value, taint.Effect, rc.NodePool)
@@ -529,11 +529,11 @@ func checkRuntimeClass(t *testing.T, p *model.Platform, m *pulumitest.Mocks, rc 
 	}
 	if shim := model.KataShim(rc.Handler); iso == model.IsolationKVM && rc.OverheadCPU == "" {
 		t.Errorf("Kata runtime class %s has no overhead", rc.Name)
-	} else if o, ok := gcpspec.KataOverhead[shim]; ok && iso == model.IsolationKVM {
+	} else if cpu, mem, ok := gcpinputs.KataOverhead(shim); ok && iso == model.IsolationKVM {
 		r.WantString(t, "overhead.podFixed.cpu", rc.OverheadCPU)
 		r.WantString(t, "overhead.podFixed.memory", rc.OverheadMemory)
-		if rc.Attrs["overhead"].Line == 0 && (rc.OverheadCPU != o[0] || rc.OverheadMemory != o[1]) {
-			t.Errorf("runtime class %s default overhead %s/%s, the GCP layer's is %v", rc.Name, rc.OverheadCPU, rc.OverheadMemory, o)
+		if rc.Attrs["overhead"].Line == 0 && (rc.OverheadCPU != cpu || rc.OverheadMemory != mem) {
+			t.Errorf("runtime class %s default overhead %s/%s, the GCP layer's is %s/%s", rc.Name, rc.OverheadCPU, rc.OverheadMemory, cpu, mem)
 		}
 	}
 }

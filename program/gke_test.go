@@ -2,7 +2,7 @@ package program_test
 
 // Mock tests of the whole program of target "gke", per example spec: each
 // spec is loaded and gated through the real loader and policy
-// (project.LoadSpec), then program.New runs under pulumi.WithMocks, which
+// (specload.Load), then program.New runs under pulumi.WithMocks, which
 // records every registration and returns the inputs as state (plus the few
 // outputs GCP computes: the cluster's endpoint and CA, service account
 // emails, sink writer identities). They prove what Paddock asks GCP and the
@@ -19,7 +19,8 @@ import (
 	"github.com/paddock-platform/paddock/components/pulumitest"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/program"
-	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/specload"
+	"github.com/paddock-platform/paddock/targets"
 )
 
 var testNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -29,11 +30,11 @@ var testNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 func runExample(t *testing.T, dir string) (*model.Platform, *pulumitest.Mocks) {
 	t.Helper()
 	var report bytes.Buffer
-	p, err := project.LoadSpec(dir, project.SpecOptions{Now: testNow}, &report)
+	p, err := specload.Load(dir, specload.Options{Now: testNow}, &report)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", dir, err, report.String())
 	}
-	if err := project.ResolveTarget(t.Context(), p); err != nil {
+	if err := targets.Resolve(t.Context(), p); err != nil {
 		t.Fatalf("resolve target: %v", err)
 	}
 	m := &pulumitest.Mocks{Outputs: pulumitest.GCPOutputs}

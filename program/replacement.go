@@ -12,8 +12,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	gcplayer "github.com/paddock-platform/paddock/components/gcp"
-	"github.com/paddock-platform/paddock/components/gcp/replacement"
-	gcpspec "github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/gcpinputs/replacement"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -63,7 +63,7 @@ func (e *ReplacementError) Error() string {
 // GuardReplacements compares the GKE cluster and node pools the stack's state
 // recorded (state, as `pulumi stack export` gives it) with those the program
 // registers for p now, input by input, against the pinned provider's
-// replacement rules (components/gcp/replacement): a pure comparison, made
+// replacement rules (gcpinputs/replacement): a pure comparison, made
 // before the engine runs, that needs no GCP. It returns a *ReplacementError
 // for a replacement the spec does not allow (cluster { allow_replacement }),
 // and notices for what the update itself cannot do (the anetd restart that
@@ -275,7 +275,7 @@ func (r *inputRecorder) NewResource(args pulumi.MockResourceArgs) (string, resou
 	case "gcp:serviceaccount/account:Account":
 		id, project := state["accountId"], state["project"]
 		if id.IsString() && project.IsString() {
-			email := gcpspec.ServiceAccountEmail(id.StringValue(), project.StringValue())
+			email := gcpinputs.ServiceAccountEmail(id.StringValue(), project.StringValue())
 			state["email"] = resource.NewStringProperty(email)
 			state["member"] = resource.NewStringProperty("serviceAccount:" + email)
 		}

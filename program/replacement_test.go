@@ -24,11 +24,11 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	gcplayer "github.com/paddock-platform/paddock/components/gcp"
-	"github.com/paddock-platform/paddock/components/gcp/replacement"
 	"github.com/paddock-platform/paddock/components/pulumitest"
+	"github.com/paddock-platform/paddock/gcpinputs/replacement"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/program"
-	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/specload"
 )
 
 // guardSpec is a GKE platform; the fields vary it.
@@ -118,7 +118,7 @@ func loadGuardSpec(t *testing.T, g guardSpec) *model.Platform {
 		t.Fatal(err)
 	}
 	var report bytes.Buffer
-	p, err := project.LoadSpec(dir, project.SpecOptions{Now: testNow}, &report)
+	p, err := specload.Load(dir, specload.Options{Now: testNow}, &report)
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, report.String(), g.hcl())
 	}

@@ -26,7 +26,7 @@ func FromContext(ctx *pulumi.Context) (*Config, error) {
 }
 
 // Program is the Pulumi program of a platform repository: it reads the
-// stack's config, loads and gates the spec it names (LoadSpec, writing
+// stack's config, loads and gates the spec it names (specload.Load, writing
 // diagnostics and the policy report to errOut), resolves the target and runs
 // program.New. Relative paths in the config are taken from the project root
 // (where Pulumi.yaml is), which the engine reports to the program. `pulumi up`

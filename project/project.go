@@ -5,7 +5,7 @@
 // `paddock up --stack` run (Program). A stack's config names the spec, its
 // variables (secret ones through Pulumi config secrets) and, optionally, the
 // cluster; the spec is loaded and gated by policy exactly as the CLI does
-// (LoadSpec), so both paths provision the same resource graph.
+// (specload.Load), so both paths provision the same resource graph.
 package project
 
 import (
@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/paddock-platform/paddock/specload"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 )
 
@@ -37,7 +38,7 @@ const (
 	KeyVarFiles = "paddock:varFiles"
 	// KeyTarget optionally points the spec's local or kubeconfig target at
 	// another cluster: {"kubeconfig": PATH, "context": NAME}.
-	KeyTarget = "paddock:target"
+	KeyTarget = specload.TargetConfigKey
 )
 
 // Keys are every key this package reads, in the order a person would write them.
@@ -48,12 +49,6 @@ var Keys = []string{KeySpec, KeyVars, KeySecretVars, KeyVarFiles, KeyTarget}
 type Value struct {
 	Value  string
 	Secret bool
-}
-
-// Target retargets a stack's platform onto a cluster reached through a kubeconfig.
-type Target struct {
-	Kubeconfig string `json:"kubeconfig,omitempty"`
-	Context    string `json:"context,omitempty"`
 }
 
 // Config is a stack's paddock:* config.
@@ -68,7 +63,7 @@ type Config struct {
 	// VarFiles are vars files as written in the stack file.
 	VarFiles []string
 	// Target, when set, overrides the spec's target cluster.
-	Target *Target
+	Target *specload.Target
 }
 
 // Parse reads the paddock:* keys of a stack's config (keys of other
@@ -128,7 +123,7 @@ func Parse(values map[string]Value) (*Config, error) {
 	if v, ok := values[KeyTarget]; ok {
 		dec := json.NewDecoder(strings.NewReader(v.Value))
 		dec.DisallowUnknownFields()
-		var t Target
+		var t specload.Target
 		if err := dec.Decode(&t); err != nil {
 			return nil, fmt.Errorf(`%s must be an object {"kubeconfig": PATH, "context": NAME}: %w`, KeyTarget, err)
 		}

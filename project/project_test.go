@@ -16,8 +16,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/program"
+	"github.com/paddock-platform/paddock/specload"
+	"github.com/paddock-platform/paddock/targets"
 )
 
 func repoRoot(t *testing.T) string {
@@ -146,7 +147,7 @@ func TestCommittedStacksLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			p, err := LoadSpec(c.SpecDir(root), c.SpecOptions(root), &out)
+			p, err := specload.Load(c.SpecDir(root), c.SpecOptions(root), &out)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
@@ -154,39 +155,6 @@ func TestCommittedStacksLoad(t *testing.T) {
 				t.Errorf("stack %s provisions platform %q: name them alike", stack, p.Name)
 			}
 		})
-	}
-}
-
-func TestLoadSpecSecrets(t *testing.T) {
-	root := repoRoot(t)
-	secret := "https://otel.example.com/ingest/7d1e0b3c8f9c2a77"
-	var out bytes.Buffer
-	p, err := LoadSpec(filepath.Join(root, "examples", "team-platform"), SpecOptions{
-		Vars:      map[string]string{"platform_name": "team-a", "telemetry_url": secret, "image": "x"},
-		Sensitive: []string{secret},
-	}, &out)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	if !p.IsSensitive(secret) {
-		t.Fatal("a value from a secret is not marked sensitive in the model")
-	}
-	if strings.Contains(out.String(), secret) {
-		t.Fatalf("the report shows the secret:\n%s", out.String())
-	}
-}
-
-func TestRetarget(t *testing.T) {
-	p := &model.Platform{Target: model.Target{Kind: model.TargetLocal}}
-	if err := retarget(p, &Target{Context: "x"}); err == nil {
-		t.Fatal("a local target moved to a context without a kubeconfig")
-	}
-	if err := retarget(p, &Target{Kubeconfig: "/k", Context: "c"}); err != nil || p.Target.Kind != model.TargetKubeconfig || p.Target.Kubeconfig != "/k" || p.Target.Context != "c" {
-		t.Fatalf("retarget: %v %+v", err, p.Target)
-	}
-	g := &model.Platform{Target: model.Target{Kind: model.TargetGKE}}
-	if err := retarget(g, &Target{Kubeconfig: "/k"}); err == nil {
-		t.Fatal("a gke target was retargeted")
 	}
 }
 
@@ -260,11 +228,11 @@ func TestBothPathsSameGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := c.AllVars()
-	p, err := LoadSpec(filepath.Join(root, "examples", "team-platform"), SpecOptions{Vars: vars, Target: c.Target, Sensitive: c.SensitiveValues()}, &bytes.Buffer{})
+	p, err := specload.Load(filepath.Join(root, "examples", "team-platform"), specload.Options{Vars: vars, Target: c.Target, Sensitive: c.SensitiveValues()}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ResolveTarget(t.Context(), p); err != nil {
+	if err := targets.Resolve(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(pulumi.EnvConfig, "")
@@ -297,26 +265,5 @@ func TestBothPathsSameGraph(t *testing.T) {
 	}
 	if secrets != 2 {
 		t.Errorf("%d resources hold the secret, want the 2 templates", secrets)
-	}
-}
-
-// A GKE target needs no kubeconfig: the program creates the cluster and
-// reaches it through the provider made from its outputs, in the same run.
-func TestResolveTargetGKE(t *testing.T) {
-	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
-	p, err := LoadSpec(filepath.Join(repoRoot(t), "examples", "gke-kata"), SpecOptions{}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ResolveTarget(t.Context(), p); err != nil {
-		t.Fatalf("gke target refused: %v", err)
-	}
-	if p.Target.Kubeconfig != "" || p.Target.Kind != model.TargetGKE {
-		t.Errorf("target %+v", p.Target)
-	}
-	// Unknown kinds still are.
-	p.Target.Kind = "eks"
-	if err := ResolveTarget(t.Context(), p); err == nil || !strings.Contains(err.Error(), "cannot be provisioned") {
-		t.Errorf("unknown target kind: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 // Package render writes the platform's objects as plain YAML for GitOps (Argo CD,
 // Flux, kustomize): one file per concept plus a kustomization.yaml, in a stable
-// order. The objects are exactly those `paddock up` applies (components/objects),
+// order. The objects are exactly those `paddock up` applies (manifests),
 // less Pulumi's own pulumi.com/* annotations, which mean nothing to other tools.
 package render
 
@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -55,7 +55,7 @@ func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
 
 // Files renders the platform into file name -> content, kustomization.yaml included.
 func Files(p *model.Platform) (map[string][]byte, []string, error) {
-	groups, err := objects.Platform(p)
+	groups, err := manifests.Platform(p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,7 +122,7 @@ func ToDir(p *model.Platform, dir string) ([]string, error) {
 
 // All is every object in one stream, in apply order.
 func All(p *model.Platform) ([]*unstructured.Unstructured, error) {
-	groups, err := objects.Platform(p)
+	groups, err := manifests.Platform(p)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -37,7 +37,7 @@ func Sensitive(p *model.Platform) ([]SensitiveValue, error) {
 	if len(values) == 0 {
 		return nil, nil
 	}
-	groups, err := objects.Platform(p)
+	groups, err := manifests.Platform(p)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@
 //
 // Policy (package policy) runs on the model afterwards; nothing after this
 // package reads HCL. For target "gke" policy also runs the GCP layer's
-// validity rules (GCP-001..017, package components/gcp/rules) on the model
+// validity rules (GCP-001..017, package gcpinputs/rules) on the model
 // mapped to the GCP layer's inputs, with the ranges of the arguments they
 // concern; the decoder leaves those checks (nested virtualisation of a machine
 // series, FQDN policy without Dataplane V2, ...) to them.

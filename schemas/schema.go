@@ -174,10 +174,10 @@ var tolerationSpec = &blockSpec{
 	Type: blockToleration, Repeat: true,
 	Doc: "A toleration sandbox pods of this runtime class get, for the taint of the nodes that provide it.",
 	Attrs: []attrSpec{
-		{Name: "key", Kind: kString, Doc: "The taint key. Required unless operator is \"Exists\"."},
-		{Name: "operator", Kind: kString, Enum: tolerationOperators, Default: "Equal", Doc: "\"Equal\" matches the taint's value, \"Exists\" any value."},
-		{Name: "value", Kind: kString, Doc: "The taint value (operator \"Equal\")."},
-		{Name: "effect", Kind: kString, Enum: taintEffects, Doc: "The taint effect; leave out to tolerate every effect."},
+		{Name: argKey, Kind: kString, Doc: "The taint key. Required unless operator is \"Exists\"."},
+		{Name: argOperator, Kind: kString, Enum: tolerationOperators, Default: "Equal", Doc: "\"Equal\" matches the taint's value, \"Exists\" any value."},
+		{Name: argValue, Kind: kString, Doc: "The taint value (operator \"Equal\")."},
+		{Name: argEffect, Kind: kString, Enum: taintEffects, Doc: "The taint effect; leave out to tolerate every effect."},
 	},
 }
 
@@ -185,9 +185,9 @@ var resourcesSpec = &blockSpec{
 	Type: blockResources,
 	Doc:  "Per-container requests and limits. Anything left out takes the hardened default.",
 	Attrs: []attrSpec{
-		{Name: "requests", Kind: kQuantityMap, Doc: "Requests by resource: cpu, memory, ephemeral_storage.", Default: `{ cpu = "250m", memory = "512Mi", ephemeral_storage = "1Gi" }`},
-		{Name: "limits", Kind: kQuantityMap, Doc: "Limits by resource: cpu, memory, ephemeral_storage.", Default: `{ cpu = "1", memory = "1Gi", ephemeral_storage = "2Gi" }`},
-		{Name: "unbounded", Kind: kStringList, Enum: resourceKeys, Doc: "LOOSENS: resources that get no limit at all.", Rules: []string{"PDK-308"}},
+		{Name: argRequests, Kind: kQuantityMap, Doc: "Requests by resource: cpu, memory, ephemeral_storage.", Default: `{ cpu = "250m", memory = "512Mi", ephemeral_storage = "1Gi" }`},
+		{Name: argLimits, Kind: kQuantityMap, Doc: "Limits by resource: cpu, memory, ephemeral_storage.", Default: `{ cpu = "1", memory = "1Gi", ephemeral_storage = "2Gi" }`},
+		{Name: argUnbounded, Kind: kStringList, Enum: resourceKeys, Doc: "LOOSENS: resources that get no limit at all.", Rules: []string{"PDK-308"}},
 	},
 }
 
@@ -195,10 +195,10 @@ var workspaceSpec = &blockSpec{
 	Type: blockWorkspace,
 	Doc:  "The sandbox's working volume, one per sandbox: never shared between sessions.",
 	Attrs: []attrSpec{
-		{Name: "kind", Kind: kString, Enum: []string{"ephemeral", "persistent"}, Default: "ephemeral", Doc: "\"ephemeral\": an emptyDir, gone with the pod. \"persistent\": a volume claim per sandbox, deleted with the sandbox."},
-		{Name: "size", Kind: kQuantity, Default: "5Gi", Doc: "Size limit (ephemeral) or requested size (persistent)."},
-		{Name: "mount_path", Kind: kString, Default: "/workspace", Doc: "Where the workspace is mounted."},
-		{Name: "storage_class", Kind: kString, Doc: "Storage class of a persistent workspace (default: the cluster's)."},
+		{Name: argKind, Kind: kString, Enum: []string{"ephemeral", "persistent"}, Default: "ephemeral", Doc: "\"ephemeral\": an emptyDir, gone with the pod. \"persistent\": a volume claim per sandbox, deleted with the sandbox."},
+		{Name: argSize, Kind: kQuantity, Default: "5Gi", Doc: "Size limit (ephemeral) or requested size (persistent)."},
+		{Name: argMountPath, Kind: kString, Default: "/workspace", Doc: "Where the workspace is mounted."},
+		{Name: argStorageClass, Kind: kString, Doc: "Storage class of a persistent workspace (default: the cluster's)."},
 	},
 }
 
@@ -206,9 +206,9 @@ var secretEnvSpec = &blockSpec{
 	Type: blockSecretEnv, Label: "name", Name: nameEnvVar, What: "environment variable", Repeat: true,
 	Doc: "An environment variable read from a Secret in the tenant's namespace. It fails closed: no Secret, no sandbox.",
 	Attrs: []attrSpec{
-		{Name: "secret", Kind: kString, Doc: "The Secret's name."},
-		{Name: "key", Kind: kString, Doc: "The key in the Secret."},
-		{Name: "optional", Kind: kBool, Default: "false", Doc: "LOOSENS: start the sandbox without the Secret.", Rules: []string{"PDK-601"}},
+		{Name: argSecret, Kind: kString, Doc: "The Secret's name."},
+		{Name: argKey, Kind: kString, Doc: "The key in the Secret."},
+		{Name: argOptional, Kind: kBool, Default: "false", Doc: "LOOSENS: start the sandbox without the Secret.", Rules: []string{"PDK-601"}},
 	},
 }
 
@@ -216,20 +216,20 @@ var templateSpec = &blockSpec{
 	Type: blockTemplate, Label: "name", Name: nameDNSLabel, What: "template", Repeat: true,
 	Doc: "A hardened SandboxTemplate: non-root, seccomp RuntimeDefault, no privilege escalation, read-only root, no capabilities, no service account token. The arguments marked LOOSENS undo one of those; policy flags each.",
 	Attrs: []attrSpec{
-		{Name: "image", Kind: kString, Doc: "The agent runtime image. Pin a tag or digest."},
-		{Name: "command", Kind: kStringList, Doc: "The container's command."},
-		{Name: "args", Kind: kStringList, Doc: "The container's arguments."},
-		{Name: "runtime_class", Kind: kString, Doc: "The runtime_class sandboxes run under (gVisor or Kata). Leaving it out runs generated code on the host kernel.", Rules: []string{"PDK-301"}},
-		{Name: "run_as_user", Kind: kNumber, Default: "10001", Doc: "The UID the sandbox runs as; never 0."},
-		{Name: "tmp_size", Kind: kQuantity, Default: "512Mi", Doc: "Size of the writable /tmp (the root filesystem is read-only)."},
-		{Name: "env", Kind: kStringMap, Doc: "Plain environment variables. Never put credentials here: use secret_env."},
-		{Name: "run_as_non_root", Kind: kBool, Default: "true", Doc: "LOOSENS when false: allow root.", Rules: []string{"PDK-303"}},
-		{Name: "allow_privilege_escalation", Kind: kBool, Default: "false", Doc: "LOOSENS when true.", Rules: []string{"PDK-305"}},
-		{Name: "privileged", Kind: kBool, Default: "false", Doc: "LOOSENS when true: a privileged container.", Rules: []string{"PDK-305"}},
-		{Name: "read_only_root", Kind: kBool, Default: "true", Doc: "LOOSENS when false: a writable root filesystem.", Rules: []string{"PDK-306"}},
-		{Name: "add_capabilities", Kind: kStringList, Doc: "LOOSENS: Linux capabilities added back after dropping ALL.", Rules: []string{"PDK-307"}},
-		{Name: "seccomp_profile", Kind: kString, Default: "RuntimeDefault", Doc: "\"RuntimeDefault\", \"Localhost/<profile>\", or (LOOSENS) \"Unconfined\".", Rules: []string{"PDK-304"}},
-		{Name: "automount_token", Kind: kBool, Default: "false", Doc: "LOOSENS when true: mount the agent's service account token.", Rules: []string{"PDK-201"}},
+		{Name: argImage, Kind: kString, Doc: "The agent runtime image. Pin a tag or digest."},
+		{Name: argCommand, Kind: kStringList, Doc: "The container's command."},
+		{Name: argArgs, Kind: kStringList, Doc: "The container's arguments."},
+		{Name: argRuntimeClass, Kind: kString, Doc: "The runtime_class sandboxes run under (gVisor or Kata). Leaving it out runs generated code on the host kernel.", Rules: []string{"PDK-301"}},
+		{Name: argRunAsUser, Kind: kNumber, Default: "10001", Doc: "The UID the sandbox runs as; never 0."},
+		{Name: argTmpSize, Kind: kQuantity, Default: "512Mi", Doc: "Size of the writable /tmp (the root filesystem is read-only)."},
+		{Name: argEnv, Kind: kStringMap, Doc: "Plain environment variables. Never put credentials here: use secret_env."},
+		{Name: argRunAsNonRoot, Kind: kBool, Default: "true", Doc: "LOOSENS when false: allow root.", Rules: []string{"PDK-303"}},
+		{Name: argAllowPrivilegeEscalation, Kind: kBool, Default: "false", Doc: "LOOSENS when true.", Rules: []string{"PDK-305"}},
+		{Name: argPrivileged, Kind: kBool, Default: "false", Doc: "LOOSENS when true: a privileged container.", Rules: []string{"PDK-305"}},
+		{Name: argReadOnlyRoot, Kind: kBool, Default: "true", Doc: "LOOSENS when false: a writable root filesystem.", Rules: []string{"PDK-306"}},
+		{Name: argAddCapabilities, Kind: kStringList, Doc: "LOOSENS: Linux capabilities added back after dropping ALL.", Rules: []string{"PDK-307"}},
+		{Name: argSeccompProfile, Kind: kString, Default: "RuntimeDefault", Doc: "\"RuntimeDefault\", \"Localhost/<profile>\", or (LOOSENS) \"Unconfined\".", Rules: []string{"PDK-304"}},
+		{Name: argAutomountToken, Kind: kBool, Default: "false", Doc: "LOOSENS when true: mount the agent's service account token.", Rules: []string{"PDK-201"}},
 	},
 	Blocks: []*blockSpec{resourcesSpec, workspaceSpec, secretEnvSpec},
 }
@@ -238,8 +238,8 @@ var warmPoolSpec = &blockSpec{
 	Type: blockWarmPool, Label: "name", Name: nameDNSLabel, What: "warm pool", Repeat: true,
 	Doc: "Pre-created sandboxes of one template of this tenant. A claimed sandbox serves one session and is deleted, never returned.",
 	Attrs: []attrSpec{
-		{Name: "template", Kind: kString, Doc: "The template of this tenant it keeps warm."},
-		{Name: "replicas", Kind: kNumber, Default: "1", Doc: "How many sandboxes to keep ready (0 to 100)."},
+		{Name: argTemplate, Kind: kString, Doc: "The template of this tenant it keeps warm."},
+		{Name: argReplicas, Kind: kNumber, Default: "1", Doc: "How many sandboxes to keep ready (0 to 100)."},
 	},
 }
 
@@ -247,13 +247,13 @@ var quotaSpec = &blockSpec{
 	Type: blockQuota,
 	Doc:  "The namespace's ResourceQuota: caps the tenant's whole fleet, so a runaway loop hurts only this tenant.",
 	Attrs: []attrSpec{
-		{Name: "pods", Kind: kNumber, Default: "20", Doc: "Maximum pods."},
-		{Name: "cpu", Kind: kQuantity, Default: "8", Doc: "Maximum sum of CPU limits."},
-		{Name: "memory", Kind: kQuantity, Default: "16Gi", Doc: "Maximum sum of memory limits."},
-		{Name: "ephemeral_storage", Kind: kQuantity, Default: "20Gi", Doc: "Maximum sum of ephemeral storage limits."},
-		{Name: "pvcs", Kind: kNumber, Default: "20", Doc: "Maximum persistent volume claims."},
-		{Name: "storage", Kind: kQuantity, Default: "100Gi", Doc: "Maximum sum of persistent storage requests."},
-		{Name: "enabled", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no quota at all.", Rules: []string{"PDK-103"}},
+		{Name: argPods, Kind: kNumber, Default: "20", Doc: "Maximum pods."},
+		{Name: argCpu, Kind: kQuantity, Default: "8", Doc: "Maximum sum of CPU limits."},
+		{Name: argMemory, Kind: kQuantity, Default: "16Gi", Doc: "Maximum sum of memory limits."},
+		{Name: argEphemeralStorage, Kind: kQuantity, Default: "20Gi", Doc: "Maximum sum of ephemeral storage limits."},
+		{Name: argPvcs, Kind: kNumber, Default: "20", Doc: "Maximum persistent volume claims."},
+		{Name: argStorage, Kind: kQuantity, Default: "100Gi", Doc: "Maximum sum of persistent storage requests."},
+		{Name: argEnabled, Kind: kBool, Default: "true", Doc: "LOOSENS when false: no quota at all.", Rules: []string{"PDK-103"}},
 	},
 }
 
@@ -261,9 +261,9 @@ var limitRangeSpec = &blockSpec{
 	Type: blockLimitRange,
 	Doc:  "The namespace's LimitRange: requests and limits of any container that sets none.",
 	Attrs: []attrSpec{
-		{Name: "default", Kind: kQuantityMap, Default: `{ cpu = "1", memory = "1Gi", ephemeral_storage = "2Gi" }`, Doc: "Default limits."},
-		{Name: "default_request", Kind: kQuantityMap, Default: `{ cpu = "250m", memory = "512Mi", ephemeral_storage = "1Gi" }`, Doc: "Default requests."},
-		{Name: "enabled", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no LimitRange.", Rules: []string{"PDK-105"}},
+		{Name: argDefault, Kind: kQuantityMap, Default: `{ cpu = "1", memory = "1Gi", ephemeral_storage = "2Gi" }`, Doc: "Default limits."},
+		{Name: argDefaultRequest, Kind: kQuantityMap, Default: `{ cpu = "250m", memory = "512Mi", ephemeral_storage = "1Gi" }`, Doc: "Default requests."},
+		{Name: argEnabled, Kind: kBool, Default: "true", Doc: "LOOSENS when false: no LimitRange.", Rules: []string{"PDK-105"}},
 	},
 }
 
@@ -284,7 +284,7 @@ var workloadIdentitySpec = &blockSpec{
 		"\"orchestrator\" (agent-orchestrator) or \"agent\" (agent-runtime, the sandboxes' own identity: LOOSENS). " +
 		"Paddock creates a Google service account holding exactly the roles listed, lets only that Kubernetes service account impersonate it, and annotates the Kubernetes service account. No key is ever created.",
 	Attrs: []attrSpec{
-		{Name: "roles", Kind: kStringList, Doc: "The project roles of the Google service account, and its only ones: predefined (\"roles/storage.objectViewer\") or custom (\"projects/<project>/roles/<name>\"). Basic roles (owner, editor, viewer) are refused."},
+		{Name: argRoles, Kind: kStringList, Doc: "The project roles of the Google service account, and its only ones: predefined (\"roles/storage.objectViewer\") or custom (\"projects/<project>/roles/<name>\"). Basic roles (owner, editor, viewer) are refused."},
 	},
 }
 
@@ -292,15 +292,15 @@ var identitySpec = &blockSpec{
 	Type: blockIdentity,
 	Doc:  "The tenant's identities. The agent runtime always gets its own with zero Kubernetes permissions and no token.",
 	Attrs: []attrSpec{
-		{Name: "orchestrator", Kind: kBool, Default: "true", Doc: "Create the agent-orchestrator identity, allowed only to manage SandboxClaims and read Sandboxes of this namespace."},
+		{Name: argOrchestrator, Kind: kBool, Default: "true", Doc: "Create the agent-orchestrator identity, allowed only to manage SandboxClaims and read Sandboxes of this namespace."},
 	},
 	Blocks: []*blockSpec{workloadIdentitySpec, {
 		Type: blockToolGatewayToken,
 		Doc:  "Mount a projected, audience-bound, short-lived token into sandboxes, for an in-pod tool gateway that must call the API server.",
 		Attrs: []attrSpec{
-			{Name: "audience", Kind: kString, Default: "tool-gateway", Doc: "The only audience that accepts the token."},
-			{Name: "expiration", Kind: kDuration, Default: "1h", Doc: "Token lifetime, 10m to 24h; over 1h LOOSENS.", Rules: []string{"PDK-602"}},
-			{Name: "path", Kind: kString, Default: "/var/run/secrets/tokens", Doc: "Directory the token file is mounted in."},
+			{Name: argAudience, Kind: kString, Default: "tool-gateway", Doc: "The only audience that accepts the token."},
+			{Name: argExpiration, Kind: kDuration, Default: "1h", Doc: "Token lifetime, 10m to 24h; over 1h LOOSENS.", Rules: []string{"PDK-602"}},
+			{Name: argPath, Kind: kString, Default: "/var/run/secrets/tokens", Doc: "Directory the token file is mounted in."},
 		},
 	}},
 }
@@ -309,28 +309,28 @@ var egressSpec = &blockSpec{
 	Type: blockEgress,
 	Doc:  "Egress of the tenant's sandboxes. Ingress is always denied; egress is denied except what is listed here.",
 	Attrs: []attrSpec{
-		{Name: "dns", Kind: kBool, Default: "true", Doc: "Allow DNS to the cluster resolver (kube-system/kube-dns) only."},
-		{Name: "fqdns", Kind: kStringList, Doc: "Host names sandboxes may reach on TCP 443 (\"api.example.com\", \"*.example.com\"). Needs an FQDN-aware CNI. A wildcard over a public suffix (\"*.co.uk\", \"*.github.io\") is refused.", Rules: []string{"PDK-503", "PDK-504"}},
-		{Name: "default_deny", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no default-deny NetworkPolicy at all.", Rules: []string{"PDK-501"}},
+		{Name: argDns, Kind: kBool, Default: "true", Doc: "Allow DNS to the cluster resolver (kube-system/kube-dns) only."},
+		{Name: argFqdns, Kind: kStringList, Doc: "Host names sandboxes may reach on TCP 443 (\"api.example.com\", \"*.example.com\"). Needs an FQDN-aware CNI. A wildcard over a public suffix (\"*.co.uk\", \"*.github.io\") is refused.", Rules: []string{"PDK-503", "PDK-504"}},
+		{Name: argDefaultDeny, Kind: kBool, Default: "true", Doc: "LOOSENS when false: no default-deny NetworkPolicy at all.", Rules: []string{"PDK-501"}},
 	},
 	Blocks: []*blockSpec{
 		{
 			Type: blockAllow, Repeat: true,
 			Doc: "A CIDR and port hole in the default deny.",
 			Attrs: []attrSpec{
-				{Name: "cidr", Kind: kString, Doc: "Destination range, such as \"10.20.0.0/16\".", Rules: []string{"PDK-503", "PDK-504"}},
-				{Name: "ports", Kind: kNumberList, Doc: "Destination ports, such as [443].", Rules: []string{"PDK-502", "PDK-505"}},
-				{Name: "protocol", Kind: kString, Enum: protocols, Default: "TCP", Doc: "Protocol of the ports."},
+				{Name: argCidr, Kind: kString, Doc: "Destination range, such as \"10.20.0.0/16\".", Rules: []string{"PDK-503", "PDK-504"}},
+				{Name: argPorts, Kind: kNumberList, Doc: "Destination ports, such as [443].", Rules: []string{"PDK-502", "PDK-505"}},
+				{Name: argProtocol, Kind: kString, Enum: protocols, Default: "TCP", Doc: "Protocol of the ports."},
 			},
 		},
 		{
 			Type: blockProxy,
 			Doc:  "The egress proxy sandboxes reach the outside through; they get HTTPS_PROXY and HTTP_PROXY.",
 			Attrs: []attrSpec{
-				{Name: "url", Kind: kString, Doc: "The proxy URL, such as \"http://squid.egress.svc.cluster.local:3128\"; its port is the one sandboxes may reach.", Rules: []string{"PDK-502"}},
-				{Name: "namespace", Kind: kString, Doc: "Namespace of the proxy pods (selects them in the NetworkPolicy)."},
-				{Name: "pod_labels", Kind: kStringMap, Doc: "Labels of the proxy pods within namespace."},
-				{Name: "cidr", Kind: kString, Doc: "Address range of a proxy outside the cluster (instead of namespace).", Rules: []string{"PDK-503", "PDK-504"}},
+				{Name: argUrl, Kind: kString, Doc: "The proxy URL, such as \"http://squid.egress.svc.cluster.local:3128\"; its port is the one sandboxes may reach.", Rules: []string{"PDK-502"}},
+				{Name: argNamespace, Kind: kString, Doc: "Namespace of the proxy pods (selects them in the NetworkPolicy)."},
+				{Name: argPodLabels, Kind: kStringMap, Doc: "Labels of the proxy pods within namespace."},
+				{Name: argCidr, Kind: kString, Doc: "Address range of a proxy outside the cluster (instead of namespace).", Rules: []string{"PDK-503", "PDK-504"}},
 			},
 		},
 	},
@@ -340,9 +340,9 @@ var claimsSpec = &blockSpec{
 	Type: blockClaims,
 	Doc:  "Lifecycle of every SandboxClaim of the tenant: sessions expire even if the orchestrator forgets.",
 	Attrs: []attrSpec{
-		{Name: "ttl", Kind: kDuration, Default: "10m", Doc: "How long a finished claim is kept (ttlSecondsAfterFinished); \"none\" LOOSENS.", Rules: []string{"PDK-406"}},
-		{Name: "max_ttl", Kind: kDuration, Default: "4h", Doc: "Maximum session lifetime; \"none\" LOOSENS.", Rules: []string{"PDK-406"}},
-		{Name: "shutdown_policy", Kind: kString, Enum: shutdownPolicies, Default: "Delete", Doc: "What happens at expiry; anything but Delete LOOSENS.", Rules: []string{"PDK-407"}},
+		{Name: argTtl, Kind: kDuration, Default: "10m", Doc: "How long a finished claim is kept (ttlSecondsAfterFinished); \"none\" LOOSENS.", Rules: []string{"PDK-406"}},
+		{Name: argMaxTtl, Kind: kDuration, Default: "4h", Doc: "Maximum session lifetime; \"none\" LOOSENS.", Rules: []string{"PDK-406"}},
+		{Name: argShutdownPolicy, Kind: kString, Enum: shutdownPolicies, Default: "Delete", Doc: "What happens at expiry; anything but Delete LOOSENS.", Rules: []string{"PDK-407"}},
 	},
 }
 
@@ -350,9 +350,9 @@ var tenantSpec = &blockSpec{
 	Type: blockTenant, Label: "name", Name: nameDNSLabel, What: "tenant", Repeat: true,
 	Doc: "One trust boundary: its own restricted namespace, quota, identities, network posture, templates and warm pools. With for_each, one tenant per element, named by each.key. " + Limits()[0],
 	Attrs: []attrSpec{
-		{Name: "for_each", Kind: kAny, Doc: "A map, or a set or list of strings: one tenant per element, named by its key (each.key, each.value)."},
-		{Name: "namespace", Kind: kString, Default: "agents-<tenant>", Doc: "The tenant's namespace."},
-		{Name: "pod_security", Kind: kString, Enum: podSecurityLevels, Default: "restricted", Doc: "Pod Security Standards level the namespace enforces: \"restricted\", or \"baseline\", which LOOSENS (audit and warn stay at restricted). \"privileged\" is refused: it turns Pod Security admission off.", Rules: []string{"PDK-101"}},
+		{Name: argForEach, Kind: kAny, Doc: "A map, or a set or list of strings: one tenant per element, named by its key (each.key, each.value)."},
+		{Name: argNamespace, Kind: kString, Default: "agents-<tenant>", Doc: "The tenant's namespace."},
+		{Name: argPodSecurity, Kind: kString, Enum: podSecurityLevels, Default: "restricted", Doc: "Pod Security Standards level the namespace enforces: \"restricted\", or \"baseline\", which LOOSENS (audit and warn stay at restricted). \"privileged\" is refused: it turns Pod Security admission off.", Rules: []string{"PDK-101"}},
 	},
 	Blocks: []*blockSpec{quotaSpec, limitRangeSpec, identitySpec, egressSpec, claimsSpec, templateSpec, warmPoolSpec},
 }
@@ -361,10 +361,10 @@ var runtimeClassSpec = &blockSpec{
 	Type: blockRuntimeClass, Label: "name", Name: nameDNSLabel, What: "runtime class", Repeat: true,
 	Doc: "A sandbox runtime exposed to the scheduler (gVisor: handler \"runsc\", Kata: \"kata\"), pinned onto the nodes that provide it.",
 	Attrs: []attrSpec{
-		{Name: "handler", Kind: kString, Doc: "The runtime configured in containerd on the nodes. On target \"gke\", gVisor is \"gvisor\" (GKE Sandbox creates and owns the RuntimeClass \"gvisor\"; Paddock uses it as it is) and Kata is \"kata\", \"kata-qemu\" or \"kata-clh\" (Paddock installs the pinned kata-deploy on the kvm pools)."},
-		{Name: "node_pool", Kind: kString, Doc: "The node_pool that provides the runtime; node_selector and tolerations default to its labels and taints."},
-		{Name: "node_selector", Kind: kStringMap, Doc: "Node labels sandbox pods are scheduled onto."},
-		{Name: "overhead", Kind: kQuantityMap, Default: `Kata handlers: "kata", "kata-qemu": { cpu = "250m", memory = "320Mi" } (Paddock's conservative figure; kata-deploy 3.20.0 ships 160Mi); "kata-clh": { cpu = "250m", memory = "130Mi" } (kata-deploy's); none otherwise`, Doc: "Pod overhead of the runtime: cpu, memory. A Kata pod is a VM whose VMM and guest kernel the scheduler and quota must count."},
+		{Name: argHandler, Kind: kString, Doc: "The runtime configured in containerd on the nodes. On target \"gke\", gVisor is \"gvisor\" (GKE Sandbox creates and owns the RuntimeClass \"gvisor\"; Paddock uses it as it is) and Kata is \"kata\", \"kata-qemu\" or \"kata-clh\" (Paddock installs the pinned kata-deploy on the kvm pools)."},
+		{Name: argNodePool, Kind: kString, Doc: "The node_pool that provides the runtime; node_selector and tolerations default to its labels and taints."},
+		{Name: argNodeSelector, Kind: kStringMap, Doc: "Node labels sandbox pods are scheduled onto."},
+		{Name: argOverhead, Kind: kQuantityMap, Default: `Kata handlers: "kata", "kata-qemu": { cpu = "250m", memory = "320Mi" } (Paddock's conservative figure; kata-deploy 3.20.0 ships 160Mi); "kata-clh": { cpu = "250m", memory = "130Mi" } (kata-deploy's); none otherwise`, Doc: "Pod overhead of the runtime: cpu, memory. A Kata pod is a VM whose VMM and guest kernel the scheduler and quota must count."},
 	},
 	Blocks: []*blockSpec{tolerationSpec},
 }
@@ -373,27 +373,27 @@ var nodePoolSpec = &blockSpec{
 	Type: blockNodePool, Label: "name", Name: nameDNSLabel, What: "node pool", Repeat: true,
 	Doc: "A GKE node pool dedicated to sandboxes (target \"gke\" only).",
 	Attrs: []attrSpec{
-		{Name: "isolation", Kind: kString, Enum: isolations, Default: "gvisor", Doc: "\"gvisor\" (GKE Sandbox) or \"kvm\" (nested virtualization for Kata Containers)."},
-		{Name: "machine_type", Kind: kString, Default: "e2-standard-4 (kvm: n2-standard-4)", Doc: "The Compute Engine machine type."},
-		{Name: "labels", Kind: kStringMap, Doc: "Extra node labels."},
-		{Name: "dedicated", Kind: kBool, Default: "true", Doc: "LOOSENS when false: no dedication taint, so other workloads share the nodes.", Rules: []string{"PDK-701"}},
+		{Name: argIsolation, Kind: kString, Enum: isolations, Default: "gvisor", Doc: "\"gvisor\" (GKE Sandbox) or \"kvm\" (nested virtualization for Kata Containers)."},
+		{Name: argMachineType, Kind: kString, Default: "e2-standard-4 (kvm: n2-standard-4)", Doc: "The Compute Engine machine type."},
+		{Name: argLabels, Kind: kStringMap, Doc: "Extra node labels."},
+		{Name: argDedicated, Kind: kBool, Default: "true", Doc: "LOOSENS when false: no dedication taint, so other workloads share the nodes.", Rules: []string{"PDK-701"}},
 	},
 	Blocks: []*blockSpec{
 		{
 			Type: blockAutoscaling,
 			Doc:  "Node count bounds.",
 			Attrs: []attrSpec{
-				{Name: "min", Kind: kNumber, Default: "1", Doc: "Minimum nodes."},
-				{Name: "max", Kind: kNumber, Default: "3", Doc: "Maximum nodes."},
+				{Name: argMin, Kind: kNumber, Default: "1", Doc: "Minimum nodes."},
+				{Name: argMax, Kind: kNumber, Default: "3", Doc: "Maximum nodes."},
 			},
 		},
 		{
 			Type: blockTaint, Repeat: true,
 			Doc: "An extra node taint.",
 			Attrs: []attrSpec{
-				{Name: "key", Kind: kString, Doc: "The taint key."},
-				{Name: "value", Kind: kString, Doc: "The taint value."},
-				{Name: "effect", Kind: kString, Enum: taintEffects, Default: "NoSchedule", Doc: "The taint effect."},
+				{Name: argKey, Kind: kString, Doc: "The taint key."},
+				{Name: argValue, Kind: kString, Doc: "The taint value."},
+				{Name: argEffect, Kind: kString, Enum: taintEffects, Default: "NoSchedule", Doc: "The taint effect."},
 			},
 		},
 	},
@@ -405,14 +405,14 @@ var targetSpec = &blockSpec{
 	Variants: map[string]*blockSpec{
 		targetLocal: {Type: blockTarget, Doc: "The embedded local cluster started by `paddock local up` (FQDN policies are CiliumNetworkPolicies, validated by Cilium's CRDs but not enforced: no CNI runs there)."},
 		targetKubeconfig: {Type: blockTarget, Doc: "An existing cluster.", Attrs: []attrSpec{
-			{Name: "path", Kind: kString, Default: "$KUBECONFIG, then ~/.kube/config", Doc: "The kubeconfig file."},
-			{Name: "context", Kind: kString, Default: "the current context", Doc: "The kubeconfig context."},
-			{Name: "fqdn_policy", Kind: kString, Enum: []string{"cilium", "none"}, Default: "none", Doc: "How the cluster's CNI enforces FQDN egress allow-lists: \"cilium\" (CiliumNetworkPolicy toFQDNs) or \"none\" (tenants must use an egress proxy instead of fqdns)."},
+			{Name: argPath, Kind: kString, Default: "$KUBECONFIG, then ~/.kube/config", Doc: "The kubeconfig file."},
+			{Name: argContext, Kind: kString, Default: "the current context", Doc: "The kubeconfig context."},
+			{Name: argFqdnPolicy, Kind: kString, Enum: []string{"cilium", "none"}, Default: "none", Doc: "How the cluster's CNI enforces FQDN egress allow-lists: \"cilium\" (CiliumNetworkPolicy toFQDNs) or \"none\" (tenants must use an egress proxy instead of fqdns)."},
 		}},
 		targetGKE: {Type: blockTarget, Doc: "A GKE cluster Paddock creates.", Attrs: []attrSpec{
-			{Name: "project", Kind: kString, Doc: "The Google Cloud project ID."},
-			{Name: "location", Kind: kString, Doc: "A region (\"europe-west1\", regional cluster) or zone (\"europe-west1-b\")."},
-			{Name: "cluster_name", Kind: kString, Default: "the platform name", Doc: "The GKE cluster's name."},
+			{Name: argProject, Kind: kString, Doc: "The Google Cloud project ID."},
+			{Name: argLocation, Kind: kString, Doc: "A region (\"europe-west1\", regional cluster) or zone (\"europe-west1-b\")."},
+			{Name: argClusterName, Kind: kString, Default: "the platform name", Doc: "The GKE cluster's name."},
 		}},
 	},
 }
@@ -424,14 +424,14 @@ var clusterSpec = &blockSpec{
 	Type: blockCluster,
 	Doc:  "Settings of the GKE cluster Paddock creates (target \"gke\" only).",
 	Attrs: []attrSpec{
-		{Name: "release_channel", Kind: kString, Enum: releaseChannels, Default: "regular", Doc: "The GKE release channel."},
-		{Name: "private_nodes", Kind: kBool, Default: "true", Doc: "Nodes without public IP addresses; false LOOSENS.", Rules: []string{"PDK-702"}},
-		{Name: "authorized_networks", Kind: kStringList, Doc: "CIDRs allowed to reach the control plane; \"0.0.0.0/0\" LOOSENS.", Rules: []string{"PDK-703"}},
-		{Name: "dataplane_v2", Kind: kBool, Default: "true", Doc: "GKE Dataplane V2, which enforces NetworkPolicy; false LOOSENS.", Rules: []string{"PDK-704"}},
-		{Name: "workload_identity", Kind: kBool, Default: "true", Doc: "Workload Identity, which hides node credentials from pods; false LOOSENS.", Rules: []string{"PDK-705"}},
-		{Name: "deletion_protection", Kind: kBool, Default: "true", Doc: "GKE deletion protection: `paddock destroy` cannot delete the cluster while it is on. Set false for throwaway platforms (tests, demos)."},
-		{Name: "fqdn_network_policy", Kind: kBool, Default: "false", Doc: "GKE FQDN network policy, which enforces the tenants' egress `fqdns` (needs Dataplane V2); a tenant with `fqdns` needs it on. Sticky: turning it off again makes GKE replace the cluster (refused unless allow_replacement = true); turning it on for an existing cluster needs GKE's anetd restart (docs/gcp.md)."},
-		{Name: "allow_replacement", Kind: kBool, Default: "false", Doc: "Let `preview` and `up` go ahead with a change that makes GCP replace the cluster or a node pool (every node and sandbox on it is lost). Off, such a change is refused, naming the field."},
+		{Name: argReleaseChannel, Kind: kString, Enum: releaseChannels, Default: "regular", Doc: "The GKE release channel."},
+		{Name: argPrivateNodes, Kind: kBool, Default: "true", Doc: "Nodes without public IP addresses; false LOOSENS.", Rules: []string{"PDK-702"}},
+		{Name: argAuthorizedNetworks, Kind: kStringList, Doc: "CIDRs allowed to reach the control plane; \"0.0.0.0/0\" LOOSENS.", Rules: []string{"PDK-703"}},
+		{Name: argDataplaneV2, Kind: kBool, Default: "true", Doc: "GKE Dataplane V2, which enforces NetworkPolicy; false LOOSENS.", Rules: []string{"PDK-704"}},
+		{Name: argWorkloadIdentity, Kind: kBool, Default: "true", Doc: "Workload Identity, which hides node credentials from pods; false LOOSENS.", Rules: []string{"PDK-705"}},
+		{Name: argDeletionProtection, Kind: kBool, Default: "true", Doc: "GKE deletion protection: `paddock destroy` cannot delete the cluster while it is on. Set false for throwaway platforms (tests, demos)."},
+		{Name: argFqdnNetworkPolicy, Kind: kBool, Default: "false", Doc: "GKE FQDN network policy, which enforces the tenants' egress `fqdns` (needs Dataplane V2); a tenant with `fqdns` needs it on. Sticky: turning it off again makes GKE replace the cluster (refused unless allow_replacement = true); turning it on for an existing cluster needs GKE's anetd restart (docs/gcp.md)."},
+		{Name: argAllowReplacement, Kind: kBool, Default: "false", Doc: "Let `preview` and `up` go ahead with a change that makes GCP replace the cluster or a node pool (every node and sandbox on it is lost). Off, such a change is refused, naming the field."},
 	},
 }
 
@@ -439,9 +439,9 @@ var agentSandboxSpec = &blockSpec{
 	Type: blockAgentSandbox,
 	Doc:  "The pinned Kubernetes Agent Sandbox release (sigs.k8s.io/agent-sandbox).",
 	Attrs: []attrSpec{
-		{Name: "version", Kind: kString, Doc: "An exact release tag, vMAJOR.MINOR.PATCH."},
-		{Name: "image", Kind: kString, Default: "the release's controller image", Doc: "The controller image, for a mirror; keep the release tag."},
-		{Name: "digest", Kind: kString, Doc: "Pin the controller image by content: \"sha256:<64 hex digits>\"."},
+		{Name: argVersion, Kind: kString, Doc: "An exact release tag, vMAJOR.MINOR.PATCH."},
+		{Name: argImage, Kind: kString, Default: "the release's controller image", Doc: "The controller image, for a mirror; keep the release tag."},
+		{Name: argDigest, Kind: kString, Doc: "Pin the controller image by content: \"sha256:<64 hex digits>\"."},
 	},
 }
 
@@ -449,10 +449,10 @@ var auditSinkSpec = &blockSpec{
 	Type: blockAuditSink, Label: "name", Name: nameDNSLabel, What: "audit sink", Repeat: true,
 	Doc: "Ships the audit trail out of the cluster, where a compromised sandbox cannot reach it.",
 	Attrs: []attrSpec{
-		{Name: "kind", Kind: kString, Enum: auditKinds, Doc: "\"bigquery\", \"storage\" or \"pubsub\"."},
-		{Name: "destination", Kind: kString, Doc: "BigQuery \"project.dataset\", Cloud Storage \"gs://bucket\", or Pub/Sub \"projects/p/topics/t\"."},
-		{Name: "filters", Kind: kStringList, Enum: auditFilters, Default: `["sandbox_lifecycle", "rbac", "pod_logs", "network_drops", "admission"]`, Doc: "What the sink receives: \"sandbox_lifecycle\" (Sandbox and SandboxClaim create and delete, template and warm pool changes), \"rbac\" (Role and RoleBinding changes in the tenant namespaces, ClusterRole and ClusterRoleBinding changes), \"pod_logs\" (sandbox stdout and stderr), \"network_drops\" (denied connections of sandboxes), \"admission\" (writes into tenant namespaces the API server refused)."},
-		{Name: "include_payloads", Kind: kBool, Default: "false", Doc: "LOOSENS when true: record request and response bodies.", Rules: []string{"PDK-605"}},
+		{Name: argKind, Kind: kString, Enum: auditKinds, Doc: "\"bigquery\", \"storage\" or \"pubsub\"."},
+		{Name: argDestination, Kind: kString, Doc: "BigQuery \"project.dataset\", Cloud Storage \"gs://bucket\", or Pub/Sub \"projects/p/topics/t\"."},
+		{Name: argFilters, Kind: kStringList, Enum: auditFilters, Default: `["sandbox_lifecycle", "rbac", "pod_logs", "network_drops", "admission"]`, Doc: "What the sink receives: \"sandbox_lifecycle\" (Sandbox and SandboxClaim create and delete, template and warm pool changes), \"rbac\" (Role and RoleBinding changes in the tenant namespaces, ClusterRole and ClusterRoleBinding changes), \"pod_logs\" (sandbox stdout and stderr), \"network_drops\" (denied connections of sandboxes), \"admission\" (writes into tenant namespaces the API server refused)."},
+		{Name: argIncludePayloads, Kind: kBool, Default: "false", Doc: "LOOSENS when true: record request and response bodies.", Rules: []string{"PDK-605"}},
 	},
 }
 
@@ -460,10 +460,10 @@ var waiverSpec = &blockSpec{
 	Type: blockWaiver, Repeat: true,
 	Doc: "An explicit, reasoned exception to one policy rule. Every report shows it; an expired one fails.",
 	Attrs: []attrSpec{
-		{Name: "rule", Kind: kString, Doc: "The rule ID, such as \"PDK-306\"."},
-		{Name: "reason", Kind: kString, Doc: "Why the exception is acceptable."},
-		{Name: "expires", Kind: kString, Doc: "Last day the waiver holds, YYYY-MM-DD."},
-		{Name: "scope", Kind: kString, Doc: "Limit the waiver to one object, by address: \"tenant.team-a\", \"tenant.team-a.template.python\"."},
+		{Name: argRule, Kind: kString, Doc: "The rule ID, such as \"PDK-306\"."},
+		{Name: argReason, Kind: kString, Doc: "Why the exception is acceptable."},
+		{Name: argExpires, Kind: kString, Doc: "Last day the waiver holds, YYYY-MM-DD."},
+		{Name: argScope, Kind: kString, Doc: "Limit the waiver to one object, by address: \"tenant.team-a\", \"tenant.team-a.template.python\"."},
 	},
 }
 
@@ -471,17 +471,17 @@ var variableSpec = &blockSpec{
 	Type: blockVariable, Label: "name", Name: nameIdentifier, What: "variable", Repeat: true,
 	Doc: "An input of the spec, referenced as var.<name>. Values come from -var, --var-file, *.auto.pvars.hcl files and PADDOCK_VAR_<name>.",
 	Attrs: []attrSpec{
-		{Name: "type", Kind: kType, Default: "any", Doc: "A type constraint: string, number, bool, list(string), map(string), object({...})."},
-		{Name: "default", Kind: kAny, Doc: "The value when none is given; without it the variable is required."},
-		{Name: "description", Kind: kString, Doc: "What the variable is for."},
-		{Name: "sensitive", Kind: kBool, Default: "false", Doc: "Never show the value in diagnostics, reports or output."},
+		{Name: argType, Kind: kType, Default: "any", Doc: "A type constraint: string, number, bool, list(string), map(string), object({...})."},
+		{Name: argDefault, Kind: kAny, Doc: "The value when none is given; without it the variable is required."},
+		{Name: argDescription, Kind: kString, Doc: "What the variable is for."},
+		{Name: argSensitive, Kind: kBool, Default: "false", Doc: "Never show the value in diagnostics, reports or output."},
 	},
 	Blocks: []*blockSpec{{
 		Type: blockValidation, Repeat: true,
 		Doc: "A condition the value must meet.",
 		Attrs: []attrSpec{
-			{Name: "condition", Kind: kBool, Doc: "An expression over var.<name> that must be true."},
-			{Name: "error_message", Kind: kString, Doc: "The error when it is false."},
+			{Name: argCondition, Kind: kBool, Doc: "An expression over var.<name> that must be true."},
+			{Name: argErrorMessage, Kind: kString, Doc: "The error when it is false."},
 		},
 	}},
 }
@@ -494,7 +494,7 @@ var localsSpec = &blockSpec{
 var platformSpec = &blockSpec{
 	Type:  blockPlatform,
 	Doc:   "The platform's name, which labels every object Paddock creates.",
-	Attrs: []attrSpec{{Name: "name", Kind: kString, Doc: "A DNS label."}},
+	Attrs: []attrSpec{{Name: argName, Kind: kString, Doc: "A DNS label."}},
 }
 
 // rootSpec is the top level of a spec file.

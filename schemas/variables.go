@@ -127,7 +127,7 @@ func (b *builder) variables(vars []*node, in inputs) {
 // flag. Its value is the default (cty.NilVal when there is none), or brokenVal.
 func (b *builder) declareVariable(n *node) *variable {
 	v := &variable{n: n, name: n.Label, ty: cty.DynamicPseudoType}
-	if a := n.attr("type"); a != nil {
+	if a := n.attr(argType); a != nil {
 		ty, defaults, diags := typeexpr.TypeConstraintWithDefaults(a.Expr)
 		b.diags = append(b.diags, diags...)
 		if diags.HasErrors() {
@@ -136,11 +136,11 @@ func (b *builder) declareVariable(n *node) *variable {
 		}
 		v.ty, v.defaults = ty, defaults
 	}
-	if s, st := b.boolean(n.attr("sensitive")); st == set {
+	if s, st := b.boolean(n.attr(argSensitive)); st == set {
 		v.sensitive = s
 	}
-	b.str(n.attr("description"))
-	if a := n.attr("default"); a != nil {
+	b.str(n.attr(argDescription))
+	if a := n.attr(argDefault); a != nil {
 		// A default is a constant: functions, but no references.
 		val, diags := a.Expr.Value(&hcl.EvalContext{Functions: b.ctx.Functions})
 		b.diags = append(b.diags, diags...)
@@ -298,8 +298,8 @@ func (b *builder) undeclared(name string, srcs []varSource) {
 func (b *builder) validateVariable(v *variable, srcs []varSource) bool {
 	ok := true
 	for _, vn := range v.n.all(blockValidation) {
-		cond := vn.attr("condition")
-		msgAttr := vn.attr("error_message")
+		cond := vn.attr(argCondition)
+		msgAttr := vn.attr(argErrorMessage)
 		b.required(unsetIfNil(cond), cond, vn.blockMeta, "condition", "a condition", fmt.Sprintf("condition = length(var.%s) > 0", v.name))
 		b.required(unsetIfNil(msgAttr), msgAttr, vn.blockMeta, "error_message", "an error message", `error_message = "Say what a valid value looks like."`)
 		if cond == nil {

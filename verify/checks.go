@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,15 +21,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/paddock-platform/paddock/components/agentsandbox"
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 )
 
 var (
-	claimsGVR     = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxclaims"}
-	warmPoolsGVR  = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxwarmpools"}
-	sandboxesGVR  = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
+	claimsGVR     = agentsandbox.SandboxClaims
+	warmPoolsGVR  = agentsandbox.SandboxWarmPools
+	sandboxesGVR  = agentsandbox.Sandboxes
 	ciliumCRDName = "ciliumnetworkpolicies.cilium.io"
 )
 
@@ -39,8 +43,8 @@ var checks = []check{
 	{"V06", "sandbox pods run on sandbox nodes", checkSandboxPlacement},
 	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
 	{"V08", "claim without TTL is rejected (server-side dry-run)", checkClaimWithoutTTLRejected},
-	{"V09", "network policies present", checkNetworkPoliciesPresent},
-	{"V10", "network policy enforced", checkNetworkPolicyEnforced},
+	{"V09", "network policies as the spec declares them", checkNetworkPolicies},
+	{"V10", "a CNI that enforces network policy runs (no traffic is sent)", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},
 }
 
@@ -53,7 +57,7 @@ func checkNamespaces(ctx context.Context, v *Verifier) []Result {
 			continue
 		}
 		var missing []string
-		labels := objects.PSSLabels(t.PodSecurity)
+		labels := manifests.PSSLabels(t.PodSecurity)
 		for k, want := range labels {
 			if !strings.HasSuffix(k, "-version") && ns.Labels[k] != want {
 				missing = append(missing, fmt.Sprintf("%s=%q (want %q)", k, ns.Labels[k], want))
@@ -141,8 +145,8 @@ var (
 		{"", "", "pods", ""}, {"", "", "pods", "exec"}, {"", "", "pods", "log"}, {"", "", "secrets", ""},
 		{"", "", "configmaps", ""}, {"", "", "serviceaccounts", "token"}, {"", "", "services", ""},
 		{"", "", "persistentvolumeclaims", ""}, {"", "", "events", ""},
-		{"", "agents.x-k8s.io", "sandboxes", ""}, {"", "extensions.agents.x-k8s.io", "sandboxclaims", ""},
-		{"", "extensions.agents.x-k8s.io", "sandboxtemplates", ""}, {"", "extensions.agents.x-k8s.io", "sandboxwarmpools", ""},
+		resourceAccess(agentsandbox.Sandboxes), resourceAccess(agentsandbox.SandboxClaims),
+		resourceAccess(agentsandbox.SandboxTemplates), resourceAccess(agentsandbox.SandboxWarmPools),
 		{"", "rbac.authorization.k8s.io", "roles", ""}, {"", "rbac.authorization.k8s.io", "rolebindings", ""},
 		{"", "networking.k8s.io", "networkpolicies", ""},
 	}
@@ -200,17 +204,26 @@ func checkAgentRuntimeRBAC(ctx context.Context, v *Verifier) []Result {
 	return out
 }
 
-// orchestratorGrants is exactly what the orchestrator's Role allows.
-var orchestratorGrants = map[string]bool{
-	"create sandboxclaims.extensions.agents.x-k8s.io": true,
-	"get sandboxclaims.extensions.agents.x-k8s.io":    true,
-	"list sandboxclaims.extensions.agents.x-k8s.io":   true,
-	"watch sandboxclaims.extensions.agents.x-k8s.io":  true,
-	"delete sandboxclaims.extensions.agents.x-k8s.io": true,
-	"get sandboxes.agents.x-k8s.io":                   true,
-	"list sandboxes.agents.x-k8s.io":                  true,
-	"watch sandboxes.agents.x-k8s.io":                 true,
+// resourceAccess is an access to every verb of r (verb left empty).
+func resourceAccess(r schema.GroupVersionResource) access {
+	return access{"", r.Group, r.Resource, ""}
 }
+
+// orchestratorGrants is exactly what the orchestrator's Role allows: the
+// rules of manifests.OrchestratorRules, one entry per verb and resource.
+var orchestratorGrants = func() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range manifests.OrchestratorRules() {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, verb := range r.Verbs {
+					out[access{verb, g, res, ""}.String()] = true
+				}
+			}
+		}
+	}
+	return out
+}()
 
 func checkOrchestratorRBAC(ctx context.Context, v *Verifier) []Result {
 	var out []Result
@@ -237,7 +250,7 @@ func checkOrchestratorRBAC(ctx context.Context, v *Verifier) []Result {
 		}
 		// Its rights stop at its own namespace.
 		if reviewErr == nil {
-			a := access{"create", "extensions.agents.x-k8s.io", "sandboxclaims", ""}
+			a := access{"create", claimsGVR.Group, claimsGVR.Resource, ""}
 			ok, err := v.access(ctx, t.Namespace, model.AgentOrchestratorServiceAccount, "default", a)
 			switch {
 			case err != nil:
@@ -272,7 +285,7 @@ func checkRuntimeClasses(ctx context.Context, v *Verifier) []Result {
 			out = append(out, fail(rc.Name, "%v", err))
 			continue
 		}
-		if diffs := runtimeClassDiffs(objects.RuntimeClass(v.p, rc), got, objects.ManagesRuntimeClass(v.p, rc)); len(diffs) > 0 {
+		if diffs := runtimeClassDiffs(manifests.RuntimeClass(v.p, rc), got, manifests.ManagesRuntimeClass(v.p, rc)); len(diffs) > 0 {
 			out = append(out, fail(rc.Name, "differs from the spec: %s", joinMax(diffs, 3)))
 			continue
 		}
@@ -544,14 +557,14 @@ func conditionTrue(u *unstructured.Unstructured, condType string) bool {
 
 // claimsGuardrail is the admission policy that holds a tenant's claims to a
 // TTL and shutdown Delete.
-func claimsGuardrail(p *model.Platform, t model.Tenant) (objects.Guardrail, bool) {
-	name := objects.GuardrailName(p, t, "claims")
-	for _, g := range objects.Guardrails(p, t) {
+func claimsGuardrail(p *model.Platform, t model.Tenant) (manifests.Guardrail, bool) {
+	name := manifests.GuardrailName(p, t, "claims")
+	for _, g := range manifests.Guardrails(p, t) {
 		if g.Policy.Name == name {
 			return g, true
 		}
 	}
-	return objects.Guardrail{}, false
+	return manifests.Guardrail{}, false
 }
 
 // probeClaim is a claim the tenant's guardrail admits: the first warm pool,
@@ -617,7 +630,7 @@ func checkClaimWithoutTTLRejected(ctx context.Context, v *Verifier) []Result {
 // deniedByPolicy reports whether err is the API server refusing a request
 // because guardrail g's policy, through its binding, denied it with one of
 // the validation messages the spec gives it; it returns that message.
-func deniedByPolicy(err error, g objects.Guardrail) (string, bool) {
+func deniedByPolicy(err error, g manifests.Guardrail) (string, bool) {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
 		return "", false
@@ -665,7 +678,7 @@ func probeRuntimeClass(p *model.Platform, t model.Tenant) *string {
 	return nil
 }
 
-func checkNetworkPoliciesPresent(ctx context.Context, v *Verifier) []Result {
+func checkNetworkPolicies(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	for _, t := range v.p.Tenants {
 		if t.Egress.Unrestricted {
@@ -678,19 +691,72 @@ func checkNetworkPoliciesPresent(ctx context.Context, v *Verifier) []Result {
 			continue
 		}
 		denyAll := false
+		live := map[string]networkingv1.NetworkPolicySpec{}
 		for _, p := range pols.Items {
+			live[p.Name] = p.Spec
 			if len(p.Spec.PodSelector.MatchLabels) == 0 && len(p.Spec.PodSelector.MatchExpressions) == 0 &&
 				len(p.Spec.Ingress) == 0 && len(p.Spec.Egress) == 0 && len(p.Spec.PolicyTypes) == 2 {
 				denyAll = true
 			}
 		}
-		if denyAll {
-			out = append(out, pass(t.Namespace, "%d policies incl. default-deny ingress+egress", len(pols.Items)))
-		} else {
+		if !denyAll {
 			out = append(out, fail(t.Namespace, "no default-deny (ingress+egress, all pods) policy among %d", len(pols.Items)))
+			continue
 		}
+		// The policies the spec declares, exactly: the same expected specs
+		// `paddock drift` compares with.
+		want, err := manifests.NetworkPolicySpecs(v.p, t)
+		if err != nil {
+			out = append(out, fail(t.Namespace, "building the expected policies: %v", err))
+			continue
+		}
+		var bad []string
+		for _, name := range slices.Sorted(maps.Keys(want)) {
+			got, ok := live[name]
+			switch {
+			case !ok:
+				bad = append(bad, "missing "+name)
+			case !equality.Semantic.DeepEqual(normalizedPolicy(got), normalizedPolicy(want[name])):
+				bad = append(bad, name+" differs from the spec")
+			}
+		}
+		if len(bad) > 0 {
+			out = append(out, fail(t.Namespace, "%s", joinMax(bad, 3)))
+			continue
+		}
+		out = append(out, pass(t.Namespace, "%d policies incl. default-deny ingress+egress; the spec's %d as declared", len(pols.Items), len(want)))
 	}
 	return out
+}
+
+// normalizedPolicy fills what the API server defaults in a NetworkPolicy
+// spec, so a stored policy compares equal to the one Paddock declared: a
+// port's protocol (TCP) and the policy types (Ingress, plus Egress when
+// there are egress rules).
+func normalizedPolicy(s networkingv1.NetworkPolicySpec) networkingv1.NetworkPolicySpec {
+	s = *s.DeepCopy()
+	tcp := corev1.ProtocolTCP
+	for i := range s.Egress {
+		for j := range s.Egress[i].Ports {
+			if s.Egress[i].Ports[j].Protocol == nil {
+				s.Egress[i].Ports[j].Protocol = &tcp
+			}
+		}
+	}
+	for i := range s.Ingress {
+		for j := range s.Ingress[i].Ports {
+			if s.Ingress[i].Ports[j].Protocol == nil {
+				s.Ingress[i].Ports[j].Protocol = &tcp
+			}
+		}
+	}
+	if len(s.PolicyTypes) == 0 {
+		s.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		if len(s.Egress) > 0 {
+			s.PolicyTypes = append(s.PolicyTypes, networkingv1.PolicyTypeEgress)
+		}
+	}
+	return s
 }
 
 // checkNetworkPolicyEnforced never passes on faith: without a CNI that enforces

@@ -17,12 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/paddock-platform/paddock/components/agentsandbox"
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/schemas"
 )
@@ -99,7 +100,7 @@ func wantStatus(t *testing.T, got []Result, want Status, words ...string) {
 
 func TestV01NamespaceLabels(t *testing.T) {
 	p := localPlatform(t)
-	ns := objects.Namespace(p, p.Tenants[0])
+	ns := manifests.Namespace(p, p.Tenants[0])
 	v, _, _ := fakeVerifier(t, p, []runtime.Object{ns})
 	wantStatus(t, only(t, v, "V01"), Pass)
 
@@ -252,7 +253,7 @@ func TestV05RuntimeClassMatchesTheSpec(t *testing.T) {
 	p := localPlatform(t)
 	rc := p.RuntimeClasses[0]
 	node := sandboxNode("n1", rc.NodeSelector)
-	want := objects.RuntimeClass(p, rc)
+	want := manifests.RuntimeClass(p, rc)
 
 	v, _, _ := fakeVerifier(t, p, []runtime.Object{want.DeepCopy(), node})
 	wantStatus(t, only(t, v, "V05"), Pass, "1 node")
@@ -413,7 +414,7 @@ func TestV07CountsReadySandboxesNotTheStatus(t *testing.T) {
 // admission answers dry-run claim creates the way the API server does with
 // the tenant's claims guardrail installed, minus the validations drop
 // removes: each refusal is the policy's Invalid status with its message.
-func admission(dyn *dynamicfake.FakeDynamicClient, g objects.Guardrail, drop ...int) *[]map[string]any {
+func admission(dyn *dynamicfake.FakeDynamicClient, g manifests.Guardrail, drop ...int) *[]map[string]any {
 	var seen []map[string]any
 	dropped := map[int]bool{}
 	for _, i := range drop {
@@ -544,7 +545,7 @@ func TestV08ClaimWithoutTTLRefusedByTheTTLRule(t *testing.T) {
 
 func TestV09DefaultDenyPresent(t *testing.T) {
 	p := localPlatform(t)
-	pols, err := objects.NetworkPolicies(p, p.Tenants[0])
+	pols, err := manifests.NetworkPolicies(p, p.Tenants[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,6 +573,58 @@ func TestV09DefaultDenyPresent(t *testing.T) {
 	waived.Tenants[0].Egress.Unrestricted = true
 	v, _, _ = fakeVerifier(t, &waived, all)
 	wantStatus(t, only(t, v, "V09"), Fail, "waived")
+}
+
+// V09 compares the live policies with the ones the spec declares: a missing
+// or changed policy fails, a stored default (TCP) does not.
+func TestV09ComparesWithTheSpec(t *testing.T) {
+	p := localPlatform(t)
+	pols, err := manifests.NetworkPolicies(p, p.Tenants[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withPorts *networkingv1.NetworkPolicy
+	for _, np := range pols {
+		for _, r := range np.Spec.Egress {
+			if len(r.Ports) > 0 && withPorts == nil {
+				withPorts = np
+			}
+		}
+	}
+	if withPorts == nil {
+		t.Fatal("no declared policy with ports")
+	}
+	with := func(change func(*networkingv1.NetworkPolicy)) []runtime.Object {
+		var out []runtime.Object
+		for _, np := range pols {
+			np = np.DeepCopy()
+			if np.Name == withPorts.Name {
+				if change == nil {
+					continue
+				}
+				change(np)
+			}
+			out = append(out, np)
+		}
+		return out
+	}
+	v, _, _ := fakeVerifier(t, p, with(func(np *networkingv1.NetworkPolicy) {
+		for i := range np.Spec.Egress {
+			for j := range np.Spec.Egress[i].Ports {
+				if pr := np.Spec.Egress[i].Ports[j].Protocol; pr != nil && *pr == corev1.ProtocolTCP {
+					np.Spec.Egress[i].Ports[j].Protocol = nil // as the API server defaults it
+				}
+			}
+		}
+	}))
+	wantStatus(t, only(t, v, "V09"), Pass, "as declared")
+	v, _, _ = fakeVerifier(t, p, with(nil))
+	wantStatus(t, only(t, v, "V09"), Fail, "missing "+withPorts.Name)
+	v, _, _ = fakeVerifier(t, p, with(func(np *networkingv1.NetworkPolicy) {
+		port := intstr.FromInt32(1)
+		np.Spec.Egress[0].Ports = append(np.Spec.Egress[0].Ports, networkingv1.NetworkPolicyPort{Port: &port})
+	}))
+	wantStatus(t, only(t, v, "V09"), Fail, withPorts.Name+" differs from the spec")
 }
 
 func TestV10NeverPassesOnFaith(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -21,7 +21,7 @@ func TestV01FollowsTheTenantsLevel(t *testing.T) {
 	restricted := model.DefaultTenant("b")
 	p.Tenants = []model.Tenant{baseline, restricted}
 
-	applied := fake.NewSimpleClientset(objects.Namespace(p, baseline), objects.Namespace(p, restricted))
+	applied := fake.NewSimpleClientset(manifests.Namespace(p, baseline), manifests.Namespace(p, restricted))
 	v := &Verifier{p: p, kube: applied}
 	for _, r := range checkNamespaces(context.Background(), v) {
 		if r.Status != Pass {
@@ -30,9 +30,9 @@ func TestV01FollowsTheTenantsLevel(t *testing.T) {
 	}
 
 	// The namespaces swapped: each enforces the other's level.
-	swappedA := objects.Namespace(p, restricted)
+	swappedA := manifests.Namespace(p, restricted)
 	swappedA.Name = baseline.Namespace
-	swappedB := objects.Namespace(p, baseline)
+	swappedB := manifests.Namespace(p, baseline)
 	swappedB.Name = restricted.Namespace
 	v = &Verifier{p: p, kube: fake.NewSimpleClientset(swappedA, swappedB)}
 	for _, r := range checkNamespaces(context.Background(), v) {

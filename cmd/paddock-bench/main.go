@@ -24,6 +24,7 @@ import (
 	"github.com/paddock-platform/paddock/bench"
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/schemas/specgen"
 )
 
 func main() {
@@ -155,7 +156,7 @@ func run() error {
 
 	// validate: quick, and needs no cluster.
 	for _, n := range sizes {
-		spec, got := bench.SpecOfLines(n)
+		spec, got := specgen.OfLines(n)
 		dir := filepath.Join(work, fmt.Sprintf("validate-%d", n))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -203,7 +204,7 @@ func run() error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		spec := bench.Spec(bench.SpecOptions{Platform: "claims", Tenants: 1, Replicas: *poolSize, ColdPool: true})
+		spec := specgen.Generate(specgen.Options{Platform: "claims", Tenants: 1, Replicas: *poolSize, ColdPool: true})
 		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
 			return err
 		}

@@ -13,7 +13,8 @@ import (
 
 	"github.com/paddock-platform/paddock/engine"
 	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/specload"
+	"github.com/paddock-platform/paddock/targets"
 )
 
 // specFlags select a spec and its stack.
@@ -49,13 +50,13 @@ func (f *specFlags) engine(out io.Writer) *engine.Engine {
 // loadSpec decodes the spec in dir (a directory of .hcl files or one file),
 // prints its diagnostics and runs the hardening policy: spec errors and unwaived
 // policy errors stop the command before anything is applied, and every finding
-// and waiver is shown (project.LoadSpec, which the Pulumi program shares).
+// and waiver is shown (specload.Load, which the Pulumi program shares).
 func loadSpec(dir string, f *specFlags, errOut io.Writer) (*model.Platform, error) {
 	vars, err := parseVarFlags(f.vars)
 	if err != nil {
 		return nil, err
 	}
-	p, err := project.LoadSpec(dir, project.SpecOptions{Vars: vars, VarFiles: f.varFiles}, errOut)
+	p, err := specload.Load(dir, specload.Options{Vars: vars, VarFiles: f.varFiles}, errOut)
 	if err != nil {
 		return nil, specExit(err)
 	}
@@ -66,7 +67,7 @@ func loadSpec(dir string, f *specFlags, errOut io.Writer) (*model.Platform, erro
 // resolveTarget fills the kubeconfig the engine uses for the platform's target,
 // and fails early with what to do when the target cannot be reached.
 func resolveTarget(ctx context.Context, p *model.Platform) error {
-	return project.ResolveTarget(ctx, p)
+	return targets.Resolve(ctx, p)
 }
 
 func specArg(args []string) string {

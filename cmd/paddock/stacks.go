@@ -12,6 +12,8 @@ import (
 	"github.com/paddock-platform/paddock/engine"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/specload"
+	"github.com/paddock-platform/paddock/targets"
 )
 
 // loaded is what a stack command works on: the platform and the engine that
@@ -116,13 +118,13 @@ func (f *specFlags) load(ctx context.Context, args []string, out, errOut io.Writ
 	if len(args) > 0 && mustAbs(args[0]) != mustAbs(cfg.SpecDir(dir)) {
 		return nil, fmt.Errorf("stack %s provisions %s (%s in %s), not %s: drop the SPEC argument", f.stack, cfg.Spec, project.KeySpec, file, args[0])
 	}
-	p, err := project.LoadSpec(cfg.SpecDir(dir), cfg.SpecOptions(dir), errOut)
+	p, err := specload.Load(cfg.SpecDir(dir), cfg.SpecOptions(dir), errOut)
 	if err != nil {
 		return nil, specExit(err)
 	}
 	outputRedaction.add(p)
 	if resolve {
-		if err := project.ResolveTarget(ctx, p); err != nil {
+		if err := targets.Resolve(ctx, p); err != nil {
 			return nil, err
 		}
 	}
@@ -131,7 +133,7 @@ func (f *specFlags) load(ctx context.Context, args []string, out, errOut io.Writ
 
 // specExit gives spec and policy errors exit status 1 with their message.
 func specExit(err error) error {
-	var se *project.SpecError
+	var se *specload.Error
 	if errors.As(err, &se) {
 		return &exitError{code: 1, err: err}
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/monitoring"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
 // Alerts are the platform's Cloud Monitoring alert policies: a ResourceQuota of
@@ -28,7 +28,7 @@ func NewAlerts(ctx *pulumi.Context, name string, args *AlertArgs, opts ...pulumi
 	}
 	a := *args
 	parent := pulumi.Parent(al)
-	labels := pulumi.ToStringMap(spec.GCPLabels(a.ClusterName, a.Labels))
+	labels := pulumi.ToStringMap(gcpinputs.GCPLabels(a.ClusterName, a.Labels))
 	channels := pulumi.ToStringArray(a.NotificationChannels)
 	var names pulumi.StringArray
 
@@ -41,7 +41,7 @@ func NewAlerts(ctx *pulumi.Context, name string, args *AlertArgs, opts ...pulumi
 			Conditions: monitoring.AlertPolicyConditionArray{monitoring.AlertPolicyConditionArgs{
 				DisplayName: pulumi.String("A tenant's ResourceQuota refused a request"),
 				ConditionMatchedLog: &monitoring.AlertPolicyConditionConditionMatchedLogArgs{
-					Filter: pulumi.String(spec.QuotaExceededFilter(a.Project, a.Location, a.ClusterName, a.Namespaces)),
+					Filter: pulumi.String(gcpinputs.QuotaExceededFilter(a.Project, a.Location, a.ClusterName, a.Namespaces)),
 					LabelExtractors: pulumi.StringMap{
 						"resource": pulumi.String(`EXTRACT(protoPayload.resourceName)`),
 					},
@@ -76,7 +76,7 @@ func NewAlerts(ctx *pulumi.Context, name string, args *AlertArgs, opts ...pulumi
 			Conditions: monitoring.AlertPolicyConditionArray{monitoring.AlertPolicyConditionArgs{
 				DisplayName: pulumi.String("Sandbox container uptime above the session maximum"),
 				ConditionThreshold: &monitoring.AlertPolicyConditionConditionThresholdArgs{
-					Filter:         pulumi.String(spec.SandboxUptimeFilter(a.Location, a.ClusterName, a.Namespaces)),
+					Filter:         pulumi.String(gcpinputs.SandboxUptimeFilter(a.Location, a.ClusterName, a.Namespaces)),
 					Comparison:     pulumi.String("COMPARISON_GT"),
 					ThresholdValue: pulumi.Float64(secs),
 					Duration:       pulumi.String("0s"),

@@ -9,11 +9,11 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/storage"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
 // AuditSink ships the platform's audit trail out of the cluster: a project log
-// sink with its own writer identity, filtered to the events of spec.AuditFilter,
+// sink with its own writer identity, filtered to the events of gcpinputs.AuditFilter,
 // into a BigQuery dataset, a Cloud Storage bucket (uniform access, public
 // access prevented, retention policy) or a Pub/Sub topic that Paddock creates;
 // the writer identity may only write there.
@@ -38,25 +38,25 @@ func NewAuditSink(ctx *pulumi.Context, name string, args *AuditSinkArgs, opts ..
 	}
 	a := *args
 	if a.Location == "" {
-		a.Location = spec.DefaultAuditLocation
+		a.Location = gcpinputs.DefaultAuditLocation
 	}
 	s.Args = a
-	filter, err := spec.AuditFilter(a.Filter)
+	filter, err := gcpinputs.AuditFilter(a.Filter)
 	if err != nil {
 		return nil, fmt.Errorf("audit sink %s: %w", name, err)
 	}
-	dest, err := spec.SinkDestination(a)
+	dest, err := gcpinputs.SinkDestination(a)
 	if err != nil {
 		return nil, err
 	}
 	parent := pulumi.Parent(s)
-	labels := pulumi.ToStringMap(spec.GCPLabels(a.Filter.ClusterName, a.Labels))
+	labels := pulumi.ToStringMap(gcpinputs.GCPLabels(a.Filter.ClusterName, a.Labels))
 	day := 24 * 60 * 60
 
 	// The destination, created before the sink so the first entries land.
 	var destRes pulumi.Resource
 	switch a.Kind {
-	case spec.AuditBigQuery:
+	case gcpinputs.AuditBigQuery:
 		dargs := &bigquery.DatasetArgs{
 			Project:     pulumi.String(a.Project),
 			DatasetId:   pulumi.String(a.Destination),
@@ -70,10 +70,10 @@ func NewAuditSink(ctx *pulumi.Context, name string, args *AuditSinkArgs, opts ..
 			dargs.DefaultTableExpirationMs = pulumi.Int(a.RetentionDays * day * 1000)
 		}
 		destRes, err = bigquery.NewDataset(ctx, name, dargs, parent)
-	case spec.AuditStorage:
+	case gcpinputs.AuditStorage:
 		retention := a.RetentionDays
 		if retention == 0 {
-			retention = spec.DefaultAuditRetentionDays
+			retention = gcpinputs.DefaultAuditRetentionDays
 		}
 		destRes, err = storage.NewBucket(ctx, name, &storage.BucketArgs{
 			Project:                  pulumi.String(a.Project),
@@ -88,7 +88,7 @@ func NewAuditSink(ctx *pulumi.Context, name string, args *AuditSinkArgs, opts ..
 			ForceDestroy: pulumi.Bool(false),
 			Labels:       labels,
 		}, parent)
-	case spec.AuditPubSub:
+	case gcpinputs.AuditPubSub:
 		targs := &pubsub.TopicArgs{
 			Project: pulumi.String(a.Project),
 			Name:    pulumi.String(a.Destination),
@@ -111,7 +111,7 @@ func NewAuditSink(ctx *pulumi.Context, name string, args *AuditSinkArgs, opts ..
 		Filter:               pulumi.String(filter),
 		UniqueWriterIdentity: pulumi.Bool(true),
 	}
-	if a.Kind == spec.AuditBigQuery {
+	if a.Kind == gcpinputs.AuditBigQuery {
 		sargs.BigqueryOptions = &logging.ProjectSinkBigqueryOptionsArgs{UsePartitionedTables: pulumi.Bool(true)}
 	}
 	sink, err := logging.NewProjectSink(ctx, name, sargs, parent, pulumi.DependsOn([]pulumi.Resource{destRes}))
@@ -120,17 +120,17 @@ func NewAuditSink(ctx *pulumi.Context, name string, args *AuditSinkArgs, opts ..
 	}
 
 	// The writer identity may write into this destination and nothing else.
-	role := pulumi.String(spec.SinkWriterRole(a.Kind))
+	role := pulumi.String(gcpinputs.SinkWriterRole(a.Kind))
 	switch a.Kind {
-	case spec.AuditBigQuery:
+	case gcpinputs.AuditBigQuery:
 		_, err = bigquery.NewDatasetIamMember(ctx, name+"-writer", &bigquery.DatasetIamMemberArgs{
 			Project: pulumi.String(a.Project), DatasetId: pulumi.String(a.Destination), Role: role, Member: sink.WriterIdentity,
 		}, parent, pulumi.DependsOn([]pulumi.Resource{destRes}))
-	case spec.AuditStorage:
+	case gcpinputs.AuditStorage:
 		_, err = storage.NewBucketIAMMember(ctx, name+"-writer", &storage.BucketIAMMemberArgs{
 			Bucket: pulumi.String(a.Destination), Role: role, Member: sink.WriterIdentity,
 		}, parent, pulumi.DependsOn([]pulumi.Resource{destRes}))
-	case spec.AuditPubSub:
+	case gcpinputs.AuditPubSub:
 		_, err = pubsub.NewTopicIAMMember(ctx, name+"-writer", &pubsub.TopicIAMMemberArgs{
 			Project: pulumi.String(a.Project), Topic: pulumi.String(a.Destination), Role: role, Member: sink.WriterIdentity,
 		}, parent, pulumi.DependsOn([]pulumi.Resource{destRes}))

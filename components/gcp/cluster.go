@@ -4,7 +4,7 @@
 // pools, one Google service account per tenant identity that needs cloud
 // access, audit log sinks and alert policies — tied together by Platform.
 //
-// The components take the plain values of package spec as their Args (aliased
+// The components take the plain values of package gcpinputs as their Args (aliased
 // here), never the model or the HCL; package rules validates those values and
 // NewPlatform refuses anything it rejects. Only the pulumi-gcp packages used
 // are imported (container, serviceaccount, projects, artifactregistry,
@@ -20,19 +20,19 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/serviceaccount"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
-// Args of the components: plain values, defined in package spec so that the
+// Args of the components: plain values, defined in package gcpinputs so that the
 // policy layer can validate them without importing Pulumi.
 type (
-	PlatformArgs         = spec.PlatformArgs
-	ClusterArgs          = spec.ClusterArgs
-	NodePoolArgs         = spec.NodePoolArgs
-	KataArgs             = spec.KataArgs
-	WorkloadIdentityArgs = spec.WorkloadIdentityArgs
-	AuditSinkArgs        = spec.AuditSinkArgs
-	AlertArgs            = spec.AlertArgs
+	PlatformArgs         = gcpinputs.PlatformArgs
+	ClusterArgs          = gcpinputs.ClusterArgs
+	NodePoolArgs         = gcpinputs.NodePoolArgs
+	KataArgs             = gcpinputs.KataArgs
+	WorkloadIdentityArgs = gcpinputs.WorkloadIdentityArgs
+	AuditSinkArgs        = gcpinputs.AuditSinkArgs
+	AlertArgs            = gcpinputs.AlertArgs
 )
 
 // ClusterLoggingComponents are the GKE logging components the cluster ships to
@@ -72,16 +72,16 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	a := *args
 	if a.ReleaseChannel == "" {
-		a.ReleaseChannel = spec.DefaultReleaseChannel
+		a.ReleaseChannel = gcpinputs.DefaultReleaseChannel
 	}
 	if a.MasterCIDR == "" {
-		a.MasterCIDR = spec.DefaultMasterCIDR
+		a.MasterCIDR = gcpinputs.DefaultMasterCIDR
 	}
 	if a.Name == "" {
 		a.Name = name
 	}
 	c.Args = a
-	labels := spec.GCPLabels(a.Name, a.Labels)
+	labels := gcpinputs.GCPLabels(a.Name, a.Labels)
 	parent := pulumi.Parent(c)
 
 	// The nodes' own identity: only what a node needs (logs, metrics,
@@ -94,16 +94,16 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	} else {
 		sa, err := serviceaccount.NewAccount(ctx, name+"-nodes", &serviceaccount.AccountArgs{
 			Project:     pulumi.String(a.Project),
-			AccountId:   pulumi.String(spec.ServiceAccountID(a.Name, "nodes")),
+			AccountId:   pulumi.String(gcpinputs.ServiceAccountID(a.Name, "nodes")),
 			DisplayName: pulumi.String(fmt.Sprintf("Paddock nodes of GKE cluster %s", a.Name)),
 			Description: pulumi.String("Least-privilege node service account managed by Paddock; never granted to pods."),
 		}, parent)
 		if err != nil {
 			return nil, err
 		}
-		role, err := projects.NewIAMMember(ctx, name+"-nodes-"+spec.NodeServiceAccountRole, &projects.IAMMemberArgs{
+		role, err := projects.NewIAMMember(ctx, name+"-nodes-"+gcpinputs.NodeServiceAccountRole, &projects.IAMMemberArgs{
 			Project: pulumi.String(a.Project),
-			Role:    pulumi.String(spec.NodeServiceAccountRole),
+			Role:    pulumi.String(gcpinputs.NodeServiceAccountRole),
 			Member:  sa.Member,
 		}, parent)
 		if err != nil {
@@ -146,7 +146,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	// project's default compute service account is never used.
 	defaultPool := &container.ClusterNodeConfigArgs{
 		ServiceAccount: nodeSA,
-		OauthScopes:    pulumi.ToStringArray([]string{spec.CloudPlatformScope}),
+		OauthScopes:    pulumi.ToStringArray([]string{gcpinputs.CloudPlatformScope}),
 		ShieldedInstanceConfig: &container.ClusterNodeConfigShieldedInstanceConfigArgs{
 			EnableSecureBoot: pulumi.Bool(true), EnableIntegrityMonitoring: pulumi.Bool(true),
 		},
@@ -182,7 +182,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		NodeConfig:           defaultPool,
 	}
 	if !a.DisableWorkloadIdentity {
-		cargs.WorkloadIdentityConfig = &container.ClusterWorkloadIdentityConfigArgs{WorkloadPool: pulumi.String(spec.WorkloadPool(a.Project))}
+		cargs.WorkloadIdentityConfig = &container.ClusterWorkloadIdentityConfigArgs{WorkloadPool: pulumi.String(gcpinputs.WorkloadPool(a.Project))}
 		defaultPool.WorkloadMetadataConfig = &container.ClusterNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")}
 	}
 	if a.FQDNNetworkPolicy {
@@ -224,9 +224,9 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	if a.PrivateEndpoint {
 		endpoint = gke.PrivateClusterConfig.PrivateEndpoint().Elem()
 	}
-	context := spec.KubeconfigContext(a.Project, a.Location, a.Name)
+	context := gcpinputs.KubeconfigContext(a.Project, a.Location, a.Name)
 	c.Kubeconfig = pulumi.ToSecret(pulumi.All(endpoint, gke.MasterAuth.ClusterCaCertificate().Elem()).ApplyT(func(v []any) string {
-		return spec.Kubeconfig(context, v[0].(string), v[1].(string))
+		return gcpinputs.Kubeconfig(context, v[0].(string), v[1].(string))
 	})).(pulumi.StringOutput)
 	c.Name = gke.Name
 	c.Endpoint = endpoint
@@ -285,10 +285,10 @@ func newWebhookFirewall(ctx *pulumi.Context, c *Cluster, nodeSA pulumi.StringOut
 }
 
 // grantImagePull lets the nodes pull from each repository: the node service
-// account gets spec.ImagePullRole on the repository itself (not the project),
+// account gets gcpinputs.ImagePullRole on the repository itself (not the project),
 // beside the one role GKE documents for nodes, which reads no private
 // repository.
-func grantImagePull(ctx *pulumi.Context, c *Cluster, repos []spec.ArtifactRegistryRepository) ([]pulumi.Resource, error) {
+func grantImagePull(ctx *pulumi.Context, c *Cluster, repos []gcpinputs.ArtifactRegistryRepository) ([]pulumi.Resource, error) {
 	member := c.NodeServiceAccount.ApplyT(func(email string) string { return "serviceAccount:" + email }).(pulumi.StringOutput)
 	var out []pulumi.Resource
 	for _, r := range repos {
@@ -296,7 +296,7 @@ func grantImagePull(ctx *pulumi.Context, c *Cluster, repos []spec.ArtifactRegist
 			Project:    pulumi.String(r.Project),
 			Location:   pulumi.String(r.Location),
 			Repository: pulumi.String(r.Repository),
-			Role:       pulumi.String(spec.ImagePullRole),
+			Role:       pulumi.String(gcpinputs.ImagePullRole),
 			Member:     member,
 		}, pulumi.Parent(c))
 		if err != nil {
@@ -319,5 +319,5 @@ func workloadPool(a ClusterArgs) string {
 	if a.DisableWorkloadIdentity {
 		return ""
 	}
-	return spec.WorkloadPool(a.Project)
+	return gcpinputs.WorkloadPool(a.Project)
 }

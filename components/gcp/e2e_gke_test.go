@@ -38,7 +38,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
 // gkeEnv is what the test needs from its runner.
@@ -115,20 +115,20 @@ func e2ePlatform(e gkeEnv, name, namespace string) PlatformArgs {
 		Name: name,
 		Cluster: ClusterArgs{
 			Project: e.project, Location: e.location, Network: e.network, Subnetwork: e.subnetwork,
-			AuthorizedNetworks: []spec.AuthorizedNetwork{{CIDR: e.authorizedCIDR, DisplayName: "e2e-runner"}},
+			AuthorizedNetworks: []gcpinputs.AuthorizedNetwork{{CIDR: e.authorizedCIDR, DisplayName: "e2e-runner"}},
 			FQDNNetworkPolicy:  true,
 			AllowDeletion:      true,
 		},
 		NodePools: []NodePoolArgs{
-			{Name: "gvisor", Isolation: spec.IsolationGVisor, MachineType: "e2-standard-4", MinNodes: 1, MaxNodes: 1},
-			{Name: "kata", Isolation: spec.IsolationKVM, MachineType: "n2-standard-4", MinNodes: 1, MaxNodes: 1},
+			{Name: "gvisor", Isolation: gcpinputs.IsolationGVisor, MachineType: "e2-standard-4", MinNodes: 1, MaxNodes: 1},
+			{Name: "kata", Isolation: gcpinputs.IsolationKVM, MachineType: "n2-standard-4", MinNodes: 1, MaxNodes: 1},
 		},
 		WorkloadIdentities: []WorkloadIdentityArgs{{
 			Tenant: "e2e", Namespace: namespace, KSA: "cloud-reader", Roles: []string{"roles/monitoring.viewer"},
 		}},
 		AuditSinks: []AuditSinkArgs{{
-			Name: name + "-audit", Kind: spec.AuditPubSub, Destination: name + "-audit", RetentionDays: 1,
-			Filter: spec.AuditFilterArgs{Namespaces: []string{namespace}},
+			Name: name + "-audit", Kind: gcpinputs.AuditPubSub, Destination: name + "-audit", RetentionDays: 1,
+			Filter: gcpinputs.AuditFilterArgs{Namespaces: []string{namespace}},
 		}},
 	}
 }
@@ -332,12 +332,12 @@ func checkNodes(t *testing.T, kube *k8s.KubectlOptions) {
 		t.Error("no gVisor node")
 	}
 	for _, n := range g.Items {
-		if !hasTaint(n.Spec.Taints, spec.GKESandboxKey, "gvisor", "NoSchedule") {
+		if !hasTaint(n.Spec.Taints, gcpinputs.GKESandboxKey, "gvisor", "NoSchedule") {
 			t.Errorf("gVisor node %s lacks GKE's taint: %+v", n.Metadata.Name, n.Spec.Taints)
 		}
 		count := 0
 		for _, tt := range n.Spec.Taints {
-			if tt.Key == spec.GKESandboxKey {
+			if tt.Key == gcpinputs.GKESandboxKey {
 				count++
 			}
 		}
@@ -350,7 +350,7 @@ func checkNodes(t *testing.T, kube *k8s.KubectlOptions) {
 		t.Error("no KVM node")
 	}
 	for _, n := range k.Items {
-		if !hasTaint(n.Spec.Taints, spec.IsolationKey, "kvm", "NoSchedule") {
+		if !hasTaint(n.Spec.Taints, gcpinputs.IsolationKey, "kvm", "NoSchedule") {
 			t.Errorf("KVM node %s lacks the dedication taint: %+v", n.Metadata.Name, n.Spec.Taints)
 		}
 	}
@@ -384,15 +384,15 @@ func checkRuntimeClasses(t *testing.T, kube *k8s.KubectlOptions) {
 		return r
 	}
 	// GKE's own gvisor RuntimeClass must schedule exactly as Paddock exports.
-	g := get(spec.GVisorRuntimeClass)
-	want := spec.IsolationScheduling(spec.IsolationGVisor)
-	if g.Handler != spec.GVisorHandler || !reflect.DeepEqual(g.Scheduling.NodeSelector, want.NodeSelector) ||
+	g := get(gcpinputs.GVisorRuntimeClass)
+	want := gcpinputs.IsolationScheduling(gcpinputs.IsolationGVisor)
+	if g.Handler != gcpinputs.GVisorHandler || !reflect.DeepEqual(g.Scheduling.NodeSelector, want.NodeSelector) ||
 		len(g.Scheduling.Tolerations) != 1 || g.Scheduling.Tolerations[0].Key != want.Tolerations[0].Key {
 		t.Errorf("GKE's gvisor RuntimeClass %+v differs from what Paddock exports %+v", g, want)
 	}
 	for _, name := range []string{"kata-qemu", "kata-clh"} {
 		r := get(name)
-		if r.Handler != name || r.Scheduling.NodeSelector[spec.IsolationKey] != spec.IsolationKVM {
+		if r.Handler != name || r.Scheduling.NodeSelector[gcpinputs.IsolationKey] != gcpinputs.IsolationKVM {
 			t.Errorf("%s: %+v", name, r)
 		}
 	}
@@ -452,7 +452,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: e2e-audit-probe, namespace: %[1]s}
 rules: [{apiGroups: [""], resources: ["configmaps"], verbs: ["get"]}]
-`, namespace, gsa, spec.KSAAnnotation))
+`, namespace, gsa, gcpinputs.KSAAnnotation))
 }
 
 func runPod(t *testing.T, kube *k8s.KubectlOptions, name, runtimeClass, sa string) {
@@ -489,7 +489,7 @@ func podNode(t *testing.T, kube *k8s.KubectlOptions, pod string) string {
 }
 
 func checkGVisorPod(t *testing.T, kube *k8s.KubectlOptions) {
-	runPod(t, kube, "e2e-gvisor", spec.GVisorRuntimeClass, "")
+	runPod(t, kube, "e2e-gvisor", gcpinputs.GVisorRuntimeClass, "")
 	node := podNode(t, kube, "e2e-gvisor")
 	found := false
 	for _, n := range nodes(t, kube, "sandbox.gke.io/runtime=gvisor").Items {
@@ -535,7 +535,7 @@ func checkWorkloadIdentity(t *testing.T, e gkeEnv, kube *k8s.KubectlOptions, gsa
 	if gsa == "" {
 		t.Fatal("no identity output")
 	}
-	runPod(t, kube, "e2e-wi", spec.GVisorRuntimeClass, "cloud-reader")
+	runPod(t, kube, "e2e-wi", gcpinputs.GVisorRuntimeClass, "cloud-reader")
 	email := retry.DoWithRetry(t, "metadata server returns the GSA", 12, 10*time.Second, func() (string, error) {
 		return k8s.RunKubectlAndGetOutputE(t, kube, "exec", "e2e-wi", "--", "wget", "-qO-", "--header", "Metadata-Flavor: Google",
 			"http://169.254.169.254/computeMetadata/v1/instance/service-accounts/default/email")
@@ -575,7 +575,7 @@ func checkAuditSink(t *testing.T, e gkeEnv, d PlatformArgs, kube *k8s.KubectlOpt
 	}
 	// The sink's filter must select the real audit entry of the Role the test
 	// created in the tenant namespace.
-	filter, err := spec.AuditFilter(s.Filter)
+	filter, err := gcpinputs.AuditFilter(s.Filter)
 	if err != nil {
 		t.Fatal(err)
 	}

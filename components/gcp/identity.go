@@ -7,7 +7,7 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/serviceaccount"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
 // WorkloadIdentity is a tenant identity's cloud access: a Google service
@@ -44,7 +44,7 @@ func NewWorkloadIdentity(ctx *pulumi.Context, name string, cluster *Cluster, arg
 		a.Project = cluster.Args.Project
 	}
 	if a.AccountID == "" {
-		a.AccountID = spec.ServiceAccountID(a.Platform, a.Tenant, a.KSA)
+		a.AccountID = gcpinputs.ServiceAccountID(a.Platform, a.Tenant, a.KSA)
 	}
 	w.Args = a
 	if cluster.Args.DisableWorkloadIdentity {
@@ -72,10 +72,10 @@ func NewWorkloadIdentity(ctx *pulumi.Context, name string, cluster *Cluster, arg
 		}
 		w.Ready = append(w.Ready, grant)
 	}
-	member := spec.WorkloadIdentityMember(a.Project, a.Namespace, a.KSA)
-	binding, err := serviceaccount.NewIAMMember(ctx, name+"/"+spec.WorkloadIdentityUser, &serviceaccount.IAMMemberArgs{
+	member := gcpinputs.WorkloadIdentityMember(a.Project, a.Namespace, a.KSA)
+	binding, err := serviceaccount.NewIAMMember(ctx, name+"/"+gcpinputs.WorkloadIdentityUser, &serviceaccount.IAMMemberArgs{
 		ServiceAccountId: sa.Name,
-		Role:             pulumi.String(spec.WorkloadIdentityUser),
+		Role:             pulumi.String(gcpinputs.WorkloadIdentityUser),
 		Member:           pulumi.String(member),
 	}, parent, pulumi.DependsOn([]pulumi.Resource{cluster.GKE}))
 	if err != nil {
@@ -85,7 +85,7 @@ func NewWorkloadIdentity(ctx *pulumi.Context, name string, cluster *Cluster, arg
 	w.Email = sa.Email
 	w.Member = pulumi.String(member).ToStringOutput()
 	w.KSAAnnotations = sa.Email.ApplyT(func(email string) map[string]string {
-		return map[string]string{spec.KSAAnnotation: email}
+		return map[string]string{gcpinputs.KSAAnnotation: email}
 	}).(pulumi.StringMapOutput)
 	return w, ctx.RegisterResourceOutputs(w, pulumi.Map{"email": w.Email, "member": w.Member, "ksaAnnotations": w.KSAAnnotations})
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
 	"github.com/paddock-platform/paddock/components/pulumitest"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
 // mockPrivateEndpoint is the private endpoint gcpOutputs gives a cluster.
@@ -115,10 +115,10 @@ func gvisorPlatform() PlatformArgs {
 		Name: "demo",
 		Cluster: ClusterArgs{
 			Project: "paddock-demo", Location: "europe-west4",
-			AuthorizedNetworks: []spec.AuthorizedNetwork{{CIDR: "203.0.113.0/24", DisplayName: "office"}},
+			AuthorizedNetworks: []gcpinputs.AuthorizedNetwork{{CIDR: "203.0.113.0/24", DisplayName: "office"}},
 		},
 		NodePools: []NodePoolArgs{{
-			Name: "gvisor", Isolation: spec.IsolationGVisor, MachineType: "e2-standard-4", MinNodes: 1, MaxNodes: 3,
+			Name: "gvisor", Isolation: gcpinputs.IsolationGVisor, MachineType: "e2-standard-4", MinNodes: 1, MaxNodes: 3,
 			Labels: map[string]string{"paddock.dev/pool": "gvisor"},
 		}},
 		WorkloadIdentities: []WorkloadIdentityArgs{{
@@ -126,8 +126,8 @@ func gvisorPlatform() PlatformArgs {
 			Roles: []string{"roles/storage.objectViewer", "roles/aiplatform.user"},
 		}},
 		AuditSinks: []AuditSinkArgs{{
-			Name: "demo-audit", Kind: spec.AuditStorage, Destination: "paddock-demo-audit", Location: "EU",
-			Filter: spec.AuditFilterArgs{Namespaces: []string{"agents-team-a"}},
+			Name: "demo-audit", Kind: gcpinputs.AuditStorage, Destination: "paddock-demo-audit", Location: "EU",
+			Filter: gcpinputs.AuditFilterArgs{Namespaces: []string{"agents-team-a"}},
 		}},
 		Alerts: &AlertArgs{QuotaSaturation: true, SandboxMaxLifetime: 5 * time.Hour, Namespaces: []string{"agents-team-a"}},
 	}
@@ -141,21 +141,21 @@ func kataPlatform() PlatformArgs {
 		Name: "vmdemo",
 		Cluster: ClusterArgs{
 			Project: "paddock-demo", Location: "us-central1-a", ReleaseChannel: "stable",
-			AuthorizedNetworks: []spec.AuthorizedNetwork{{CIDR: "198.51.100.0/24"}},
+			AuthorizedNetworks: []gcpinputs.AuthorizedNetwork{{CIDR: "198.51.100.0/24"}},
 			FQDNNetworkPolicy:  true,
 		},
 		NodePools: []NodePoolArgs{{
-			Name: "kata", Isolation: spec.IsolationKVM, MachineType: "n2-standard-8", MinNodes: 0, MaxNodes: 4, DiskSizeGB: 100,
-			Taints: []spec.Taint{{Key: "paddock.dev/tenant", Value: "team-b", Effect: spec.EffectNoSchedule}},
+			Name: "kata", Isolation: gcpinputs.IsolationKVM, MachineType: "n2-standard-8", MinNodes: 0, MaxNodes: 4, DiskSizeGB: 100,
+			Taints: []gcpinputs.Taint{{Key: "paddock.dev/tenant", Value: "team-b", Effect: gcpinputs.EffectNoSchedule}},
 		}},
 		WorkloadIdentities: []WorkloadIdentityArgs{{
 			Tenant: "team-b", Namespace: "agents-team-b", KSA: "agent-orchestrator", Roles: []string{"roles/pubsub.subscriber"},
 		}},
 		AuditSinks: []AuditSinkArgs{
-			{Name: "vmdemo-bq", Kind: spec.AuditBigQuery, Destination: "paddock_audit", RetentionDays: 400,
-				Filter: spec.AuditFilterArgs{Namespaces: []string{"agents-team-b"}}},
-			{Name: "vmdemo-stream", Kind: spec.AuditPubSub, Destination: "paddock-audit", RetentionDays: 7,
-				Filter: spec.AuditFilterArgs{Namespaces: []string{"agents-team-b"}, Events: spec.AuditEvents()}},
+			{Name: "vmdemo-bq", Kind: gcpinputs.AuditBigQuery, Destination: "paddock_audit", RetentionDays: 400,
+				Filter: gcpinputs.AuditFilterArgs{Namespaces: []string{"agents-team-b"}}},
+			{Name: "vmdemo-stream", Kind: gcpinputs.AuditPubSub, Destination: "paddock-audit", RetentionDays: 7,
+				Filter: gcpinputs.AuditFilterArgs{Namespaces: []string{"agents-team-b"}, Events: gcpinputs.AuditEvents()}},
 		},
 	}
 }

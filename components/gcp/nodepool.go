@@ -6,7 +6,7 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/container"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
 // NodePool is one node pool: the system pool, a GKE Sandbox (gVisor) pool or a
@@ -25,7 +25,7 @@ type NodePool struct {
 	// Scheduling is exactly what a RuntimeClass for this pool must carry: the
 	// node selector and a toleration for every taint — GKE's own on gVisor
 	// pools, Paddock's on KVM pools.
-	Scheduling spec.Scheduling
+	Scheduling gcpinputs.Scheduling
 	// Pool is the GKE node pool itself. Whatever must wait for the nodes
 	// depends on it, not on the component: the Go SDK expands a component
 	// into the children it has registered so far, which races with their
@@ -51,23 +51,23 @@ func NewNodePool(ctx *pulumi.Context, name string, cluster *Cluster, args *NodeP
 	ca := cluster.Args
 
 	var taints container.NodePoolNodeConfigTaintArray
-	for _, t := range a.NodeTaints() {
+	for _, t := range a.PaddockTaints() {
 		taints = append(taints, container.NodePoolNodeConfigTaintArgs{
-			Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(spec.GKETaintEffect(t.Effect)),
+			Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(gcpinputs.GKETaintEffect(t.Effect)),
 		})
 	}
 	cfg := &container.NodePoolNodeConfigArgs{
 		MachineType:    pulumi.String(a.MachineType),
 		ImageType:      pulumi.String(a.ImageType),
-		Labels:         pulumi.ToStringMap(a.NodeLabels()),
+		Labels:         pulumi.ToStringMap(a.PaddockLabels()),
 		Taints:         taints,
 		ServiceAccount: cluster.NodeServiceAccount,
-		OauthScopes:    pulumi.ToStringArray([]string{spec.CloudPlatformScope}),
+		OauthScopes:    pulumi.ToStringArray([]string{gcpinputs.CloudPlatformScope}),
 		ShieldedInstanceConfig: &container.NodePoolNodeConfigShieldedInstanceConfigArgs{
 			EnableSecureBoot: pulumi.Bool(true), EnableIntegrityMonitoring: pulumi.Bool(true),
 		},
 		Metadata:       pulumi.StringMap{"disable-legacy-endpoints": pulumi.String("true")},
-		ResourceLabels: pulumi.ToStringMap(spec.GCPLabels(ca.Name, a.ResourceLabels)),
+		ResourceLabels: pulumi.ToStringMap(gcpinputs.GCPLabels(ca.Name, a.ResourceLabels)),
 	}
 	if !ca.DisableWorkloadIdentity {
 		cfg.WorkloadMetadataConfig = &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")}
@@ -76,9 +76,9 @@ func NewNodePool(ctx *pulumi.Context, name string, cluster *Cluster, args *NodeP
 		cfg.DiskSizeGb = pulumi.Int(a.DiskSizeGB)
 	}
 	switch a.Isolation {
-	case spec.IsolationGVisor:
+	case gcpinputs.IsolationGVisor:
 		cfg.SandboxConfig = &container.NodePoolNodeConfigSandboxConfigArgs{SandboxType: pulumi.String("gvisor")}
-	case spec.IsolationKVM:
+	case gcpinputs.IsolationKVM:
 		threads := 0 // the machine's default (2 on the accepted Intel series)
 		if a.DisableSMT {
 			threads = 1
@@ -117,7 +117,7 @@ func NewNodePool(ctx *pulumi.Context, name string, cluster *Cluster, args *NodeP
 	})
 }
 
-func tolerationsOutput(ts []spec.Toleration) pulumi.MapArrayOutput {
+func tolerationsOutput(ts []gcpinputs.Toleration) pulumi.MapArrayOutput {
 	arr := pulumi.MapArray{}
 	for _, t := range ts {
 		arr = append(arr, pulumi.Map{

@@ -6,9 +6,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/paddock-platform/paddock/components/gcp/kata"
-	"github.com/paddock-platform/paddock/components/gcp/rules"
-	"github.com/paddock-platform/paddock/components/gcp/spec"
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
+	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/gcpinputs/rules"
 )
 
 // Platform is the root of the GCP layer: the cluster, the system and sandbox
@@ -52,7 +52,7 @@ type Platform struct {
 	// RuntimeClasses are the sandbox runtimes the pools provide, with the
 	// scheduling the in-cluster layer's RuntimeClasses must use. gvisor is
 	// GKE's own (ManagedByGKE): use it, do not create it.
-	RuntimeClasses []spec.RuntimeClass
+	RuntimeClasses []gcpinputs.RuntimeClass
 }
 
 // NewPlatform validates args with package rules (refusing any violation) and
@@ -95,10 +95,10 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 	// The nodes pull the platform's images (and kata-deploy's) as their own
 	// service account.
 	images := append([]string(nil), a.Images...)
-	if len(a.PoolsOf(spec.IsolationKVM)) > 0 {
+	if len(a.PoolsOf(gcpinputs.IsolationKVM)) > 0 {
 		images = append(images, kata.ImageOf(a.Kata))
 	}
-	repos, elsewhere := spec.ImageRepositories(images...)
+	repos, elsewhere := gcpinputs.ImageRepositories(images...)
 	p.PullPrerequisites = elsewhere
 	grants, err := grantImagePull(ctx, cluster, repos)
 	if err != nil {
@@ -118,7 +118,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 	p.KubernetesProvider = prov
 	inCluster := []pulumi.ResourceOption{parent, pulumi.Providers(prov)}
 
-	if len(a.PoolsOf(spec.IsolationKVM)) > 0 {
+	if len(a.PoolsOf(gcpinputs.IsolationKVM)) > 0 {
 		ka := a.KataArgs()
 		k, err := kata.NewInstall(ctx, name+"-kata", &ka, inCluster...)
 		if err != nil {
@@ -187,7 +187,7 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 func needsNetworkLogging(a PlatformArgs) bool {
 	for _, s := range a.AuditSinks {
 		for _, e := range s.Filter.Events {
-			if e == spec.EventNetworkDrops {
+			if e == gcpinputs.EventNetworkDrops {
 				return true
 			}
 		}
@@ -211,7 +211,7 @@ func NetworkLogging(platform string) *unstructured.Unstructured {
 		},
 	}}
 	labels := map[string]string{}
-	for k, v := range spec.OwnershipLabels(platform) {
+	for k, v := range gcpinputs.OwnershipLabels(platform) {
 		labels[k] = v
 	}
 	u.SetLabels(labels)

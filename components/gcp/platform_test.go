@@ -13,8 +13,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/paddock-platform/paddock/components/gcp/kata"
-	"github.com/paddock-platform/paddock/components/gcp/spec"
 	"github.com/paddock-platform/paddock/components/pulumitest"
+	"github.com/paddock-platform/paddock/gcpinputs"
 )
 
 const (
@@ -83,7 +83,7 @@ func TestMockClusterIsHardened(t *testing.T) {
 	c.WantString(t, "workloadIdentityConfig.workloadPool", "paddock-demo.svc.id.goog")
 	c.WantBool(t, "privateClusterConfig.enablePrivateNodes", true)
 	c.WantBool(t, "privateClusterConfig.enablePrivateEndpoint", false)
-	c.WantString(t, "privateClusterConfig.masterIpv4CidrBlock", spec.DefaultMasterCIDR)
+	c.WantString(t, "privateClusterConfig.masterIpv4CidrBlock", gcpinputs.DefaultMasterCIDR)
 	c.WantString(t, "masterAuthorizedNetworksConfig.cidrBlocks[0].cidrBlock", "203.0.113.0/24")
 	c.WantString(t, "masterAuthorizedNetworksConfig.cidrBlocks[0].displayName", "office")
 	c.WantBool(t, "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", false)
@@ -177,12 +177,12 @@ func TestMockNodeServiceAccountIsLeastPrivilege(t *testing.T) {
 			nodeRoles = append(nodeRoles, r.Get(t, "role").StringValue())
 		}
 	}
-	if !reflect.DeepEqual(nodeRoles, []string{spec.NodeServiceAccountRole}) {
-		t.Errorf("node service account roles %v, want only %s", nodeRoles, spec.NodeServiceAccountRole)
+	if !reflect.DeepEqual(nodeRoles, []string{gcpinputs.NodeServiceAccountRole}) {
+		t.Errorf("node service account roles %v, want only %s", nodeRoles, gcpinputs.NodeServiceAccountRole)
 	}
 	for _, np := range m.OfType(tNodePool) {
 		np.WantString(t, "nodeConfig.serviceAccount", "demo-nodes@paddock-demo.iam.gserviceaccount.com")
-		if s := np.StringsAt(t, "nodeConfig.oauthScopes"); !reflect.DeepEqual(s, []string{spec.CloudPlatformScope}) {
+		if s := np.StringsAt(t, "nodeConfig.oauthScopes"); !reflect.DeepEqual(s, []string{gcpinputs.CloudPlatformScope}) {
 			t.Errorf("%s scopes %v", np.Name, s)
 		}
 		np.WantString(t, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA")
@@ -224,9 +224,9 @@ func TestMockGVisorPool(t *testing.T) {
 	}
 	// The scheduling the RuntimeClass must use is exactly what GKE applies.
 	gv := c.platform.NodePools[0].Scheduling
-	want := spec.Scheduling{
+	want := gcpinputs.Scheduling{
 		NodeSelector: map[string]string{"sandbox.gke.io/runtime": "gvisor"},
-		Tolerations:  []spec.Toleration{{Key: "sandbox.gke.io/runtime", Operator: "Equal", Value: "gvisor", Effect: "NoSchedule"}},
+		Tolerations:  []gcpinputs.Toleration{{Key: "sandbox.gke.io/runtime", Operator: "Equal", Value: "gvisor", Effect: "NoSchedule"}},
 	}
 	if !reflect.DeepEqual(gv, want) {
 		t.Errorf("gVisor scheduling %+v, want %+v", gv, want)
@@ -436,8 +436,8 @@ func TestMockAuditSinkStorage(t *testing.T) {
 	s := m.Find(t, tSink, "demo-audit")
 	s.WantString(t, "destination", "storage.googleapis.com/paddock-demo-audit")
 	s.WantBool(t, "uniqueWriterIdentity", true)
-	filter, err := spec.AuditFilter(spec.AuditFilterArgs{Project: "paddock-demo", Location: "europe-west4", ClusterName: "demo",
-		Namespaces: []string{"agents-team-a"}, Events: spec.DefaultAuditEvents()})
+	filter, err := gcpinputs.AuditFilter(gcpinputs.AuditFilterArgs{Project: "paddock-demo", Location: "europe-west4", ClusterName: "demo",
+		Namespaces: []string{"agents-team-a"}, Events: gcpinputs.DefaultAuditEvents()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,11 +492,11 @@ func TestMockAlerts(t *testing.T) {
 	m, _ := runPlatform(t, gvisorPlatform())
 	q := m.Find(t, tAlert, "demo-alerts-quota-saturation")
 	q.WantString(t, "conditions[0].conditionMatchedLog.filter",
-		spec.QuotaExceededFilter("paddock-demo", "europe-west4", "demo", []string{"agents-team-a"}))
+		gcpinputs.QuotaExceededFilter("paddock-demo", "europe-west4", "demo", []string{"agents-team-a"}))
 
 	q.WantString(t, "alertStrategy.notificationRateLimit.period", "300s")
 	l := m.Find(t, tAlert, "demo-alerts-sandbox-lifetime")
-	l.WantString(t, "conditions[0].conditionThreshold.filter", spec.SandboxUptimeFilter("europe-west4", "demo", []string{"agents-team-a"}))
+	l.WantString(t, "conditions[0].conditionThreshold.filter", gcpinputs.SandboxUptimeFilter("europe-west4", "demo", []string{"agents-team-a"}))
 	l.WantString(t, "conditions[0].conditionThreshold.comparison", "COMPARISON_GT")
 	l.WantNumber(t, "conditions[0].conditionThreshold.thresholdValue", 5*3600)
 	k, _ := runPlatform(t, kataPlatform())

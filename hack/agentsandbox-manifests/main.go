@@ -1,6 +1,6 @@
 // Command agentsandbox-manifests renders the pinned Agent Sandbox release from the
 // module's own k8s/ kustomization (the same assembly upstream publishes as
-// sandbox-with-extensions.yaml) and writes it into components/agentsandbox, where
+// sandbox-with-extensions.yaml) and writes it into manifests/agentsandbox, where
 // the paddock binary embeds it. The module's go.sum hash pins the input byte for
 // byte; main_test.go fails when the committed copy differs from a fresh render.
 //
@@ -38,7 +38,7 @@ func main() {
 
 // outputPath is where the release for the pinned version lives, relative to the module root.
 func outputPath() string {
-	return filepath.Join(repoRoot(), "components", "agentsandbox", "release-"+pins.AgentSandbox+".yaml")
+	return filepath.Join(repoRoot(), "manifests", "agentsandbox", "release-"+pins.AgentSandbox+".yaml")
 }
 
 func repoRoot() string {

@@ -30,10 +30,15 @@ var ErrNoProcess = errors.New("no such process")
 type Stat struct {
 	State      byte   // field 3: R, S, D, Z, ...
 	PPID       int    // field 4
+	PGRP       int    // field 5: the process group
 	UserTicks  uint64 // field 14, in USER_HZ ticks
 	SysTicks   uint64 // field 15
 	StartTicks uint64 // field 22: clock ticks after boot when the process started
 }
+
+// Exited reports whether the process has ended and only its entry remains
+// (a zombie, or dead).
+func (s Stat) Exited() bool { return s.State == 'Z' || s.State == 'X' }
 
 // CPU is the user and system CPU time the process has used.
 func (s Stat) CPU() time.Duration {
@@ -58,6 +63,9 @@ func ParseStat(stat string) (Stat, error) {
 	var err error
 	if s.PPID, err = strconv.Atoi(f[1]); err != nil {
 		return Stat{}, fmt.Errorf("malformed ppid in stat: %w", err)
+	}
+	if s.PGRP, err = strconv.Atoi(f[2]); err != nil {
+		return Stat{}, fmt.Errorf("malformed pgrp in stat: %w", err)
 	}
 	for _, p := range []struct {
 		dst   *uint64

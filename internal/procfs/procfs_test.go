@@ -14,7 +14,7 @@ func TestParseStatCountsFromTheLastParen(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", comm, err)
 		}
-		if s.State != 'S' || s.PPID != 17 || s.UserTicks != 250 || s.SysTicks != 75 || s.StartTicks != 987654 {
+		if s.State != 'S' || s.PPID != 17 || s.PGRP != 4242 || s.UserTicks != 250 || s.SysTicks != 75 || s.StartTicks != 987654 {
 			t.Errorf("%s: got %+v", comm, s)
 		}
 		if s.CPU() != 3250*time.Millisecond {

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -35,7 +35,7 @@ func TestCiliumFQDNPolicyAcceptedByCiliumSchema(t *testing.T) {
 	tenant := model.DefaultTenant("cilium")
 	tenant.Namespace = ns
 	tenant.Egress.FQDNs = []string{"api.example-llm-provider.com", "*.githubusercontent.com"}
-	cnp := objects.FQDNPolicy(p, tenant)
+	cnp := manifests.FQDNPolicy(p, tenant)
 	if cnp == nil || cnp.GetKind() != "CiliumNetworkPolicy" {
 		t.Fatalf("no CiliumNetworkPolicy rendered: %v", cnp)
 	}

@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/paddock-platform/paddock/drift"
-	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
+	"github.com/paddock-platform/paddock/specload"
 )
 
 // assertConverged checks that the stack holds no pending operation, that the
@@ -73,7 +73,7 @@ func objectKey(apiVersion, kind, namespace, name string) string {
 // and says how many it compared.
 func specDiffs(t *testing.T, e *env, dir string, labelled []drift.ObjectRef) ([]string, int) {
 	t.Helper()
-	p, err := project.LoadSpec(dir, project.SpecOptions{}, io.Discard)
+	p, err := specload.Load(dir, specload.Options{}, io.Discard)
 	if err != nil {
 		t.Fatalf("loading %s: %v", dir, err)
 	}

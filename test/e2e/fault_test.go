@@ -20,15 +20,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/paddock-platform/paddock/bench"
 	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/engine"
+	"github.com/paddock-platform/paddock/internal/procfs"
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/render"
+	"github.com/paddock-platform/paddock/schemas/specgen"
+	"github.com/paddock-platform/paddock/specload"
 	"github.com/paddock-platform/paddock/verify"
 )
 
@@ -46,7 +47,7 @@ func faultSpecs(t *testing.T, small, large int) (string, string) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		spec := bench.Spec(bench.SpecOptions{Platform: faultPlatform, Tenants: n})
+		spec := specgen.Generate(specgen.Options{Platform: faultPlatform, Tenants: n})
 		if err := os.WriteFile(filepath.Join(d, "platform.hcl"), []byte(spec), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func faultSpecs(t *testing.T, small, large int) (string, string) {
 func faultNamespaces(n int) []string {
 	var out []string
 	for i := 0; i < n; i++ {
-		out = append(out, model.DefaultNamespacePrefix+bench.TenantName(i))
+		out = append(out, model.DefaultNamespacePrefix+specgen.TenantName(i))
 	}
 	return out
 }
@@ -102,7 +103,8 @@ func leftoverPlugins(t *testing.T, e *env) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
 	for _, ent := range entries {
-		if _, err := strconv.Atoi(ent.Name()); err != nil {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
 			continue
 		}
 		exe, err := os.Readlink(filepath.Join("/proc", ent.Name(), "exe"))
@@ -117,10 +119,8 @@ func leftoverPlugins(t *testing.T, e *env) []string {
 			!bytes.Contains(append([]byte{0}, env...), []byte("\x00PADDOCK_HOME="+e.home+"\x00")) {
 			continue
 		}
-		stat, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) > 1 {
-			parent, _ := os.Readlink(filepath.Join("/proc", fields[1], "exe"))
+		if st, err := procfs.ReadStat(pid); err == nil {
+			parent, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(st.PPID), "exe"))
 			if filepath.Base(parent) == "pulumi" {
 				continue
 			}
@@ -187,13 +187,8 @@ func (e *env) leftBehind(t *testing.T, stack, platform, spec string) leftBehind 
 // processRunning reports whether pid is a process that has not exited (a
 // zombie has).
 func processRunning(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	fields := strings.Fields(string(b[i+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+	st, err := procfs.ReadStat(pid)
+	return err == nil && !st.Exited()
 }
 
 // groupMembers lists the running processes of process group pgid.
@@ -205,14 +200,7 @@ func groupMembers(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		f := strings.Fields(string(b[i+1:]))
-		// fields after the name: state, ppid, pgrp
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+		if st, err := procfs.ReadStat(pid); err == nil && st.PGRP == pgid && !st.Exited() {
 			out = append(out, pid)
 		}
 	}
@@ -236,7 +224,7 @@ func waitGroupGone(t *testing.T, pgid int, timeout time.Duration) time.Duration 
 // declaredKeys are the objects the spec in dir declares.
 func declaredKeys(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	p, err := project.LoadSpec(dir, project.SpecOptions{}, io.Discard)
+	p, err := specload.Load(dir, specload.Options{}, io.Discard)
 	if err != nil {
 		t.Fatalf("loading %s: %v", dir, err)
 	}
@@ -500,7 +488,7 @@ func TestFaultControllerKilled(t *testing.T) {
 	e.mustPaddock(t, "up", small)
 	defer e.destroyAndWait(t, nil, faultNamespaces(1), small)
 	ns := faultNamespaces(1)[0]
-	sandboxes := schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
+	sandboxes := agentsandbox.Sandboxes
 	poolSandboxes := func() ([]string, error) {
 		l, err := e.dyn.Resource(sandboxes).Namespace(ns).List(ctxTimeout(10*time.Second), metav1.ListOptions{})
 		if err != nil {
@@ -558,7 +546,7 @@ func TestFaultControllerKilled(t *testing.T) {
 	}
 	// Nobody updates the pool's status now: it still says the sandbox is
 	// there and Ready. V07 must count for itself and see the pool empty.
-	pool, err := e.dyn.Resource(poolsGVR).Namespace(ns).Get(ctxTimeout(10*time.Second), "agent", metav1.GetOptions{}) // bench.Spec's pool
+	pool, err := e.dyn.Resource(poolsGVR).Namespace(ns).Get(ctxTimeout(10*time.Second), "agent", metav1.GetOptions{}) // specgen.Generate's pool
 	if err != nil {
 		t.Fatal(err)
 	}

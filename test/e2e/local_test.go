@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gruntwork-io/terratest/modules/k8s"
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,10 +28,10 @@ const (
 )
 
 var (
-	templatesGVR = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxtemplates"}
-	poolsGVR     = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxwarmpools"}
-	claimsGVR    = schema.GroupVersionResource{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxclaims"}
-	sandboxesGVR = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1beta1", Resource: "sandboxes"}
+	templatesGVR = agentsandbox.SandboxTemplates
+	poolsGVR     = agentsandbox.SandboxWarmPools
+	claimsGVR    = agentsandbox.SandboxClaims
+	sandboxesGVR = agentsandbox.Sandboxes
 )
 
 // changesRE reads the summary line of up/destroy: "paddock up: 3 created, 14 unchanged in 2.1s".

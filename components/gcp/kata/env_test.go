@@ -8,7 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/pins"
 )
 
@@ -42,7 +42,7 @@ func kataDeployEnv(t *testing.T) (version string, names map[string]bool) {
 	return version, names
 }
 
-func daemonSet(t *testing.T, a spec.KataArgs) *appsv1.DaemonSet {
+func daemonSet(t *testing.T, a gcpinputs.KataArgs) *appsv1.DaemonSet {
 	t.Helper()
 	for _, o := range Objects(a) {
 		if ds, ok := o.(*appsv1.DaemonSet); ok {

@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
+	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/pins"
 )
 
@@ -35,7 +35,7 @@ var (
 
 // ImageOf is the kata-deploy image the install pulls: the mirror args name,
 // or the pinned Image.
-func ImageOf(args spec.KataArgs) string {
+func ImageOf(args gcpinputs.KataArgs) string {
 	if args.Image != "" {
 		return args.Image
 	}
@@ -52,7 +52,7 @@ const (
 
 // Objects are every object of the install, in creation order: RBAC, the
 // DaemonSet, the RuntimeClasses (none when args.ExternalRuntimeClasses).
-func Objects(args spec.KataArgs) []runtime.Object {
+func Objects(args gcpinputs.KataArgs) []runtime.Object {
 	image := ImageOf(args)
 	labels := merge(args.Labels, map[string]string{"app.kubernetes.io/name": "kata-deploy", "app.kubernetes.io/version": Version})
 	shims := args.KataShims()
@@ -145,7 +145,7 @@ func Objects(args spec.KataArgs) []runtime.Object {
 
 // RuntimeClass is one kata-<shim> RuntimeClass: its handler, its pod overhead
 // and the scheduling that keeps its pods on the KVM pools.
-func RuntimeClass(rc spec.RuntimeClass, labels map[string]string) *nodev1.RuntimeClass {
+func RuntimeClass(rc gcpinputs.RuntimeClass, labels map[string]string) *nodev1.RuntimeClass {
 	obj := &nodev1.RuntimeClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "node.k8s.io/v1", Kind: "RuntimeClass"},
 		ObjectMeta: metav1.ObjectMeta{Name: rc.Name, Labels: labels},
@@ -166,14 +166,14 @@ func RuntimeClass(rc spec.RuntimeClass, labels map[string]string) *nodev1.Runtim
 
 func defaultShim(shims []string) string {
 	for _, s := range shims {
-		if s == spec.DefaultKataShim {
+		if s == gcpinputs.DefaultKataShim {
 			return s
 		}
 	}
 	return shims[0]
 }
 
-func tolerations(ts []spec.Toleration) []corev1.Toleration {
+func tolerations(ts []gcpinputs.Toleration) []corev1.Toleration {
 	var out []corev1.Toleration
 	for _, t := range ts {
 		out = append(out, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
@@ -207,7 +207,7 @@ type Install struct {
 
 // NewInstall registers kata-deploy and the Kata RuntimeClasses. The kubernetes
 // provider of the target cluster must come in through opts.
-func NewInstall(ctx *pulumi.Context, name string, args *spec.KataArgs, opts ...pulumi.ResourceOption) (*Install, error) {
+func NewInstall(ctx *pulumi.Context, name string, args *gcpinputs.KataArgs, opts ...pulumi.ResourceOption) (*Install, error) {
 	k := &Install{}
 	if err := ctx.RegisterComponentResource("paddock:gcp:Kata", name, k, opts...); err != nil {
 		return nil, err

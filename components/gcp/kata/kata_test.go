@@ -10,14 +10,14 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/paddock-platform/paddock/components/gcp/spec"
+	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/pins"
 )
 
-func kvm() spec.KataArgs {
-	return spec.KataArgs{
-		Scheduling: spec.MergeScheduling([]spec.NodePoolArgs{{Isolation: spec.IsolationKVM}}),
-		Labels:     spec.OwnershipLabels("demo"),
+func kvm() gcpinputs.KataArgs {
+	return gcpinputs.KataArgs{
+		Scheduling: gcpinputs.MergeScheduling([]gcpinputs.NodePoolArgs{{Isolation: gcpinputs.IsolationKVM}}),
+		Labels:     gcpinputs.OwnershipLabels("demo"),
 	}
 }
 
@@ -54,10 +54,10 @@ func TestObjects(t *testing.T) {
 	if c.Image != Image {
 		t.Errorf("image %s", c.Image)
 	}
-	if ds.Spec.Template.Spec.NodeSelector[spec.IsolationKey] != spec.IsolationKVM {
+	if ds.Spec.Template.Spec.NodeSelector[gcpinputs.IsolationKey] != gcpinputs.IsolationKVM {
 		t.Errorf("kata-deploy is not confined to KVM nodes: %v", ds.Spec.Template.Spec.NodeSelector)
 	}
-	if ds.Namespace != Namespace || ds.Labels[spec.ManagedByLabel] != spec.ManagedByValue {
+	if ds.Namespace != Namespace || ds.Labels[gcpinputs.ManagedByLabel] != gcpinputs.ManagedByValue {
 		t.Errorf("metadata %+v", ds.ObjectMeta)
 	}
 
@@ -128,7 +128,7 @@ func (m *noMocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
 func TestMockInstallRefusesUnscheduledDaemonSet(t *testing.T) {
 	m := &noMocks{}
 	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
-		_, err := NewInstall(ctx, "kata", &spec.KataArgs{})
+		_, err := NewInstall(ctx, "kata", &gcpinputs.KataArgs{})
 		return err
 	}, pulumi.WithMocks("paddock", "test", m))
 	if err == nil || !strings.Contains(err.Error(), "every node") {

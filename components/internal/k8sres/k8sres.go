@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/paddock-platform/paddock/components/objects"
+	"github.com/paddock-platform/paddock/manifests"
 )
 
 // Object is one Kubernetes object registered with the kubernetes provider.
@@ -45,14 +45,9 @@ func Name(u *unstructured.Unstructured) string {
 	return u.GetName()
 }
 
-// ToUnstructured converts a typed object into its wire form (objects.ToUnstructured).
-func ToUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
-	return objects.ToUnstructured(obj)
-}
-
 // Register registers a typed object.
 func Register(ctx *pulumi.Context, obj runtime.Object, opts ...pulumi.ResourceOption) (*Object, error) {
-	u, err := ToUnstructured(obj)
+	u, err := manifests.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}

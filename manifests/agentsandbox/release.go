@@ -1,0 +1,161 @@
+// Package agentsandbox carries the pinned Agent Sandbox release manifests (rendered
+// from the module's k8s/ kustomization by hack/agentsandbox-manifests) and turns
+// them into the objects Paddock installs.
+package agentsandbox
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+//go:embed release-*.yaml
+var releases embed.FS
+
+const (
+	// Namespace is where the release puts its controller.
+	Namespace = "agent-sandbox-system"
+	// ControllerDeployment is the controller's Deployment name in the release.
+	ControllerDeployment = "agent-sandbox-controller"
+	imagePlaceholder     = "ko://sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller"
+)
+
+// Versions lists the releases embedded in this binary.
+func Versions() []string {
+	entries, _ := releases.ReadDir(".")
+	var out []string
+	for _, e := range entries {
+		out = append(out, strings.TrimSuffix(strings.TrimPrefix(e.Name(), "release-"), ".yaml"))
+	}
+	return out
+}
+
+// SkipAwaitAnnotation tells the kubernetes provider not to wait for an
+// object to become ready.
+const SkipAwaitAnnotation = "pulumi.com/skipAwait"
+
+// Options shape the release for a target.
+type Options struct {
+	// Image replaces the ko:// placeholder: the pinned controller image.
+	Image string
+	// ControllerReplicas overrides the Deployment's replicas when non-nil. The local
+	// target sets 0: no container runtime can run the image there, and the real
+	// controller runs outside the cluster against the same API server instead.
+	ControllerReplicas *int64
+	// Labels are added to every object (ownership labels).
+	Labels map[string]string
+}
+
+// Objects parses the embedded release of version and applies opts. The result is in
+// the release's own order (namespace first, CRDs after RBAC).
+func Objects(version string, opts Options) ([]*unstructured.Unstructured, error) {
+	docs, err := parsed(version)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(doc)}
+		if len(opts.Labels) > 0 {
+			l := u.GetLabels()
+			if l == nil {
+				l = map[string]string{}
+			}
+			for k, v := range opts.Labels {
+				l[k] = v
+			}
+			u.SetLabels(l)
+		}
+		if u.GetKind() == "Deployment" && u.GetName() == ControllerDeployment {
+			if err := shapeController(u, opts); err != nil {
+				return nil, err
+			}
+		}
+		if (u.GetKind() == "Service" || u.GetKind() == "Deployment") && opts.ControllerReplicas != nil && *opts.ControllerReplicas == 0 {
+			// No pod will ever back the controller here: waiting for its
+			// rollout and its Services' endpoints would only hold up every
+			// first up (and warn that replicas are 0 on every run).
+			a := u.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[SkipAwaitAnnotation] = "true"
+			u.SetAnnotations(a)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// releaseCache holds each embedded release, parsed once: parsing the
+// manifests costs far more than everything else `render` and policy do, and
+// they never change within a process. Callers get deep copies.
+var releaseCache struct {
+	sync.Mutex
+	docs map[string][]map[string]any
+}
+
+func parsed(version string) ([]map[string]any, error) {
+	releaseCache.Lock()
+	defer releaseCache.Unlock()
+	if docs, ok := releaseCache.docs[version]; ok {
+		return docs, nil
+	}
+	raw, err := releases.ReadFile("release-" + version + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("agent sandbox %s is not embedded in this paddock build (embedded: %s)", version, strings.Join(Versions(), ", "))
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var docs []map[string]any
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("embedded agent sandbox %s: %w", version, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		docs = append(docs, m)
+	}
+	if releaseCache.docs == nil {
+		releaseCache.docs = map[string][]map[string]any{}
+	}
+	releaseCache.docs[version] = docs
+	return docs, nil
+}
+
+func shapeController(u *unstructured.Unstructured, opts Options) error {
+	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	replaced := false
+	for _, c := range containers {
+		cm, ok := c.(map[string]any)
+		if ok && cm["image"] == imagePlaceholder {
+			if opts.Image == "" {
+				return fmt.Errorf("agent sandbox controller image is not set")
+			}
+			cm["image"] = opts.Image
+			replaced = true
+		}
+	}
+	if !replaced {
+		return fmt.Errorf("agent sandbox release has no %s placeholder to pin", imagePlaceholder)
+	}
+	if err := unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+		return err
+	}
+	if opts.ControllerReplicas != nil {
+		return unstructured.SetNestedField(u.Object, *opts.ControllerReplicas, "spec", "replicas")
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ package manifests
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -65,12 +66,11 @@ func meta(name, namespace string, labels map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}
 }
 
+// merge is the union of ms; later maps win.
 func merge(ms ...map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, m := range ms {
-		for k, v := range m {
-			out[k] = v
-		}
+		maps.Copy(out, m)
 	}
 	return out
 }

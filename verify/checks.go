@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	authzv1 "k8s.io/api/authorization/v1"
@@ -321,7 +320,7 @@ func runtimeClassDiffs(want, got *nodev1.RuntimeClass, exact bool) []string {
 	if got.Scheduling != nil {
 		gotSel, gotTol = got.Scheduling.NodeSelector, got.Scheduling.Tolerations
 	}
-	for _, k := range sortedKeys(wantSel) {
+	for _, k := range slices.Sorted(maps.Keys(wantSel)) {
 		if g, ok := gotSel[k]; !ok {
 			diffs = append(diffs, fmt.Sprintf("nodeSelector lacks %s=%s", k, wantSel[k]))
 		} else if g != wantSel[k] {
@@ -329,7 +328,7 @@ func runtimeClassDiffs(want, got *nodev1.RuntimeClass, exact bool) []string {
 		}
 	}
 	if exact {
-		for _, k := range sortedKeys(gotSel) {
+		for _, k := range slices.Sorted(maps.Keys(gotSel)) {
 			if _, ok := wantSel[k]; !ok {
 				diffs = append(diffs, fmt.Sprintf("nodeSelector has %s=%s, not in the spec", k, gotSel[k]))
 			}
@@ -389,15 +388,6 @@ func tolerationKey(t corev1.Toleration) string {
 	return s
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // checkSandboxPlacement fails a tenant pod without a runtime class, with one
 // the platform does not declare, or on a node that lacks its class's labels.
 func checkSandboxPlacement(ctx context.Context, v *Verifier) []Result {
@@ -432,7 +422,7 @@ func checkSandboxPlacement(ctx context.Context, v *Verifier) []Result {
 				bad = append(bad, fmt.Sprintf("%s on %s: %v", p.Name, p.Spec.NodeName, err))
 				continue
 			}
-			for _, k := range sortedKeys(rc.NodeSelector) {
+			for _, k := range slices.Sorted(maps.Keys(rc.NodeSelector)) {
 				if node.Labels[k] != rc.NodeSelector[k] {
 					bad = append(bad, fmt.Sprintf("%s on %s, which lacks %s=%s", p.Name, node.Name, k, rc.NodeSelector[k]))
 				}

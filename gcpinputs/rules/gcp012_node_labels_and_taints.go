@@ -2,6 +2,8 @@ package rules
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -16,7 +18,7 @@ func init() {
 		check: func(p gcpinputs.PlatformArgs) []Violation {
 			var out []Violation
 			for _, e := range allPools(p) {
-				for _, k := range sortedKeys(e.pool.Labels) {
+				for _, k := range slices.Sorted(maps.Keys(e.pool.Labels)) {
 					if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 						out = append(out, v(e.addr, "labels", "label key %q: %s", k, strings.Join(errs, "; ")))
 					}
@@ -39,13 +41,13 @@ func init() {
 						out = append(out, v(e.addr, attr, "a %s taint on the system pool leaves GKE's system workloads nowhere to run", t.Effect))
 					}
 				}
-				for _, k := range sortedKeys(e.pool.ResourceLabels) {
+				for _, k := range slices.Sorted(maps.Keys(e.pool.ResourceLabels)) {
 					if !gcpLabelKey.MatchString(k) || !gcpLabelVal.MatchString(e.pool.ResourceLabels[k]) {
 						out = append(out, v(e.addr, "resource_labels", "GCP label %q=%q: keys and values are lowercase letters, digits, _ and -", k, e.pool.ResourceLabels[k]))
 					}
 				}
 			}
-			for _, k := range sortedKeys(p.Cluster.Labels) {
+			for _, k := range slices.Sorted(maps.Keys(p.Cluster.Labels)) {
 				if !gcpLabelKey.MatchString(k) || !gcpLabelVal.MatchString(p.Cluster.Labels[k]) {
 					out = append(out, v("cluster", "labels", "GCP label %q=%q: keys and values are lowercase letters, digits, _ and -", k, p.Cluster.Labels[k]))
 				}

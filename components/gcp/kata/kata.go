@@ -8,6 +8,7 @@ package kata
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -181,12 +182,11 @@ func tolerations(ts []gcpinputs.Toleration) []corev1.Toleration {
 	return out
 }
 
+// merge is the union of ms; later maps win.
 func merge(ms ...map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, m := range ms {
-		for k, v := range m {
-			out[k] = v
-		}
+		maps.Copy(out, m)
 	}
 	return out
 }

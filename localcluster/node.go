@@ -319,7 +319,7 @@ func cniConfList(d nodeDirs, nn nodeNet) string {
 	last[3] = 250
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
-  "name": "paddock",
+  "name": %q,
   "plugins": [
     {
       "type": "bridge",
@@ -336,8 +336,12 @@ func cniConfList(d nodeDirs, nn nodeNet) string {
     {"type": "loopback"}
   ]
 }
-`, nn.Bridge, d.cniIPAM(), nn.Subnet, first.String(), last.String())
+`, cniNetworkName(nn), nn.Bridge, d.cniIPAM(), nn.Subnet, first.String(), last.String())
 }
+
+// cniNetworkName names the pod network; libcni's result cache in /var/lib/cni
+// (which containerd cannot move) names its files after it.
+func cniNetworkName(nn nodeNet) string { return "paddock-" + nn.Bridge }
 
 // kubeletConfigYAML is the kubelet's configuration: cgroupfs under the cluster's
 // cgroup root, cgroup v1 allowed, the API server's client CA for authentication,

@@ -33,8 +33,10 @@ type hostRecord struct {
 	// Chains (table/chain) and ipsets that existed before Up: never removed.
 	Chains []string `json:"chains"`
 	IPSets []string `json:"ipsets"`
-	// RunContainerd says whether /run/containerd existed before Up.
+	// RunContainerd and VarLibCNI say whether /run/containerd and /var/lib/cni
+	// existed before Up.
 	RunContainerd bool `json:"runContainerd"`
+	VarLibCNI     bool `json:"varLibCNI"`
 	// BridgeCreated is set once the bridge exists (created by Up).
 	BridgeCreated bool `json:"bridgeCreated"`
 }
@@ -210,6 +212,8 @@ func (c *cluster) prepareHost(d nodeDirs, nn nodeNet) error {
 		rec.IPSets = ipsetNames()
 		_, err := os.Stat("/run/containerd")
 		rec.RunContainerd = err == nil
+		_, err = os.Stat("/var/lib/cni")
+		rec.VarLibCNI = err == nil
 		if err := writeJSON(d.hostFile(), &rec); err != nil {
 			return err
 		}
@@ -368,6 +372,17 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 				_ = os.Remove(p)
 			}
 		}
+	}
+	if entries, err := os.ReadDir("/var/lib/cni/results"); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), cniNetworkName(rec.Net)+"-") {
+				_ = os.Remove(filepath.Join("/var/lib/cni/results", e.Name()))
+			}
+		}
+	}
+	if recorded && !rec.VarLibCNI {
+		_ = os.Remove("/var/lib/cni/results")
+		_ = os.Remove("/var/lib/cni")
 	}
 	removeDeadSockets("/run/containerd/s")
 	if recorded && !rec.RunContainerd {

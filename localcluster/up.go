@@ -297,6 +297,15 @@ func (c *cluster) upExisting(ctx context.Context, bins map[string]string) (*Info
 		}
 	}
 	what := "already up"
+	if sup := s.component("supervisor"); sup.State != Running && c.state.real() {
+		// The machine may have lost the bridge or the cgroups (a reboot).
+		if err := c.writeNodeFiles(); err != nil {
+			return nil, err
+		}
+		if err := c.prepareHost(c.nodeDirs(), c.state.NodeNet); err != nil {
+			return nil, err
+		}
+	}
 	if sup := s.component("supervisor"); sup.State != Running {
 		c.progress("supervisor %s (%s); starting a new one", sup.State, sup.Detail)
 		what = "up again"

@@ -41,12 +41,20 @@ type hostRecord struct {
 	BridgeCreated bool `json:"bridgeCreated"`
 }
 
-// Sysctls the node's programs change (the CNI bridge plugin, kube-router, kubelet).
+// Sysctls the node's programs change: the CNI bridge plugin (ip_forward, with a
+// gateway), kube-router and Up (bridged traffic through iptables), and the kubelet
+// (its kernel tunables: overcommit, panic on oops, key quotas).
 var nodeSysctls = []string{
 	"net/ipv4/ip_forward",
 	"net/bridge/bridge-nf-call-iptables",
 	"net/bridge/bridge-nf-call-ip6tables",
 	"net/ipv4/conf/all/route_localnet",
+	"vm/overcommit_memory",
+	"vm/panic_on_oom",
+	"kernel/panic",
+	"kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys",
+	"kernel/keys/root_maxbytes",
 }
 
 // Chain and ipset name prefixes the node's programs create; only those created

@@ -433,11 +433,17 @@ func containerdArgs(d nodeDirs) []string {
 	return []string{"--config", d.containerdConfig(), "--log-level", "info"}
 }
 
-// realNodeAPIServerArgs are the kwokctl flags the API server needs to reach a real
-// kubelet: by its InternalIP (the node IP; there is no DNS for node names), with
-// the cluster's admin client certificate (the kubelet trusts the cluster CA).
-func realNodeAPIServerArgs(pki string) []string {
+// realNodeKwokctlArgs are the kwokctl flags a real node needs. The API server
+// reaches the kubelet by its InternalIP (the node IP; there is no DNS for node
+// names), with the cluster's admin client certificate (the kubelet trusts the
+// cluster CA).
+//
+// kwokctl's kwok controller manages every node by default, and would fake the real
+// node's status and its pods': it is limited to nodes annotated as kwok's own.
+func realNodeKwokctlArgs(pki string) []string {
 	return []string{
+		"--extra-args", "kwok-controller=manage-all-nodes=false",
+		"--extra-args", "kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--extra-args", "kube-apiserver=kubelet-preferred-address-types=InternalIP",
 		"--extra-args", "kube-apiserver=kubelet-client-certificate=" + filepath.Join(pki, "admin.crt"),
 		"--extra-args", "kube-apiserver=kubelet-client-key=" + filepath.Join(pki, "admin.key"),

@@ -149,7 +149,7 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 	done := c.step("starting control plane (kwokctl)")
 	args := kwokctlCreateArgs(c.name, c.kubeconfig(), bins)
 	if nodes == NodesReal {
-		args = append(args, realNodeAPIServerArgs(filepath.Join(c.kwokClusterDir(), "pki"))...)
+		args = append(args, realNodeKwokctlArgs(filepath.Join(c.kwokClusterDir(), "pki"))...)
 	}
 	err = c.kwokctl(ctx, args...)
 	done(err)

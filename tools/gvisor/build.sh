@@ -2,25 +2,29 @@
 # gVisor's runsc and its containerd shim (containerd-shim-runsc-v1), from the go branch
 # of gvisor.dev/gvisor (the module proxy serves only pseudo-versions of it).
 #
-# One change to the pinned source, applied at build time through `go build -overlay`
-# (the module cache stays exactly what go.sum pins; the patched file and the overlay are
-# kept beside the binaries, in src/): the shim lowers its own oom_score_adj to -999 at
+# One change to the pinned source: the shim lowers its own oom_score_adj to -999 at
 # start and fails when it may not. Lowering an OOM score needs CAP_SYS_RESOURCE, which a
-# container or a sandboxed VM often lacks (this project's CI machines do); the shim then
-# keeps the score it inherited from containerd and logs a warning, which is what
-# containerd's own runc shim does in the same case.
+# container or a sandboxed VM often lacks (this project's CI machines do); patched, the
+# shim keeps the score it inherited from containerd and logs a warning, which is what
+# containerd's own runc shim does in the same case. The patch is applied at build time
+# to this build's private module cache (downloaded and checked against go.sum just
+# before, deleted after the build; `go build -overlay` may not replace files there),
+# after runsc is built from the untouched source; the patched file is kept beside the
+# binaries, in src/, for review.
 module=gvisor.dev/gvisor
 echo "step: download $module"
 go mod download "$module"
 dir=$(go list -m -f '{{.Dir}}' "$module")
 [ -n "$dir" ] && [ -d "$dir" ] || { echo "build: $module is not in the module cache after download (got '$dir')" >&2; exit 1; }
 
+ld="-s -w -X gvisor.dev/gvisor/runsc/version.version=$GVISOR_VERSION"
+echo "step: build runsc"
+go build -v -trimpath -o "$OUT/runsc" -ldflags "$ld" "$module/runsc"
+
 echo "step: patch pkg/shim/v1/manager.go (tolerate a refused oom_score_adj)"
-src=$(cd "$OUT/.." && pwd)/src
-mkdir -p "$src"
-cp "$dir/pkg/shim/v1/manager.go" "$src/manager.go"
-chmod u+w "$src/manager.go"
-patch --forward --no-backup-if-mismatch "$src/manager.go" <<'PATCH'
+file="$dir/pkg/shim/v1/manager.go"
+chmod u+w "$file"
+patch --forward --no-backup-if-mismatch "$file" <<'PATCH'
 --- a/pkg/shim/v1/manager.go
 +++ b/pkg/shim/v1/manager.go
 @@ -192,7 +192,12 @@
@@ -38,10 +42,9 @@ patch --forward --no-backup-if-mismatch "$src/manager.go" <<'PATCH'
  	cu.Release()
  	return shim.BootstrapParams{Version: 2, Address: address, Protocol: "ttrpc"}, nil
 PATCH
-printf '{"Replace":{"%s":"%s"}}\n' "$dir/pkg/shim/v1/manager.go" "$src/manager.go" > "$src/overlay.json"
+src=$(cd "$OUT/.." && pwd)/src
+mkdir -p "$src"
+cp "$file" "$src/manager.go"
 
-ld="-s -w -X gvisor.dev/gvisor/runsc/version.version=$GVISOR_VERSION"
-echo "step: build runsc"
-go build -v -trimpath -o "$OUT/runsc" -ldflags "$ld" "$module/runsc"
 echo "step: build containerd-shim-runsc-v1"
-go build -v -trimpath -overlay "$src/overlay.json" -o "$OUT/containerd-shim-runsc-v1" -ldflags "$ld" "$module/shim"
+go build -v -trimpath -o "$OUT/containerd-shim-runsc-v1" -ldflags "$ld" "$module/shim"

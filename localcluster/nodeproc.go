@@ -102,7 +102,7 @@ func (n *nodeRunner) run(ctx context.Context) {
 	for _, s := range specs {
 		pctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func(s nodeProcSpec) { defer close(done); n.keep(ctx, pctx, s) }(s)
+		go func(s nodeProcSpec) { defer close(done); n.keep(pctx, s) }(s)
 		started = append(started, running{cancel, done})
 		if s.Name == "containerd" {
 			if err := n.afterContainerd(ctx); err != nil {
@@ -150,14 +150,15 @@ func (n *nodeRunner) afterContainerd(ctx context.Context) error {
 	return nil
 }
 
-// keep runs one process until stop is done (or ctx, the supervisor's), restarting
-// it with backoff.
-func (n *nodeRunner) keep(ctx, stop context.Context, s nodeProcSpec) {
+// keep runs one process until stop is done, restarting it with backoff. Only
+// stop ends it (not the supervisor's ctx): run stops the processes one by one, in
+// reverse start order.
+func (n *nodeRunner) keep(stop context.Context, s nodeProcSpec) {
 	backoff := backoffMin
 	for {
 		started := time.Now()
-		err := n.runOnce(ctx, stop, s)
-		if ctx.Err() != nil || stop.Err() != nil {
+		err := n.runOnce(stop, s)
+		if stop.Err() != nil {
 			return
 		}
 		if time.Since(started) >= stableRun {
@@ -173,9 +174,9 @@ func (n *nodeRunner) keep(ctx, stop context.Context, s nodeProcSpec) {
 	}
 }
 
-// runOnce starts the process and waits for it; when ctx or stop is done first it
-// stops it (SIGTERM, then SIGKILL after 15 s).
-func (n *nodeRunner) runOnce(ctx, stop context.Context, s nodeProcSpec) error {
+// runOnce starts the process and waits for it; when stop is done first it stops
+// it (SIGTERM, then SIGKILL after 15 s).
+func (n *nodeRunner) runOnce(stop context.Context, s nodeProcSpec) error {
 	rep := n.rep.Procs[s.Name]
 	logf, err := os.OpenFile(rep.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -208,12 +209,13 @@ func (n *nodeRunner) runOnce(ctx, stop context.Context, s nodeProcSpec) error {
 	n.log.Printf("node: %s started (pid %d)", s.Name, rec.PID)
 
 	var werr error
+	stopped := false
 	select {
 	case werr = <-exited:
-	case <-ctx.Done():
 	case <-stop.Done():
+		stopped = true
 	}
-	if werr == nil && (ctx.Err() != nil || stop.Err() != nil) {
+	if stopped {
 		n.log.Printf("node: stopping %s (pid %d)", s.Name, rec.PID)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {

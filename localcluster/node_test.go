@@ -268,3 +268,31 @@ func TestDockerArchive(t *testing.T) {
 		t.Errorf("imageFileName = %s", imageFileName(PauseImage))
 	}
 }
+
+func TestRealNodeKwokctlArgs(t *testing.T) {
+	got := strings.Join(realNodeKwokctlArgs("/p/pki"), " ")
+	for _, want := range []string{
+		"kube-apiserver=kubelet-preferred-address-types=InternalIP",
+		"kube-apiserver=kubelet-client-certificate=/p/pki/admin.crt",
+		"kwok-controller=manage-all-nodes=false",
+		"kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("kwokctl args lack %q: %s", want, got)
+		}
+	}
+}
+
+// An explicit fake choice never probes the machine; an invalid one is refused.
+func TestNodeChoice(t *testing.T) {
+	c := New(Options{Nodes: NodesFake, Dir: t.TempDir()}).(*cluster)
+	if got, err := c.chooseNodes(map[string]string{}); got != NodesFake || err != nil {
+		t.Errorf("chooseNodes(fake) = %q, %v", got, err)
+	}
+	if err := New(Options{Nodes: "kvm", Dir: t.TempDir()}).(*cluster).err; err == nil || !strings.Contains(err.Error(), `invalid node kind "kvm"`) {
+		t.Errorf("invalid node kind: %v", err)
+	}
+	if nodesOf(&clusterState{}) != NodesFake || nodesOf(&clusterState{Nodes: NodesReal}) != NodesReal {
+		t.Error("state without a node kind must read as fake (clusters created before real nodes)")
+	}
+}

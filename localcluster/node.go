@@ -440,12 +440,17 @@ func containerdArgs(d nodeDirs) []string {
 //
 // kwokctl's kwok controller manages every node by default, and would fake the real
 // node's status and its pods': it is limited to nodes annotated as kwok's own.
+//
+// The order matters: kwokctl v0.7.0 files a component's later --extra-args under
+// the index of its first one among all --extra-args, so the first of each
+// component must come at the position of its component (API server first, kwok
+// second), or kwokctl panics.
 func realNodeKwokctlArgs(pki string) []string {
 	return []string{
-		"--extra-args", "kwok-controller=manage-all-nodes=false",
-		"--extra-args", "kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--extra-args", "kube-apiserver=kubelet-preferred-address-types=InternalIP",
+		"--extra-args", "kwok-controller=manage-all-nodes=false",
 		"--extra-args", "kube-apiserver=kubelet-client-certificate=" + filepath.Join(pki, "admin.crt"),
+		"--extra-args", "kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--extra-args", "kube-apiserver=kubelet-client-key=" + filepath.Join(pki, "admin.key"),
 	}
 }

@@ -386,7 +386,11 @@ protectKernelDefaults: false
 oomScoreAdj: 0
 maxPods: 110
 registerNode: true
-`, nn.NodeIP, clientCA, cgroupRoot(cluster), d.containerdSocket(), d.podLogs())
+registerWithTaints:
+- key: %s
+  value: %s
+  effect: NoSchedule
+`, nn.NodeIP, clientCA, cgroupRoot(cluster), d.containerdSocket(), d.podLogs(), gvisorLabelKey, gvisorLabelValue)
 }
 
 // kubeletArgs is the kubelet command line (what KubeletConfiguration cannot say).
@@ -399,13 +403,13 @@ func kubeletArgs(d nodeDirs, cluster, kubeconfig string, nn nodeNet) []string {
 		"--cert-dir", d.path("kubelet", "pki"),
 		"--hostname-override", nodeName(cluster, 0),
 		"--node-ip", nn.NodeIP,
+		// A kubelet may not set labels in the kubernetes.io namespace
+		// (app.kubernetes.io/managed-by): Up adds that one once the node exists.
 		"--node-labels", strings.Join([]string{
 			gvisorLabelKey + "=" + gvisorLabelValue,
-			"app.kubernetes.io/managed-by=paddock",
 			"paddock.dev/local-cluster=" + cluster,
 			"paddock.dev/node=real",
 		}, ","),
-		"--register-with-taints", gvisorLabelKey + "=" + gvisorLabelValue + ":NoSchedule",
 		"--v", "1",
 	}
 }

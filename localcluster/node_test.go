@@ -136,13 +136,14 @@ func TestCNIAndKubeletConfig(t *testing.T) {
 		t.Errorf("bridge plugin: %+v (want Paddock's bridge, no gateway, no masquerade, IPAM state under the node dir)", p)
 	}
 	k := kubeletConfigYAML(d, "paddock", "/pki/ca.crt", nn)
-	for _, want := range []string{"failCgroupV1: false", "cgroupDriver: cgroupfs", "cgroupRoot: /paddock-paddock", "address: " + nn.NodeIP, "readOnlyPort: 0", "enabled: false", `clientCAFile: "/pki/ca.crt"`} {
+	for _, want := range []string{"failCgroupV1: false", "cgroupDriver: cgroupfs", "cgroupRoot: /paddock-paddock", "address: " + nn.NodeIP, "readOnlyPort: 0", "enabled: false", `clientCAFile: "/pki/ca.crt"`,
+		"registerWithTaints:\n- key: sandbox.gke.io/runtime\n  value: gvisor\n  effect: NoSchedule"} {
 		if !strings.Contains(k, want) {
 			t.Errorf("kubelet config lacks %q", want)
 		}
 	}
 	args := strings.Join(kubeletArgs(d, "paddock", "/k", nn), " ")
-	for _, want := range []string{"--register-with-taints sandbox.gke.io/runtime=gvisor:NoSchedule", "sandbox.gke.io/runtime=gvisor,", "--node-ip " + nn.NodeIP, "--root-dir /x/node/kubelet/root"} {
+	for _, want := range []string{"sandbox.gke.io/runtime=gvisor,", "--node-ip " + nn.NodeIP, "--root-dir /x/node/kubelet/root"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("kubelet args lack %q: %s", want, args)
 		}

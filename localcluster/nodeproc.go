@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const nodeReportFile = "node.json"
@@ -104,12 +106,15 @@ func (n *nodeRunner) run(ctx context.Context) {
 		done := make(chan struct{})
 		go func(s nodeProcSpec) { defer close(done); n.keep(pctx, s) }(s)
 		started = append(started, running{cancel, done})
-		if s.Name == "containerd" {
-			if err := n.afterContainerd(ctx); err != nil {
-				if ctx.Err() == nil {
-					n.log.Printf("node: %v", err)
-				}
-			}
+		var err error
+		switch s.Name {
+		case "containerd":
+			err = n.afterContainerd(ctx)
+		case "kubelet":
+			err = n.waitNodeRegistered(ctx) // kube-router exits when its node is missing
+		}
+		if err != nil && ctx.Err() == nil {
+			n.log.Printf("node: %v", err)
 		}
 		if ctx.Err() != nil {
 			return
@@ -148,6 +153,29 @@ func (n *nodeRunner) afterContainerd(ctx context.Context) error {
 	}
 	n.log.Printf("node: images %s, %s imported (%s)", PauseImage, SandboxImage, roundDuration(time.Since(start)))
 	return nil
+}
+
+// waitNodeRegistered waits (up to 2 minutes) until the kubelet has registered its
+// Node.
+func (n *nodeRunner) waitNodeRegistered(ctx context.Context) error {
+	cs, err := n.c.clientset(5 * time.Second)
+	if err != nil {
+		return err
+	}
+	name := nodeName(n.c.name, 0)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("node %s not registered after 2m (%v); starting kube-router anyway", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // keep runs one process until stop is done, restarting it with backoff. Only

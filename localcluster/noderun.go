@@ -35,6 +35,10 @@ func (c *cluster) startRealNode(ctx context.Context, cs kubernetes.Interface) er
 	defer cancel()
 	for {
 		n, err := cs.CoreV1().Nodes().Get(wctx, name, metav1.GetOptions{})
+		if err == nil && n.Labels["app.kubernetes.io/managed-by"] != "paddock" {
+			n.Labels["app.kubernetes.io/managed-by"] = "paddock"
+			n, err = cs.CoreV1().Nodes().Update(wctx, n, metav1.UpdateOptions{FieldManager: "paddock"})
+		}
 		if err == nil && nodeSchedulable(n) {
 			c.progress("node %s ready %s (kubelet %s, containerd, gVisor runsc; runtime handlers runc, gvisor)", name, roundDuration(time.Since(start)), n.Status.NodeInfo.KubeletVersion)
 			return nil

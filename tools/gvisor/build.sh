@@ -5,12 +5,13 @@
 # One change to the pinned source: the shim lowers its own oom_score_adj to -999 at
 # start and fails when it may not. Lowering an OOM score needs CAP_SYS_RESOURCE, which a
 # container or a sandboxed VM often lacks (this project's CI machines do); patched, the
-# shim keeps the score it inherited from containerd and logs a warning, which is what
-# containerd's own runc shim does in the same case. The patch is applied at build time
-# to this build's private module cache (downloaded and checked against go.sum just
-# before, deleted after the build; `go build -overlay` may not replace files there),
-# after runsc is built from the untouched source; the patched file is kept beside the
-# binaries, in src/, for review.
+# shim keeps the score it inherited from containerd, which is what containerd's own
+# runc shim does in the same case (silently: the shim's output at start is its
+# bootstrap reply to containerd, which a log line there breaks). The patch is applied
+# at build time to this build's private module cache (downloaded and checked against
+# go.sum just before, deleted after the build; `go build -overlay` may not replace
+# files there), after runsc is built from the untouched source; the patched file is
+# kept beside the binaries, in src/, for review.
 module=gvisor.dev/gvisor
 echo "step: download $module"
 go mod download "$module"
@@ -33,11 +34,11 @@ patch --forward --no-backup-if-mismatch "$file" <<'PATCH'
  	if err := sys.SetOOMScore(cmd.Process.Pid, oomScoreMax); err != nil {
 -		return shim.BootstrapParams{}, fmt.Errorf("failed to set OOM Score on shim: %w", err)
 +		// Paddock: lowering an OOM score needs CAP_SYS_RESOURCE. Without it, keep the
-+		// score inherited from containerd, as containerd's runc shim does.
++		// score inherited from containerd, as containerd's runc shim does. Nothing is
++		// logged: in this start mode the shim's output is its bootstrap reply.
 +		if !os.IsPermission(err) {
 +			return shim.BootstrapParams{}, fmt.Errorf("failed to set OOM Score on shim: %w", err)
 +		}
-+		log.G(ctx).WithError(err).Warn("shim keeps its inherited OOM score (lowering it needs CAP_SYS_RESOURCE)")
  	}
  	cu.Release()
  	return shim.BootstrapParams{Version: 2, Address: address, Protocol: "ttrpc"}, nil

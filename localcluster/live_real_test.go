@@ -209,8 +209,16 @@ func TestLiveRealNode(t *testing.T) {
 	if after.ipForward != before.ipForward || after.bridgeNF != before.bridgeNF {
 		t.Errorf("sysctls not restored: ip_forward %s -> %s, bridge-nf-call-iptables %s -> %s", before.ipForward, after.ipForward, before.bridgeNF, after.bridgeNF)
 	}
+	// iptables-nft creates a table's built-in chains (empty, policy ACCEPT) the first
+	// time anything uses the table; those stay. No other chain and no rule may.
 	if extra := diff(after.chains, before.chains); len(extra) > 0 {
 		t.Errorf("Down left iptables chains %v", extra)
+	}
+	if extra := diff(after.rules, before.rules); len(extra) > 0 {
+		t.Errorf("Down left iptables rules %v", extra)
+	}
+	if left, _ := filepath.Glob("/var/lib/cni/results/*"); len(left) > len(before.cniResults) {
+		t.Errorf("Down left libcni cache files: %v (before: %v)", left, before.cniResults)
 	}
 	if extra := diff(after.ipsets, before.ipsets); len(extra) > 0 {
 		t.Errorf("Down left ipsets %v", extra)
@@ -290,7 +298,10 @@ type snapshot struct {
 	mounts, procs       int
 	ipForward, bridgeNF string
 	chains, ipsets      []string
+	rules, cniResults   []string
 }
+
+var builtin = map[string]bool{":INPUT": true, ":FORWARD": true, ":OUTPUT": true, ":PREROUTING": true, ":POSTROUTING": true}
 
 func hostSnapshot(name, dir string) snapshot {
 	var s snapshot
@@ -320,11 +331,15 @@ func hostSnapshot(name, dir string) snapshot {
 	s.ipForward, s.bridgeNF = r("net/ipv4/ip_forward"), r("net/bridge/bridge-nf-call-iptables")
 	if out, err := exec.Command("iptables-save").Output(); err == nil {
 		for _, l := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(l, ":") {
-				s.chains = append(s.chains, strings.Fields(l)[0])
+			switch f := strings.Fields(l); {
+			case strings.HasPrefix(l, ":") && !builtin[f[0]]:
+				s.chains = append(s.chains, f[0])
+			case strings.HasPrefix(l, "-A "):
+				s.rules = append(s.rules, l)
 			}
 		}
 	}
+	s.cniResults, _ = filepath.Glob("/var/lib/cni/results/*")
 	if out, err := exec.Command("ipset", "list", "-n").Output(); err == nil {
 		s.ipsets = strings.Fields(string(out))
 	}

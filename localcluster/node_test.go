@@ -192,6 +192,22 @@ COMMIT
 	}
 }
 
+func TestOwnedCNIResult(t *testing.T) {
+	id := strings.Repeat("ab", 32)
+	other := strings.Repeat("cd", 32)
+	ids := map[string]bool{id: true}
+	for name, want := range map[string]bool{
+		"paddock-pdk-1-" + other + "-eth0": true,  // the node's network
+		"cni-loopback-" + id + "-lo":       true,  // containerd's loopback, a sandbox of this node
+		"cni-loopback-" + other + "-lo":    false, // someone else's
+		"other-net-" + id[:10] + "-eth0":   false,
+	} {
+		if got := ownedCNIResult(name, "paddock-pdk-1", ids); got != want {
+			t.Errorf("ownedCNIResult(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestUnescapeMount(t *testing.T) {
 	if got := unescapeMount(`/a\040b/c`); got != "/a b/c" {
 		t.Errorf("got %q", got)

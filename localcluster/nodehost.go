@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -381,9 +382,13 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 			}
 		}
 	}
+	// libcni caches each attachment in /var/lib/cni/results/NETWORK-ID-IFNAME, for
+	// the pod network and for containerd's own "cni-loopback": the IDs are the
+	// sandboxes' containerd made, each named in its log.
+	ids := containerIDs(filepath.Join(c.logsDir(), "containerd.log"))
 	if entries, err := os.ReadDir("/var/lib/cni/results"); err == nil {
 		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), cniNetworkName(rec.Net)+"-") {
+			if ownedCNIResult(e.Name(), cniNetworkName(rec.Net), ids) {
 				_ = os.Remove(filepath.Join("/var/lib/cni/results", e.Name()))
 			}
 		}
@@ -437,6 +442,35 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+var hexID = regexp.MustCompile(`[0-9a-f]{64}`)
+
+// containerIDs returns every 64-hex-digit ID a containerd log mentions.
+func containerIDs(log string) map[string]bool {
+	ids := map[string]bool{}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return ids
+	}
+	for _, id := range hexID.FindAllString(string(b), -1) {
+		ids[id] = true
+	}
+	return ids
+}
+
+// ownedCNIResult says whether a libcni cache file belongs to this node: it is on
+// the node's network, or on another (cni-loopback) for one of the node's sandboxes.
+func ownedCNIResult(name, network string, ids map[string]bool) bool {
+	if strings.HasPrefix(name, network+"-") {
+		return true
+	}
+	for _, id := range hexID.FindAllString(name, -1) {
+		if ids[id] {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {

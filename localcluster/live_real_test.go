@@ -238,6 +238,11 @@ func TestLiveRealNode(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("Down left %s", dir)
 	}
+	for _, p := range []string{"/run/containerd", "/var/lib/cni", "/var/log/containers"} {
+		if _, err := os.Stat(p); err == nil && !before.existed[p] {
+			t.Errorf("Down left %s, which did not exist before Up", p)
+		}
+	}
 }
 
 func probePod(name, role string, cmd []string) *corev1.Pod {
@@ -311,6 +316,7 @@ type snapshot struct {
 	ipForward, bridgeNF string
 	chains, ipsets      []string
 	rules, cniResults   []string
+	existed             map[string]bool
 }
 
 var builtin = map[string]bool{":INPUT": true, ":FORWARD": true, ":OUTPUT": true, ":PREROUTING": true, ":POSTROUTING": true}
@@ -352,6 +358,11 @@ func hostSnapshot(name, dir string) snapshot {
 		}
 	}
 	s.cniResults, _ = filepath.Glob("/var/lib/cni/results/*")
+	s.existed = map[string]bool{}
+	for _, p := range []string{"/run/containerd", "/var/lib/cni", "/var/log/containers"} {
+		_, err := os.Stat(p)
+		s.existed[p] = err == nil
+	}
 	if out, err := exec.Command("ipset", "list", "-n").Output(); err == nil {
 		s.ipsets = strings.Fields(string(out))
 	}

@@ -36,8 +36,9 @@ type hostRecord struct {
 	IPSets []string `json:"ipsets"`
 	// RunContainerd and VarLibCNI say whether /run/containerd and /var/lib/cni
 	// existed before Up.
-	RunContainerd bool `json:"runContainerd"`
-	VarLibCNI     bool `json:"varLibCNI"`
+	RunContainerd    bool `json:"runContainerd"`
+	VarLibCNI        bool `json:"varLibCNI"`
+	VarLogContainers bool `json:"varLogContainers"`
 	// BridgeCreated is set once the bridge exists (created by Up).
 	BridgeCreated bool `json:"bridgeCreated"`
 }
@@ -223,6 +224,8 @@ func (c *cluster) prepareHost(d nodeDirs, nn nodeNet) error {
 		rec.RunContainerd = err == nil
 		_, err = os.Stat("/var/lib/cni")
 		rec.VarLibCNI = err == nil
+		_, err = os.Stat("/var/log/containers")
+		rec.VarLogContainers = err == nil
 		if err := writeJSON(d.hostFile(), &rec); err != nil {
 			return err
 		}
@@ -392,6 +395,9 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 				_ = os.Remove(filepath.Join("/var/lib/cni/results", e.Name()))
 			}
 		}
+	}
+	if recorded && !rec.VarLogContainers {
+		_ = os.Remove("/var/log/containers") // only when empty
 	}
 	if recorded && !rec.VarLibCNI {
 		_ = os.Remove("/var/lib/cni/results")

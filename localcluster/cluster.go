@@ -158,7 +158,7 @@ func resolveNodeTools(bins map[string]string) error {
 	}
 	return nil
 }
-func (c *cluster) logsDir() string    { return filepath.Join(c.dir, logsDir) }
+func (c *cluster) logsDir() string { return filepath.Join(c.dir, logsDir) }
 
 // progress prints one line.
 func (c *cluster) progress(format string, args ...any) {

@@ -76,7 +76,7 @@ func rootfsLayer(busybox []byte, applets []string) ([]byte, error) {
 	for _, d := range []struct {
 		name string
 		mode int64
-	}{{"bin/", 0o755}, {"dev/", 0o755}, {"etc/", 0o755}, {"proc/", 0o755}, {"root/", 0o700}, {"sys/", 0o755}, {"tmp/", 0o1777}, {"var/", 0o755}} {
+	}{{"bin/", 0o755}, {"dev/", 0o755}, {"etc/", 0o755}, {"proc/", 0o755}, {"root/", 0o700}, {"sys/", 0o755}, {"tmp/", 0o1777}, {"var/", 0o755}, {"var/tmp/", 0o1777}} {
 		if err := hdr(&tar.Header{Typeflag: tar.TypeDir, Name: d.name, Mode: d.mode}); err != nil {
 			return nil, err
 		}

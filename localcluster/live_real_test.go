@@ -122,6 +122,38 @@ func TestLiveRealNode(t *testing.T) {
 		t.Logf("uname -a in the pod: %s", strings.TrimSpace(out))
 	}
 
+	// What a hardened sandbox shows from inside, under gVisor: the pod spec of a
+	// Paddock template (non-root, read-only root, no capabilities, no token).
+	hardened := probePod("hardened", "hardened", []string{"sleep", "3600"})
+	uid, yes, no := int64(10001), true, false
+	hardened.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, RunAsNonRoot: &yes,
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	hardened.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, hardened, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(ctx, t, cs, ns, "hardened")
+	for _, check := range []struct {
+		what string
+		cmd  []string
+		ok   func(out string, err error) bool
+	}{
+		{"runs under gVisor", []string{"dmesg"}, func(o string, err error) bool { return err == nil && strings.Contains(o, "gVisor") }},
+		{"runs as UID 10001", []string{"id", "-u"}, func(o string, err error) bool { return err == nil && strings.TrimSpace(o) == "10001" }},
+		// gVisor mounts a tmpfs on /tmp when the spec has none: probe /var/tmp.
+		{"root filesystem is read-only", []string{"touch", "/var/tmp/probe"}, func(o string, err error) bool { return err != nil && strings.Contains(o, "Read-only") }},
+		{"no capabilities", []string{"grep", "CapEff", "/proc/self/status"}, func(o string, err error) bool { return err == nil && strings.Contains(o, "0000000000000000") }},
+		{"no service account token", []string{"ls", "/var/run/secrets/kubernetes.io/serviceaccount"}, func(o string, err error) bool { return err != nil }},
+	} {
+		out, err := exec("hardened", check.cmd...)
+		if !check.ok(out, err) {
+			t.Errorf("hardened sandbox: %s: %v (err %v): %s", check.what, check.cmd, err, strings.TrimSpace(out))
+		} else {
+			t.Logf("hardened sandbox: %s", check.what)
+		}
+	}
+
 	// Pod-to-pod: open, then denied by a default-deny policy, then allowed.
 	reach := func() bool {
 		out, err := exec("client", "sh", "-c", "nc -w 2 "+serverIP+" 8080 </dev/null")
@@ -207,7 +239,7 @@ func TestLiveRealNode(t *testing.T) {
 		}
 	}
 
-	t.Logf("MEMORY gVisor pods (runsc sandboxes and gofers, both pods): %d kB", runscRSS(dir))
+	t.Logf("MEMORY gVisor pods (runsc sandboxes and gofers, three pods): %d kB", runscRSS(dir))
 
 	// Down leaves nothing behind.
 	if err := c.Down(ctx); err != nil {

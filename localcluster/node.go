@@ -197,7 +197,7 @@ func overlappingRoute(routes string, want *net.IPNet, skip string) string {
 // the programs hard-code (see nodehost.go).
 type nodeDirs struct{ root string }
 
-func (d nodeDirs) path(p ...string) string { return filepath.Join(append([]string{d.root}, p...)...) }
+func (d nodeDirs) path(p ...string) string  { return filepath.Join(append([]string{d.root}, p...)...) }
 func (d nodeDirs) containerdConfig() string { return d.path("containerd", "config.toml") }
 func (d nodeDirs) containerdSocket() string { return d.path("containerd", "containerd.sock") }
 func (d nodeDirs) runscConfig() string      { return d.path("runsc", "runsc.toml") }

@@ -18,7 +18,7 @@ const (
 	logsDir        = "logs"
 	kwokDir        = "kwok" // KWOK_WORKDIR
 	lockFile       = ".lock"
-	shimDir        = "bin" // kubectl shim for kwokctl
+	shimDir        = "bin"  // kubectl shim for kwokctl
 	nodeDir        = "node" // the real node: configs, state, images (see node.go)
 
 	controllerLog = "agent-sandbox-controller.log"

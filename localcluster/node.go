@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -83,6 +84,7 @@ type machineFacts struct {
 	MissingCmds   []string // commands absent from PATH
 	OverlayFS     bool     // overlay in /proc/filesystems
 	RouteConflict string   // a route of the machine that overlaps the node subnet
+	OtherNode     string   // another Paddock cluster whose real node runs here
 }
 
 func realNodeSupport(f machineFacts) string {
@@ -111,6 +113,9 @@ func realNodeSupport(f machineFacts) string {
 	if len(f.MissingCmds) > 0 {
 		why = append(why, "missing commands "+strings.Join(f.MissingCmds, ", ")+" (run `make node-packages`)")
 	}
+	if f.OtherNode != "" {
+		why = append(why, "the real node of local cluster "+strconv.Quote(f.OtherNode)+" runs on this machine, and only one fits (kube-router's firewall is machine-wide); `paddock local down --name "+f.OtherNode+"` first")
+	}
 	if f.RouteConflict != "" {
 		why = append(why, "the node subnet overlaps a route of this machine ("+f.RouteConflict+")")
 	}
@@ -118,7 +123,7 @@ func realNodeSupport(f machineFacts) string {
 }
 
 // probeMachine reads the facts realNodeSupport judges.
-func probeMachine(nn nodeNet, tool func(string) (string, error)) machineFacts {
+func probeMachine(cluster string, nn nodeNet, tool func(string) (string, error)) machineFacts {
 	f := machineFacts{GOOS: runtime.GOOS, EUID: os.Geteuid()}
 	if f.GOOS != "linux" {
 		return f
@@ -150,7 +155,24 @@ func probeMachine(nn nodeNet, tool func(string) (string, error)) machineFacts {
 		}
 	}
 	f.RouteConflict = routeConflict(nn)
+	f.OtherNode = otherRealNode(cluster)
 	return f
+}
+
+// otherRealNode returns the name of another local cluster whose real node has
+// processes on this machine ("" if none): its cgroup /paddock-NAME/node is not empty.
+func otherRealNode(cluster string) string {
+	for _, mp := range cgroupMounts() {
+		dirs, _ := filepath.Glob(filepath.Join(mp, "paddock-*", "node", "cgroup.procs"))
+		for _, p := range dirs {
+			name := strings.TrimPrefix(filepath.Base(filepath.Dir(filepath.Dir(p))), "paddock-")
+			if b, err := os.ReadFile(p); err == nil && name != cluster && strings.TrimSpace(string(b)) != "" {
+				return name
+			}
+		}
+		break // one hierarchy tells
+	}
+	return ""
 }
 
 // routeConflict returns a route of the machine that overlaps the node subnet,

@@ -31,6 +31,7 @@ func TestRealNodeSupportSaysWhy(t *testing.T) {
 		{"tools", func(f *machineFacts) { f.MissingTools = []string{"kubelet", "runsc"} }, "pinned tools not built: kubelet, runsc (run `make tools`)"},
 		{"packages", func(f *machineFacts) { f.MissingFiles = []string{"/usr/sbin/runc"} }, "missing /usr/sbin/runc (run `make node-packages`)"},
 		{"route", func(f *machineFacts) { f.RouteConflict = "10.213.0.0/16 dev eth0" }, "overlaps a route of this machine (10.213.0.0/16 dev eth0)"},
+		{"another node", func(f *machineFacts) { f.OtherNode = "paddock" }, `the real node of local cluster "paddock" runs on this machine`},
 	} {
 		f := ok
 		tc.f(&f)

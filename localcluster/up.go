@@ -94,7 +94,7 @@ func (c *cluster) chooseNodes(bins map[string]string) (string, error) {
 	if c.nodes == NodesFake {
 		return NodesFake, nil
 	}
-	why := realNodeSupport(probeMachine(planNodeNet(c.name), paths.Tool))
+	why := realNodeSupport(probeMachine(c.name, planNodeNet(c.name), paths.Tool))
 	if why == "" {
 		return NodesReal, resolveNodeTools(bins)
 	}

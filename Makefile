@@ -9,7 +9,7 @@ PADDOCK_HOME ?= $(HOME)/.paddock
 export PADDOCK_HOME
 BIN          := $(CURDIR)/bin
 PADDOCK      := $(BIN)/paddock
-TOOLS        := agent-sandbox etcd kwok kubernetes pulumi pulumi-kubernetes
+TOOLS        := agent-sandbox etcd kwok kubernetes pulumi pulumi-kubernetes containerd gvisor kube-router
 GO_LDFLAGS   := -s -w
 EXAMPLE      ?= examples/local
 
@@ -18,9 +18,16 @@ help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: tools
-tools: ## build every pinned upstream tool into $(PADDOCK_HOME) (cached by version)
+tools: ## build every pinned upstream tool into $(PADDOCK_HOME) (cached by version), install the real node's Debian packages
 	@i=0; for t in $(TOOLS); do i=$$((i+1)); tools/build-tool.sh $$t $$i/$(words $(TOOLS)); done
-	@$(MAKE) --no-print-directory pulumi-plugins
+	@$(MAKE) --no-print-directory pulumi-plugins node-packages
+
+# The real node's Debian packages (runc, CNI plugins, iptables, ipset, busybox-static):
+# installs only what is missing; without root or apt-get it says so and the local
+# stack uses kwok nodes. PADDOCK_NODE_PACKAGES=required makes that an error.
+.PHONY: node-packages
+node-packages: ## install the Debian packages the local stack's real node needs (only the missing ones)
+	@tools/node-packages.sh
 
 tool-%: ## build one tool, e.g. make tool-kubernetes
 	@tools/build-tool.sh $*
@@ -52,9 +59,13 @@ build: ## build the paddock CLI into ./bin (it reports its commit: bin/paddock v
 	@mkdir -p $(BIN)
 	go build -trimpath -ldflags '$(GO_LDFLAGS) -X main.commit=$(shell git describe --always --dirty --abbrev=12 2>/dev/null)' -o $(PADDOCK) ./cmd/paddock
 
+# The demo's node kind: fake until examples/local names an image the real node has
+# (its templates run python:3.12-slim, which no registry can bring here).
+DEMO_NODES   ?= fake
+
 .PHONY: demo
 demo: tools build ## fresh machine to a running local platform: tools, local cluster, paddock up and verify of $(EXAMPLE), then a summary
-	$(PADDOCK) local up
+	$(PADDOCK) local up --nodes $(DEMO_NODES)
 	$(PADDOCK) up $(EXAMPLE)
 	$(PADDOCK) verify $(EXAMPLE)
 	@echo

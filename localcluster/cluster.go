@@ -78,6 +78,11 @@ type Options struct {
 	SupervisorCommand []string
 	// Timeout bounds each wait of Up (API server, node readiness); default 2m.
 	Timeout time.Duration
+	// Nodes chooses the node kind a new cluster gets: NodesReal (kubelet,
+	// containerd and gVisor; an error where the machine cannot run them),
+	// NodesFake (kwok), or NodesAuto (real where the machine allows it, otherwise
+	// fake, saying why). An existing cluster keeps the kind it was created with.
+	Nodes string
 }
 
 type cluster struct {
@@ -85,6 +90,7 @@ type cluster struct {
 	out           io.Writer
 	supervisorCmd []string
 	timeout       time.Duration
+	nodes         string
 	err           error // invalid options, reported by every method
 
 	state *clusterState // loaded by each operation
@@ -94,7 +100,10 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
 // New returns the cluster described by opts. It does not touch the machine.
 func New(opts Options) Cluster {
-	c := &cluster{name: opts.Name, dir: opts.Dir, out: opts.Out, timeout: opts.Timeout}
+	c := &cluster{name: opts.Name, dir: opts.Dir, out: opts.Out, timeout: opts.Timeout, nodes: opts.Nodes}
+	if c.nodes != NodesAuto && c.nodes != NodesReal && c.nodes != NodesFake {
+		c.err = fmt.Errorf("invalid node kind %q: use %q, %q or empty (real where the machine allows it)", c.nodes, NodesReal, NodesFake)
+	}
 	if c.name == "" {
 		c.name = DefaultName
 	}
@@ -137,7 +146,19 @@ func (c *cluster) info() *Info {
 }
 
 func (c *cluster) kubeconfig() string { return filepath.Join(c.dir, kubeconfigFile) }
-func (c *cluster) logsDir() string    { return filepath.Join(c.dir, logsDir) }
+
+// resolveNodeTools adds the real node's pinned tools to bins.
+func resolveNodeTools(bins map[string]string) error {
+	for _, t := range realNodeTools {
+		p, err := paths.Tool(t)
+		if err != nil {
+			return err
+		}
+		bins[t] = p
+	}
+	return nil
+}
+func (c *cluster) logsDir() string { return filepath.Join(c.dir, logsDir) }
 
 // progress prints one line.
 func (c *cluster) progress(format string, args ...any) {

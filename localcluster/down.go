@@ -56,6 +56,15 @@ func (c *cluster) teardown(ctx context.Context) error {
 	c.stopSupervisor()
 	done(nil)
 
+	if c.state.real() || fileExists(filepath.Join(c.dir, nodeDir)) {
+		done = c.step("removing the real node from the machine (processes, mounts, iptables, ipsets, cgroups, bridge, sysctls)")
+		err := c.cleanupHost(c.nodeDirs())
+		done(err)
+		if err != nil {
+			return fmt.Errorf("%w\n  run `paddock local down` again once the cause is fixed", err)
+		}
+	}
+
 	done = c.step("stopping the control plane")
 	err := c.stopComponents()
 	if err == nil {
@@ -98,7 +107,7 @@ func (c *cluster) kwokctlDelete(ctx context.Context) error {
 // removeOwned deletes what Up creates in Dir, then Dir itself if that left it
 // empty. Files Paddock did not create are left alone.
 func (c *cluster) removeOwned() {
-	for _, p := range []string{stateFile, supervisorFile, supervisorPID, kubeconfigFile, shimDir, logsDir, kwokDir, lockFile} {
+	for _, p := range []string{stateFile, supervisorFile, supervisorPID, nodeReportFile, kubeconfigFile, shimDir, logsDir, kwokDir, lockFile} {
 		_ = os.RemoveAll(filepath.Join(c.dir, p))
 	}
 	_ = os.Remove(c.dir) // only succeeds when empty

@@ -70,6 +70,7 @@ func TestLiveLocalCluster(t *testing.T) {
 		Dir:               dir,
 		Out:               out,
 		SupervisorCommand: []string{exe, superviseArg},
+		Nodes:             localcluster.NodesFake, // the kwok lifecycle; live_real_test.go runs the real node
 	})
 	var seenPIDs []int // every process the cluster ran; none may survive Down
 	t.Cleanup(func() {

@@ -18,7 +18,8 @@ const (
 	logsDir        = "logs"
 	kwokDir        = "kwok" // KWOK_WORKDIR
 	lockFile       = ".lock"
-	shimDir        = "bin" // kubectl shim for kwokctl
+	shimDir        = "bin"  // kubectl shim for kwokctl
+	nodeDir        = "node" // the real node: configs, state, images (see node.go)
 
 	controllerLog = "agent-sandbox-controller.log"
 	supervisorLog = "supervisor.log"
@@ -45,7 +46,14 @@ type clusterState struct {
 	ControllerProbePort   int `json:"controllerProbePort"`
 	// Supervisor is the detached supervisor process Up started.
 	Supervisor *procRecord `json:"supervisor,omitempty"`
+	// Nodes is NodesReal or NodesFake ("" in state written before real nodes: fake).
+	Nodes string `json:"nodes,omitempty"`
+	// NodeNet is the real node's network (bridge, subnet, node IP).
+	NodeNet nodeNet `json:"nodeNet,omitzero"`
 }
+
+// real reports whether the cluster runs a real node.
+func (s *clusterState) real() bool { return s != nil && s.Nodes == NodesReal }
 
 // Cluster phases, as written to state.json.
 const (

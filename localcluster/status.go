@@ -33,6 +33,7 @@ const (
 	kindControlPlane componentKind = iota
 	kindSupervisor
 	kindController
+	kindNode // a real node's process (containerd, kubelet, kube-router)
 )
 
 // ComponentStatus is one process of the local cluster.
@@ -178,6 +179,9 @@ func (c *cluster) Status(ctx context.Context) (*Status, error) {
 
 	sup, ctl := c.supervisorStatus(ctx, st)
 	s.Components = append(s.Components, sup, ctl)
+	if st.real() {
+		s.Components = append(s.Components, c.nodeComponents(sup.State == Running)...)
+	}
 	return s, nil
 }
 

@@ -66,7 +66,18 @@ func Supervise(ctx context.Context, dir string) error {
 		rep: supervisorReport{Self: self, MetricsPort: st.ControllerMetricsPort, ProbePort: st.ControllerProbePort},
 	}
 	s.log.Printf("supervisor %d for local cluster %q in %s", self.PID, st.Name, dir)
+	var nodeDone chan struct{}
+	nodeCtx, stopNode := context.WithCancel(ctx)
+	if st.real() {
+		nodeDone = make(chan struct{})
+		n := &nodeRunner{c: s.c, log: s.log}
+		go func() { defer close(nodeDone); n.run(nodeCtx) }()
+	}
 	err = s.run(ctx)
+	stopNode()
+	if nodeDone != nil {
+		<-nodeDone
+	}
 	s.rep.Phase, s.rep.Since, s.rep.NextStartAt = phaseStopped, time.Now(), time.Time{}
 	switch {
 	case errors.Is(err, errClusterGone):

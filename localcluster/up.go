@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/pins"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -46,8 +47,15 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 		if err := c.teardown(ctx); err != nil {
 			return nil, err
 		}
+	case err == nil && st.Phase == phaseUp && c.nodes != NodesAuto && c.nodes != nodesOf(st):
+		return nil, fmt.Errorf("local cluster %q runs %s nodes, not %s; run `paddock local down` first to change that", c.name, nodesOf(st), c.nodes)
 	case err == nil && st.Phase == phaseUp:
 		c.state = st
+		if st.real() {
+			if err := resolveNodeTools(bins); err != nil {
+				return nil, err
+			}
+		}
 		return c.upExisting(ctx, bins)
 	case err == nil:
 		// An Up that never finished: start over.
@@ -66,7 +74,35 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 	default:
 		return nil, err
 	}
-	return c.create(ctx, bins)
+	nodes, err := c.chooseNodes(bins)
+	if err != nil {
+		return nil, err
+	}
+	return c.create(ctx, bins, nodes)
+}
+
+func nodesOf(st *clusterState) string {
+	if st.real() {
+		return NodesReal
+	}
+	return NodesFake
+}
+
+// chooseNodes decides the node kind of a new cluster (see Options.Nodes) and adds
+// the real node's tools to bins when it is real.
+func (c *cluster) chooseNodes(bins map[string]string) (string, error) {
+	if c.nodes == NodesFake {
+		return NodesFake, nil
+	}
+	why := realNodeSupport(probeMachine(c.name, planNodeNet(c.name), paths.Tool))
+	if why == "" {
+		return NodesReal, resolveNodeTools(bins)
+	}
+	if c.nodes == NodesReal {
+		return "", fmt.Errorf("this machine cannot run the local stack's real node: %s", why)
+	}
+	c.progress("a real node cannot run here (%s); using a kwok node, where no container runs (`--nodes fake` chooses it without this check, `--nodes real` makes it an error)", why)
+	return NodesFake, nil
 }
 
 func fileExists(p string) bool {
@@ -76,7 +112,7 @@ func fileExists(p string) bool {
 
 // hasLeftovers reports whether Dir holds pieces of a cluster without a state file.
 func (c *cluster) hasLeftovers() bool {
-	for _, p := range []string{kwokDir, supervisorFile, supervisorPID} {
+	for _, p := range []string{kwokDir, supervisorFile, supervisorPID, nodeDir} {
 		if _, err := os.Stat(filepath.Join(c.dir, p)); err == nil {
 			return true
 		}
@@ -84,7 +120,7 @@ func (c *cluster) hasLeftovers() bool {
 	return false
 }
 
-func (c *cluster) create(ctx context.Context, bins map[string]string) (*Info, error) {
+func (c *cluster) create(ctx context.Context, bins map[string]string, nodes string) (*Info, error) {
 	start := time.Now()
 	c.progress("creating local cluster %q in %s", c.name, c.dir)
 	if err := os.MkdirAll(c.logsDir(), 0o755); err != nil {
@@ -101,13 +137,21 @@ func (c *cluster) create(ctx context.Context, bins map[string]string) (*Info, er
 		Binaries:              bins,
 		ControllerMetricsPort: ports[0],
 		ControllerProbePort:   ports[1],
+		Nodes:                 nodes,
+	}
+	if nodes == NodesReal {
+		c.state.NodeNet = planNodeNet(c.name)
 	}
 	if err := writeState(c.dir, c.state); err != nil {
 		return nil, err
 	}
 
 	done := c.step("starting control plane (kwokctl)")
-	err = c.kwokctl(ctx, kwokctlCreateArgs(c.name, c.kubeconfig(), bins)...)
+	args := kwokctlCreateArgs(c.name, c.kubeconfig(), bins)
+	if nodes == NodesReal {
+		args = append(args, realNodeKwokctlArgs(filepath.Join(c.kwokClusterDir(), "pki"))...)
+	}
+	err = c.kwokctl(ctx, args...)
 	done(err)
 	if err != nil {
 		return nil, c.failUp(err)
@@ -141,9 +185,15 @@ func (c *cluster) bringUp(ctx context.Context) error {
 
 // finishUp makes the nodes Ready and schedulable and starts the supervisor.
 func (c *cluster) finishUp(ctx context.Context, cs kubernetes.Interface) error {
-	for i := 0; i < nodeCount; i++ {
-		if err := c.ensureNodeReady(ctx, cs, i); err != nil {
+	if c.state.real() {
+		if err := c.startRealNode(ctx, cs); err != nil {
 			return err
+		}
+	} else {
+		for i := 0; i < nodeCount; i++ {
+			if err := c.ensureNodeReady(ctx, cs, i); err != nil {
+				return err
+			}
 		}
 	}
 	done := c.step("installing Cilium " + pins.Cilium + " policy CRDs (schema only: no Cilium agent runs here)")
@@ -241,12 +291,21 @@ func (c *cluster) upExisting(ctx context.Context, bins map[string]string) (*Info
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < nodeCount; i++ {
+	for i := 0; i < nodeCount && !c.state.real(); i++ {
 		if err := ensureNode(ctx, cs, c.name, i); err != nil {
 			return nil, fmt.Errorf("node %s: %w", nodeName(c.name, i), err)
 		}
 	}
 	what := "already up"
+	if sup := s.component("supervisor"); sup.State != Running && c.state.real() {
+		// The machine may have lost the bridge or the cgroups (a reboot).
+		if err := c.writeNodeFiles(); err != nil {
+			return nil, err
+		}
+		if err := c.prepareHost(c.nodeDirs(), c.state.NodeNet); err != nil {
+			return nil, err
+		}
+	}
 	if sup := s.component("supervisor"); sup.State != Running {
 		c.progress("supervisor %s (%s); starting a new one", sup.State, sup.Detail)
 		what = "up again"

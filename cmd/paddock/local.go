@@ -21,10 +21,11 @@ type localFlags struct {
 	dir     string
 	timeout time.Duration
 	output  string
+	nodes   string
 }
 
 func (f *localFlags) cluster(out io.Writer) localcluster.Cluster {
-	return localcluster.New(localcluster.Options{Name: f.name, Dir: f.dir, Out: out, Timeout: f.timeout})
+	return localcluster.New(localcluster.Options{Name: f.name, Dir: f.dir, Out: out, Timeout: f.timeout, Nodes: f.nodes})
 }
 
 // newLocalCmd is `paddock local`: the embedded local cluster.
@@ -32,12 +33,18 @@ func newLocalCmd() *cobra.Command {
 	f := &localFlags{}
 	cmd := &cobra.Command{
 		Use:   "local",
-		Short: "Run the embedded local cluster (kwok control plane + Agent Sandbox controller)",
+		Short: "Run the embedded local cluster (control plane, a real or kwok node, Agent Sandbox controller)",
 		Long: `The local cluster is Paddock's default target: a real Kubernetes control plane
 (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) run by kwokctl from
-the pinned builds of ` + "`make tools`" + `, a fake node labelled and tainted like a GKE
+the pinned builds of ` + "`make tools`" + `, one node labelled and tainted like a GKE
 Sandbox (gVisor) node, and the real Agent Sandbox controller, which starts once
-` + "`paddock up`" + ` has installed its CRDs. Nothing is downloaded.`,
+` + "`paddock up`" + ` has installed its CRDs. Nothing is downloaded.
+
+The node is real where the machine allows it (Linux, root, cgroups, overlayfs,
+bridge netfilter, the pinned tools and ` + "`make node-packages`" + `): kubelet,
+containerd, gVisor's runsc (RuntimeClass handler "gvisor") and runc, the CNI bridge
+plugin and kube-router's NetworkPolicy firewall. Elsewhere it is a kwok node, on
+which pods are scheduled but no container runs; ` + "`local up`" + ` says why.`,
 		SilenceUsage: true,
 	}
 	cmd.PersistentFlags().StringVar(&f.name, "name", localcluster.DefaultName, "local cluster name")
@@ -62,6 +69,7 @@ Sandbox (gVisor) node, and the real Agent Sandbox controller, which starts once
 	}
 	up.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the API server and the node")
 	up.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	up.Flags().StringVar(&f.nodes, "nodes", "", "node kind of a new cluster: real (kubelet + containerd + gVisor; an error where the machine cannot run it) or fake (kwok, nothing runs); default real where the machine allows it, else fake saying why")
 
 	down := &cobra.Command{
 		SilenceUsage: true,

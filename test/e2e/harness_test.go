@@ -103,7 +103,9 @@ func setUp() (*env, error) {
 			return e, fmt.Errorf("building paddock: %v\n%s", err, out)
 		}
 	}
-	if out, err := e.paddockRaw("local", "up"); err != nil {
+	// kwok nodes until examples/local names images the real node has (the next
+	// stage of the real node moves this suite onto it, with no fallback).
+	if out, err := e.paddockRaw("local", "up", "--nodes", "fake"); err != nil {
 		return e, fmt.Errorf("paddock local up: %v\n%s", err, out)
 	}
 	e.kubeconfig = filepath.Join(home, "local", "kubeconfig")

@@ -1,0 +1,312 @@
+// The real node's processes, run by the supervisor beside the Agent Sandbox
+// controller: containerd (then the local images are imported), kubelet, and
+// kube-router's firewall. Each is restarted with backoff when it exits; on the way
+// out they stop in reverse order. What runs is reported in Dir/node.json.
+
+package localcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const nodeReportFile = "node.json"
+
+// nodeReport is Dir/node.json, written by the supervisor's node part.
+type nodeReport struct {
+	Supervisor int                     `json:"supervisor"`
+	Procs      map[string]*nodeProcRep `json:"procs"`
+}
+
+type nodeProcRep struct {
+	Proc     *procRecord `json:"proc,omitempty"`
+	Starts   int         `json:"starts"`
+	LastExit string      `json:"lastExit,omitempty"`
+	Log      string      `json:"log"`
+}
+
+// nodeProcSpec is one node process.
+type nodeProcSpec struct {
+	Name string
+	Bin  string
+	Args []string
+	Env  []string
+}
+
+// nodeSpecs lists the node's processes in start order.
+func (c *cluster) nodeSpecs() []nodeProcSpec {
+	d := c.nodeDirs()
+	nn := c.state.NodeNet
+	bins := c.state.Binaries
+	// containerd finds its shims (containerd-shim-runsc-v1, -runc-v2) on PATH.
+	path := filepath.Dir(bins["containerd-shim-runsc-v1"]) + ":" + filepath.Dir(bins["containerd-shim-runc-v2"]) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	env := []string{"PATH=" + path, "HOME=" + d.root, "LANG=C"}
+	return []nodeProcSpec{
+		{Name: "containerd", Bin: bins["containerd"], Args: containerdArgs(d), Env: env},
+		{Name: "kubelet", Bin: bins["kubelet"], Args: kubeletArgs(d, c.name, c.kubeconfig(), nn), Env: env},
+		{Name: "kube-router", Bin: bins["kube-router"], Args: kubeRouterArgs(c.name, c.kubeconfig()), Env: env},
+	}
+}
+
+func (c *cluster) nodeDirs() nodeDirs { return nodeDirs{root: filepath.Join(c.dir, nodeDir)} }
+
+// nodeRunner runs the node's processes for one supervisor.
+type nodeRunner struct {
+	c   *cluster
+	log *log.Logger
+	mu  sync.Mutex
+	rep nodeReport
+}
+
+func (n *nodeRunner) write() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := writeJSON(filepath.Join(n.c.dir, nodeReportFile), &n.rep); err != nil && !errors.Is(err, os.ErrNotExist) {
+		n.log.Printf("write %s: %v", nodeReportFile, err)
+	}
+}
+
+// run starts every node process in order and keeps them running until ctx is
+// done, then stops them in reverse order.
+func (n *nodeRunner) run(ctx context.Context) {
+	specs := n.c.nodeSpecs()
+	n.rep = nodeReport{Supervisor: os.Getpid(), Procs: map[string]*nodeProcRep{}}
+	for _, s := range specs {
+		n.rep.Procs[s.Name] = &nodeProcRep{Log: filepath.Join(n.c.logsDir(), s.Name+".log")}
+	}
+	n.write()
+
+	type running struct {
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	var started []running
+	defer func() {
+		for i := len(started) - 1; i >= 0; i-- {
+			started[i].cancel()
+			<-started[i].done
+		}
+		n.write()
+	}()
+	for _, s := range specs {
+		pctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func(s nodeProcSpec) { defer close(done); n.keep(pctx, s) }(s)
+		started = append(started, running{cancel, done})
+		var err error
+		switch s.Name {
+		case "containerd":
+			err = n.afterContainerd(ctx)
+		case "kubelet":
+			err = n.waitNodeRegistered(ctx) // kube-router exits when its node is missing
+		}
+		if err != nil && ctx.Err() == nil {
+			n.log.Printf("node: %v", err)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	<-ctx.Done()
+}
+
+// afterContainerd waits for containerd's socket, then imports the node's images.
+func (n *nodeRunner) afterContainerd(ctx context.Context) error {
+	d := n.c.nodeDirs()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("unix", d.containerdSocket(), time.Second)
+		if err == nil {
+			conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("containerd did not open %s within 30s: %v", d.containerdSocket(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	start := time.Now()
+	for _, ref := range []string{PauseImage, SandboxImage} {
+		tar := filepath.Join(d.images(), imageFileName(ref))
+		out, err := exec.CommandContext(ctx, n.c.state.Binaries["ctr"], "--address", d.containerdSocket(),
+			"-n", "k8s.io", "images", "import", tar).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("import %s: %v: %s", tar, err, strings.TrimSpace(string(out)))
+		}
+	}
+	n.log.Printf("node: images %s, %s imported (%s)", PauseImage, SandboxImage, roundDuration(time.Since(start)))
+	return nil
+}
+
+// waitNodeRegistered waits (up to 2 minutes) until the kubelet has registered its
+// Node.
+func (n *nodeRunner) waitNodeRegistered(ctx context.Context) error {
+	cs, err := n.c.clientset(5 * time.Second)
+	if err != nil {
+		return err
+	}
+	name := nodeName(n.c.name, 0)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("node %s not registered after 2m (%v); starting kube-router anyway", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// keep runs one process until stop is done, restarting it with backoff. Only
+// stop ends it (not the supervisor's ctx): run stops the processes one by one, in
+// reverse start order.
+func (n *nodeRunner) keep(stop context.Context, s nodeProcSpec) {
+	backoff := backoffMin
+	for {
+		started := time.Now()
+		err := n.runOnce(stop, s)
+		if stop.Err() != nil {
+			return
+		}
+		if time.Since(started) >= stableRun {
+			backoff = backoffMin
+		}
+		n.log.Printf("node: %s exited (%s); restarting in %s", s.Name, describeExit(err), backoff)
+		select {
+		case <-stop.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, backoffMax)
+	}
+}
+
+// runOnce starts the process and waits for it; when stop is done first it stops
+// it (SIGTERM, then SIGKILL after 15 s).
+func (n *nodeRunner) runOnce(stop context.Context, s nodeProcSpec) error {
+	rep := n.rep.Procs[s.Name]
+	logf, err := os.OpenFile(rep.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "\n=== %s paddock supervisor %d: start %d: %s %s\n",
+		time.Now().Format(time.RFC3339), os.Getpid(), rep.Starts+1, s.Bin, strings.Join(s.Args, " "))
+	cmd := exec.Command(s.Bin, s.Args...)
+	cmd.Dir = n.c.nodeDirs().root
+	cmd.Env = s.Env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := joinNodeCgroup(n.c.name, cmd.Process.Pid); err != nil {
+		n.log.Printf("node: %s (pid %d) stays outside the node cgroup: %v", s.Name, cmd.Process.Pid, err)
+	}
+	rec, rerr := recordProcess(cmd.Process.Pid)
+	if rerr != nil {
+		rec = procRecord{PID: cmd.Process.Pid}
+	}
+	n.mu.Lock()
+	rep.Proc, rep.Starts = &rec, rep.Starts+1
+	n.mu.Unlock()
+	n.write()
+	n.log.Printf("node: %s started (pid %d)", s.Name, rec.PID)
+
+	var werr error
+	stopped := false
+	select {
+	case werr = <-exited:
+	case <-stop.Done():
+		stopped = true
+	}
+	if stopped {
+		n.log.Printf("node: stopping %s (pid %d)", s.Name, rec.PID)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	} else {
+		werr = exitError(werr)
+	}
+	n.mu.Lock()
+	rep.Proc = nil
+	if werr != nil {
+		rep.LastExit = werr.Error()
+	}
+	n.mu.Unlock()
+	n.write()
+	return werr
+}
+
+func readNodeReport(dir string) (*nodeReport, error) {
+	var r nodeReport
+	b, err := os.ReadFile(filepath.Join(dir, nodeReportFile))
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// nodeComponents reports the node's processes for Status.
+func (c *cluster) nodeComponents(supAlive bool) []ComponentStatus {
+	rep, _ := readNodeReport(c.dir)
+	var out []ComponentStatus
+	for _, name := range []string{"containerd", "kubelet", "kube-router"} {
+		cs := ComponentStatus{Name: name, Log: filepath.Join(c.logsDir(), name+".log"), kind: kindNode}
+		var pr *nodeProcRep
+		if rep != nil {
+			pr = rep.Procs[name]
+		}
+		switch {
+		case pr == nil || pr.Starts == 0:
+			cs.State, cs.Detail = NotStarted, "the supervisor starts it"
+		case pr.Proc == nil:
+			cs.State, cs.Detail = Crashed, "exited ("+pr.LastExit+")"
+			if supAlive {
+				cs.Detail += "; supervisor restarts it"
+			}
+		default:
+			cs.PID = pr.Proc.PID
+			if ok, why := pr.Proc.alive(); ok {
+				cs.State = Running
+			} else {
+				cs.State, cs.Detail = Crashed, why
+			}
+		}
+		if pr != nil && pr.Starts > 1 {
+			cs.Detail = strings.TrimPrefix(cs.Detail+fmt.Sprintf("; restarted %d×", pr.Starts-1), "; ")
+		}
+		out = append(out, cs)
+	}
+	return out
+}

@@ -133,19 +133,22 @@ func ipsetNames() []string {
 	return names
 }
 
-// cgroupMounts returns the mount points of every cgroup hierarchy (v1 controllers,
-// named hierarchies and the v2 unified one).
-func cgroupMounts() []string {
+// mount is one line of /proc/self/mountinfo: where it is mounted and its
+// filesystem type.
+type mount struct{ point, fstype string }
+
+// mounts reads /proc/self/mountinfo (nil where it cannot be read).
+func mounts() []mount {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	var out []string
+	var out []mount
 	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
-		l := sc.Text()
-		pre, post, ok := strings.Cut(l, " - ")
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
 		if !ok {
 			continue
 		}
@@ -153,8 +156,18 @@ func cgroupMounts() []string {
 		if len(pf) < 5 || len(qf) < 1 {
 			continue
 		}
-		if qf[0] == "cgroup" || qf[0] == "cgroup2" {
-			out = append(out, unescapeMount(pf[4]))
+		out = append(out, mount{point: unescapeMount(pf[4]), fstype: qf[0]})
+	}
+	return out
+}
+
+// cgroupMounts returns the mount points of every cgroup hierarchy (v1 controllers,
+// named hierarchies and the v2 unified one).
+func cgroupMounts() []string {
+	var out []string
+	for _, m := range mounts() {
+		if m.fstype == "cgroup" || m.fstype == "cgroup2" {
+			out = append(out, m.point)
 		}
 	}
 	return out
@@ -162,22 +175,10 @@ func cgroupMounts() []string {
 
 // mountsUnder returns every mount point under dir, deepest first.
 func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		pf := strings.Fields(sc.Text())
-		if len(pf) < 5 {
-			continue
-		}
-		mp := unescapeMount(pf[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
+	for _, m := range mounts() {
+		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
+			out = append(out, m.point)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })

@@ -50,6 +50,10 @@ const (
 	SandboxImage = "localhost/paddock/busybox:v1"
 )
 
+// RealNodeLabel marks the node that runs containers (value "real"), apart from
+// kwok's nodes.
+const RealNodeLabel = "paddock.dev/node"
+
 // nodeNet is the node's network: a bridge Paddock creates, carrying the node IP
 // (the first address) and the pods (host-local IPAM over the rest). The subnet is
 // picked from 10.213.0.0/16 by the cluster name, and refused when any route of the
@@ -403,7 +407,9 @@ evictionHard:
   memory.available: "100Mi"
 evictionSoftGracePeriod: {}
 enforceNodeAllocatable: ["pods"]
-localStorageCapacityIsolation: false
+# Templates request and limit ephemeral storage; without isolation the node
+# reports no ephemeral-storage capacity and such pods never schedule.
+localStorageCapacityIsolation: true
 protectKernelDefaults: false
 oomScoreAdj: 0
 maxPods: 110
@@ -430,7 +436,7 @@ func kubeletArgs(d nodeDirs, cluster, kubeconfig string, nn nodeNet) []string {
 		"--node-labels", strings.Join([]string{
 			gvisorLabelKey + "=" + gvisorLabelValue,
 			"paddock.dev/local-cluster=" + cluster,
-			"paddock.dev/node=real",
+			RealNodeLabel + "=real",
 		}, ","),
 		"--v", "1",
 	}

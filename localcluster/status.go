@@ -54,10 +54,16 @@ type APIServerStatus struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// NodeStatus is one of the cluster's fake nodes.
+// NodeStatus is one of the cluster's nodes.
 type NodeStatus struct {
 	Name  string `json:"name"`
 	Ready bool   `json:"ready"`
+	// Real is true for the node that runs containers (kubelet, containerd,
+	// gVisor); false for a kwok node.
+	Real bool `json:"real"`
+	// Images are the image references a real node holds (the node's
+	// status.images names): all a pod can run there, since nothing pulls.
+	Images []string `json:"images,omitempty"`
 }
 
 // Status is the whole local cluster.
@@ -165,7 +171,14 @@ func (c *cluster) Status(ctx context.Context) (*Status, error) {
 			nodes, err := cs.CoreV1().Nodes().List(rctx, metav1.ListOptions{LabelSelector: "paddock.dev/local-cluster=" + c.name})
 			if err == nil {
 				for i := range nodes.Items {
-					s.Nodes = append(s.Nodes, NodeStatus{Name: nodes.Items[i].Name, Ready: nodeReady(&nodes.Items[i])})
+					n := &nodes.Items[i]
+					ns := NodeStatus{Name: n.Name, Ready: nodeReady(n), Real: n.Labels[RealNodeLabel] == "real"}
+					if ns.Real {
+						for _, img := range n.Status.Images {
+							ns.Images = append(ns.Images, img.Names...)
+						}
+					}
+					s.Nodes = append(s.Nodes, ns)
 				}
 			}
 			if len(s.Nodes) == 0 {

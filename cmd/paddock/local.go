@@ -169,7 +169,14 @@ func printLocalStatus(w io.Writer, s *localcluster.Status) {
 		if !n.Ready {
 			ready = "NotReady"
 		}
-		fmt.Fprintf(w, "  node        %s  %s\n", n.Name, ready)
+		kind := "kwok: no container runs"
+		if n.Real {
+			kind = "real: kubelet, containerd, gVisor"
+		}
+		fmt.Fprintf(w, "  node        %s  %s  (%s)\n", n.Name, ready, kind)
+		if n.Real {
+			fmt.Fprintf(w, "  images      %s\n", strings.Join(n.Images, ", "))
+		}
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -1,7 +1,7 @@
 # Paddock walking skeleton: one hardened agent sandbox platform on the embedded
 # local cluster.
 #
-#   paddock local up               # start the local cluster (kwok nodes, real control plane)
+#   paddock local up               # start the local cluster (a real node running gVisor where the machine allows)
 #   paddock validate examples/local
 #   paddock up examples/local      # provision this spec
 #
@@ -84,10 +84,15 @@ tenant "team-a" {
   # A template is a hardened SandboxTemplate: non-root, seccomp
   # RuntimeDefault, no privilege escalation, a read-only root filesystem,
   # every capability dropped and no service account token.
-  template "python" {
+  template "agent" {
     # Stand-in workload: replace with your agent runtime image and entrypoint.
-    image   = "python:3.12-slim"
-    command = ["sleep", "infinity"]
+    # Nothing on the local stack can pull from a registry: its node builds
+    # this busybox image from Debian's busybox-static and imports it, and
+    # `paddock up` refuses an image the node does not have. The shell is
+    # PID 1 here, and PID 1 ignores signals it does not handle, so the trap
+    # lets the sandbox stop at once when it is deleted.
+    image   = "localhost/paddock/busybox:v1"
+    command = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
 
     # Run under gVisor (the runtime_class above). Leaving it out runs
     # generated code on the host kernel, which policy reports (PDK-301).
@@ -106,8 +111,8 @@ tenant "team-a" {
   # starts in seconds. A claimed sandbox serves one session and is then
   # deleted, never returned; the pool refills with fresh ones. A pool only
   # serves its own tenant's template: pools never cross trust boundaries.
-  warm_pool "python" {
-    template = "python"
+  warm_pool "agent" {
+    template = "agent"
     replicas = 2 # default 1; at most 100
   }
 }

@@ -25,9 +25,12 @@ variable "tenants" {
   description = "One tenant (trust boundary) per key, with the size of its warm pool."
 }
 
+# The default is the busybox image the local stack's node builds and imports
+# (nothing there can pull from a registry); a stack on a real cluster sets its
+# agent runtime image (stacks/Pulumi.team-b.yaml).
 variable "image" {
   type        = string
-  default     = "python:3.12-slim"
+  default     = "localhost/paddock/busybox:v1"
   description = "The agent runtime image every template runs."
 }
 

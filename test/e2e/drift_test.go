@@ -186,7 +186,7 @@ func TestDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 		// 6. The template's securityContext loosened.
-		if _, err := e.dyn.Resource(templatesGVR).Namespace(namespace).Patch(ctx, "python", types.JSONPatchType,
+		if _, err := e.dyn.Resource(templatesGVR).Namespace(namespace).Patch(ctx, templateName, types.JSONPatchType,
 			[]byte(`[{"op":"replace","path":"/spec/podTemplate/spec/containers/0/securityContext/allowPrivilegeEscalation","value":true},
 			         {"op":"replace","path":"/spec/podTemplate/spec/containers/0/securityContext/readOnlyRootFilesystem","value":false}]`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
@@ -219,8 +219,8 @@ func TestDrift(t *testing.T) {
 			{"SandboxWarmPool", namespace + "/" + poolName, "spec.replicas", drift.Modified, 2.0, 5.0},
 			{"NetworkPolicy", namespace + "/default-deny", "", drift.Missing, nil, nil},
 			{"RuntimeClass", "gvisor", `scheduling.nodeSelector["sandbox.gke.io/runtime"]`, drift.Modified, "gvisor", "runc"},
-			{"SandboxTemplate", namespace + "/python", "securityContext.allowPrivilegeEscalation", drift.Modified, false, true},
-			{"SandboxTemplate", namespace + "/python", "securityContext.readOnlyRootFilesystem", drift.Modified, true, false},
+			{"SandboxTemplate", namespace + "/" + templateName, "securityContext.allowPrivilegeEscalation", drift.Modified, false, true},
+			{"SandboxTemplate", namespace + "/" + templateName, "securityContext.readOnlyRootFilesystem", drift.Modified, true, false},
 			{"Deployment", "agent-sandbox-system/agent-sandbox-controller", "containers[0].image", drift.Modified, origImage, evilImage},
 		} {
 			res := findResource(rep, w.kind, w.name)
@@ -286,7 +286,7 @@ func TestDrift(t *testing.T) {
 		if n, _, _ := unstructuredInt(pool.Object, "spec", "replicas"); err != nil || n != replicas {
 			t.Errorf("warm pool replicas = %d (%v), want %d", n, err, replicas)
 		}
-		tpl, err := e.dyn.Resource(templatesGVR).Namespace(namespace).Get(ctx, "python", metav1.GetOptions{})
+		tpl, err := e.dyn.Resource(templatesGVR).Namespace(namespace).Get(ctx, templateName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,8 +348,9 @@ func teamProject(t *testing.T, repo string) string {
 		}
 		if strings.HasSuffix(p, ".hcl") {
 			// A spec only this copy has: a path taken from the wrong
-			// directory shows as a different image.
-			b = bytes.Replace(b, []byte(`"python:3.12-slim"`), []byte(`"`+teamImage+`"`), 1)
+			// directory shows as a different sandbox command. (The image
+			// must stay one the local node has.)
+			b = bytes.Replace(b, []byte(`["sleep", "infinity"]`), []byte(teamCommand), 1)
 		}
 		if err := os.WriteFile(filepath.Join(dir, p), b, 0o644); err != nil {
 			t.Fatal(err)
@@ -374,8 +375,12 @@ func (e *env) pulumiEnv(backend string) map[string]string {
 	}
 }
 
-// teamImage is the image default of the copied team spec.
-const teamImage = "python:3.12-alpine"
+// teamCommand is the sandbox command of the copied team spec, and
+// teamCommandLive how it shows in the live template.
+const (
+	teamCommand     = `["sleep", "86400"]`
+	teamCommandLive = `"command":["sleep","86400"]`
+)
 
 const teamPassphrase = "team-a shares this passphrase in its CI secrets"
 
@@ -435,8 +440,8 @@ func TestDriftStacks(t *testing.T) {
 		if !strings.Contains(string(b), secret) {
 			t.Fatalf("the template does not carry the telemetry URL: the secret never reached the platform")
 		}
-		if !strings.Contains(string(b), teamImage) {
-			t.Fatalf("the template does not run %s: the spec was not read from the project's directory", teamImage)
+		if !strings.Contains(string(b), teamCommandLive) {
+			t.Fatalf("the template does not run %s: the spec was not read from the project's directory", teamCommand)
 		}
 		var files, ciphertexts int
 		err = filepath.Walk(state, func(p string, info os.FileInfo, err error) error {

@@ -23,8 +23,10 @@ import (
 const (
 	example   = "examples/local"
 	namespace = "agents-team-a"
-	poolName  = "python"
-	replicas  = 2
+	// examples/local's template and its warm pool.
+	templateName = "agent"
+	poolName     = "agent"
+	replicas     = 2
 )
 
 var (
@@ -90,7 +92,7 @@ func TestLocalPlatform(t *testing.T) {
 	})
 
 	t.Run("template pod spec is hardened", func(t *testing.T) {
-		u, err := e.dyn.Resource(templatesGVR).Namespace(namespace).Get(ctxT(t, 10*time.Second), "python", metav1.GetOptions{})
+		u, err := e.dyn.Resource(templatesGVR).Namespace(namespace).Get(ctxT(t, 10*time.Second), templateName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func (c *cluster) startRealNode(ctx context.Context, cs kubernetes.Interface) er
 		}
 		if err == nil && nodeSchedulable(n) {
 			c.progress("node %s ready %s (kubelet %s, containerd, gVisor runsc; runtime handlers runc, gvisor)", name, roundDuration(time.Since(start)), n.Status.NodeInfo.KubeletVersion)
-			return nil
+			return c.ensureClusterDNS(ctx, cs)
 		}
 		select {
 		case <-wctx.Done():

@@ -43,8 +43,9 @@ var checks = []check{
 	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
 	{"V08", "claim without TTL is rejected (server-side dry-run)", checkClaimWithoutTTLRejected},
 	{"V09", "network policies as the spec declares them", checkNetworkPolicies},
-	{"V10", "a CNI that enforces network policy runs (no traffic is sent)", checkNetworkPolicyEnforced},
+	{"V10", "network policy enforced: a probe pod is refused by a pod of its namespace and reaches the cluster resolver", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},
+	{"V12", "a running sandbox holds its template's controls (gVisor kernel, UID, read-only root, no token, no capabilities)", checkSandboxRuntime},
 }
 
 func checkNamespaces(ctx context.Context, v *Verifier) []Result {
@@ -747,34 +748,6 @@ func normalizedPolicy(s networkingv1.NetworkPolicySpec) networkingv1.NetworkPoli
 		}
 	}
 	return s
-}
-
-// checkNetworkPolicyEnforced never passes on faith: without a CNI that enforces
-// policy, a NetworkPolicy is a comment, not a boundary.
-func checkNetworkPolicyEnforced(ctx context.Context, v *Verifier) []Result {
-	cni := detectCNI(ctx, v)
-	if cni == "" {
-		return []Result{notVerifiable("cluster", "no policy-enforcing CNI detected (no Cilium, Calico or GKE Dataplane V2 agents): NetworkPolicy objects are stored but not enforced")}
-	}
-	return []Result{notVerifiable("cluster", "%s detected; an enforcement probe needs a running pod, which this verify does not start — test with a pod that dials a denied address", cni)}
-}
-
-func detectCNI(ctx context.Context, v *Verifier) string {
-	ds, err := v.kube.AppsV1().DaemonSets("kube-system").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return ""
-	}
-	for _, d := range ds.Items {
-		switch {
-		case d.Name == "cilium" && d.Status.NumberReady > 0:
-			return "Cilium"
-		case d.Name == "anetd" && d.Status.NumberReady > 0:
-			return "GKE Dataplane V2"
-		case d.Name == "calico-node" && d.Status.NumberReady > 0:
-			return "Calico"
-		}
-	}
-	return ""
 }
 
 func checkController(ctx context.Context, v *Verifier) []Result {

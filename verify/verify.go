@@ -1,5 +1,7 @@
 // Package verify checks a deployed platform against its model on the live cluster
-// (client-go only; it never writes — every probe is a dry-run or a review). Each
+// (client-go only). It writes nothing of the platform: admission probes are
+// dry-runs or reviews, and the runtime checks (runtime.go) start their own
+// labelled probe pods, delete them, and read sandboxes with exec. Each
 // check passes, fails, or says plainly that it cannot be verified on this cluster
 // and why: an unenforced control is never reported as passing.
 package verify
@@ -98,7 +100,24 @@ type Options struct {
 	// not run in the cluster (the local target's out-of-cluster controller).
 	// nil means: look at the in-cluster Deployment.
 	ControllerHealth func(ctx context.Context) (healthy bool, detail string)
+	// NoProbes skips the runtime checks (V10, V12), which start probe pods
+	// and exec into sandboxes; they then report not verifiable.
+	NoProbes bool
+	// ProbeImage is the image of the network probe's pods: it needs sh, nc,
+	// nslookup and sleep (busybox), and the cluster must be able to run it.
+	ProbeImage string
+	// DNSProbeName is the name the probe asks the cluster resolver for.
+	DNSProbeName string
+	// Exec runs commands in pods; nil means through the API server, as
+	// kubectl exec does.
+	Exec Execer
 }
+
+// Defaults of Options.
+const (
+	DefaultProbeImage   = "busybox:1.37"
+	DefaultDNSProbeName = "kubernetes.default.svc.cluster.local"
+)
 
 // Verifier holds the clients of one run.
 type Verifier struct {
@@ -106,6 +125,7 @@ type Verifier struct {
 	kube kubernetes.Interface
 	dyn  dynamic.Interface
 	opts Options
+	exec Execer
 }
 
 // New returns a verifier for platform p on the cluster cfg points at.
@@ -122,7 +142,17 @@ func New(p *model.Platform, cfg *rest.Config, opts Options) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Verifier{p: p, kube: kube, dyn: dyn, opts: opts}, nil
+	if opts.ProbeImage == "" {
+		opts.ProbeImage = DefaultProbeImage
+	}
+	if opts.DNSProbeName == "" {
+		opts.DNSProbeName = DefaultDNSProbeName
+	}
+	ex := opts.Exec
+	if ex == nil {
+		ex = restExecer{cfg: cfg}
+	}
+	return &Verifier{p: p, kube: kube, dyn: dyn, opts: opts, exec: ex}, nil
 }
 
 // check is one conformance check; it appends its results.

@@ -14,13 +14,19 @@ import (
 
 func newVerifyCmd() *cobra.Command {
 	var (
-		f      specFlags
-		format string
+		f          specFlags
+		format     string
+		noProbes   bool
+		probeImage string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify [SPEC]",
-		Short: "Check the deployed platform's controls live on the cluster (read-only; probes are dry-runs)",
+		Short: "Check the deployed platform's controls live on the cluster",
 		Long: "Each check passes, fails, or is reported not verifiable here with the reason.\n" +
+			"Admission probes are dry-runs or reviews. The runtime checks start two short-lived\n" +
+			"probe pods per tenant (labelled paddock.dev/probe, deleted afterwards) that send\n" +
+			"traffic only to each other and to the cluster resolver, and exec into one ready\n" +
+			"sandbox per warm pool; --no-probes skips them.\n" +
 			"Exit status: 0 when nothing failed, 1 when a check failed, 2 when verify could not run.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,9 +44,15 @@ func newVerifyCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			var opts verify.Options
+			opts := verify.Options{NoProbes: noProbes, ProbeImage: probeImage}
 			if p.Target.Kind == model.TargetLocal {
 				opts.ControllerHealth = localControllerHealth
+				// Nothing is pulled on the local stack: its node's own image,
+				// and the name its resolver answers.
+				if opts.ProbeImage == "" {
+					opts.ProbeImage = localcluster.SandboxImage
+				}
+				opts.DNSProbeName = localcluster.DNSProbeName
 			}
 			v, err := verify.New(p, cfg, opts)
 			if err != nil {
@@ -66,6 +78,8 @@ func newVerifyCmd() *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
+	cmd.Flags().BoolVar(&noProbes, "no-probes", false, "skip the runtime checks (V10 network probe pods, V12 exec into a sandbox)")
+	cmd.Flags().StringVar(&probeImage, "probe-image", "", "image of the network probe pods (needs sh, nc, nslookup, sleep); default "+verify.DefaultProbeImage+", or the local node's busybox image on target local")
 	return cmd
 }
 

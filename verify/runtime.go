@@ -1,0 +1,578 @@
+// Runtime checks: what only a running pod can show. These are the one place
+// verify writes: the network probe starts two short-lived pods in the tenant's
+// namespace (labelled paddock.dev/probe, deleted before the check returns),
+// and the sandbox check reads a warm pool's sandbox from inside with exec.
+// Probes send traffic only to pods of the cluster: the probe's own target pod
+// and the cluster resolver's pods.
+
+package verify
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/paddock-platform/paddock/model"
+)
+
+// Execer runs a command in a pod's container.
+type Execer interface {
+	Exec(ctx context.Context, namespace, pod, container string, cmd []string) (stdout, stderr string, err error)
+}
+
+// restExecer execs through the API server, as kubectl exec does.
+type restExecer struct{ cfg *rest.Config }
+
+func (e restExecer) Exec(ctx context.Context, namespace, pod, container string, cmd []string) (string, string, error) {
+	client, err := rest.RESTClientFor(restClientConfig(e.cfg))
+	if err != nil {
+		return "", "", err
+	}
+	req := client.Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(e.cfg, "GET", req.URL().String())
+	if err != nil {
+		return "", "", err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", req.URL())
+	if err != nil {
+		return "", "", err
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, httpstream.IsUpgradeFailure)
+	if err != nil {
+		return "", "", err
+	}
+	var out, errOut bytes.Buffer
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
+	return out.String(), errOut.String(), err
+}
+
+func restClientConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.APIPath = "/api"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return c
+}
+
+// Probe labels and timings.
+const (
+	probeLabel = "paddock.dev/probe"
+	probePort  = 8080
+	// probeGreeting is what the target pod answers on probePort.
+	probeGreeting = "paddock-probe"
+	// denialStreak is how many refusals in a row count as denied: one failed
+	// connection can have another cause, three in a row after the policy had
+	// time to apply cannot pass by luck.
+	denialStreak = 3
+)
+
+// probeTimeouts bound each wait of the network probe.
+var probeTimeouts = struct{ start, reach time.Duration }{start: 90 * time.Second, reach: 45 * time.Second}
+
+// probePod is a pod Pod Security "restricted" admits, on the tenant's runtime
+// class, running cmd in the probe image.
+func probePod(ns, role, image, runtimeClass string, cmd []string) *corev1.Pod {
+	uid, yes, no := int64(65534), true, false
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: "paddock-probe-" + role + "-", Namespace: ns,
+			Labels: map[string]string{probeLabel: role, "app.kubernetes.io/managed-by": "paddock-verify"},
+		},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: &no,
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, RunAsNonRoot: &yes,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "probe", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: cmd,
+				SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+			TerminationGracePeriodSeconds: new(int64),
+		},
+	}
+	if runtimeClass != "" {
+		p.Spec.RuntimeClassName = &runtimeClass
+	}
+	return p
+}
+
+// tenantRuntimeClass is the runtime class the tenant's sandboxes use (its first
+// template's), so the admission policies that pin sandboxes to the allowed
+// runtime classes admit the probe.
+func tenantRuntimeClass(t model.Tenant) string {
+	for _, tpl := range t.Templates {
+		if tpl.RuntimeClass != "" {
+			return tpl.RuntimeClass
+		}
+	}
+	return ""
+}
+
+// errNoRealNode says a pod landed on a node where no container runs.
+type errNoRealNode struct{ node string }
+
+func (e errNoRealNode) Error() string {
+	return "node " + e.node + " is a kwok node: no container runs there"
+}
+
+// isFakeNode reports whether name is a kwok node.
+func (v *Verifier) isFakeNode(ctx context.Context, name string) bool {
+	n, err := v.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	return err == nil && n.Annotations["kwok.x-k8s.io/node"] == "fake"
+}
+
+// startProbe creates a probe pod and waits until it runs with an address.
+func (v *Verifier) startProbe(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
+	created, err := v.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{FieldManager: "paddock-verify"})
+	if err != nil {
+		return nil, fmt.Errorf("create probe pod: %w", err)
+	}
+	deadline := time.Now().Add(probeTimeouts.start)
+	for {
+		cur, err := v.kube.CoreV1().Pods(p.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
+		if err == nil {
+			if cur.Spec.NodeName != "" && v.isFakeNode(ctx, cur.Spec.NodeName) {
+				return cur, errNoRealNode{cur.Spec.NodeName}
+			}
+			if cur.Status.Phase == corev1.PodRunning && cur.Status.PodIP != "" {
+				return cur, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			why := "not running"
+			if cur != nil {
+				why = podWaitReason(cur)
+			}
+			return created, fmt.Errorf("probe pod %s did not run within %s (%s)", created.Name, probeTimeouts.start, why)
+		}
+		select {
+		case <-ctx.Done():
+			return created, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func podWaitReason(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return w.Reason + ": " + w.Message
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			return c.Message
+		}
+	}
+	return "phase " + string(p.Status.Phase)
+}
+
+// deleteProbes removes the probe pods, whatever the check's outcome.
+func (v *Verifier) deleteProbes(pods ...*corev1.Pod) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	zero := int64(0)
+	for _, p := range pods {
+		if p != nil && p.Name != "" {
+			_ = v.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		}
+	}
+}
+
+// reach asks whether the client pod gets the target's greeting.
+func (v *Verifier) reach(ctx context.Context, client *corev1.Pod, ip string) bool {
+	out, _, err := v.exec.Exec(ctx, client.Namespace, client.Name, "probe", []string{"sh", "-c", fmt.Sprintf("nc -w 2 %s %d </dev/null", ip, probePort)})
+	return err == nil && strings.Contains(out, probeGreeting)
+}
+
+// resolve asks the resolver at ip for name; it reports whether any answer came
+// back (an answer, or "no such name": either way the resolver was reached).
+func (v *Verifier) resolve(ctx context.Context, client *corev1.Pod, name, ip string) (bool, string) {
+	out, errOut, _ := v.exec.Exec(ctx, client.Namespace, client.Name, "probe", []string{"nslookup", name, ip})
+	return dnsAnswered(out + errOut), strings.TrimSpace(out + errOut)
+}
+
+// dnsAnswered reads busybox nslookup's output: "Name:" lines or NXDOMAIN mean
+// the server answered; a timeout means it was never reached.
+func dnsAnswered(out string) bool {
+	if strings.Contains(out, "timed out") || strings.Contains(out, "no servers could be reached") {
+		return false
+	}
+	return strings.Contains(out, "Name:") || strings.Contains(out, "NXDOMAIN")
+}
+
+// denied retries until want denials in a row (true) or the deadline (false).
+func denied(ctx context.Context, deadline time.Time, try func() bool) (bool, int) {
+	streak, attempts := 0, 0
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		attempts++
+		if try() {
+			streak = 0
+		} else if streak++; streak >= denialStreak {
+			return true, attempts
+		}
+	}
+	return false, attempts
+}
+
+// reached retries until one success (true) or the deadline (false).
+func reached(ctx context.Context, deadline time.Time, try func() bool) (bool, int) {
+	attempts := 0
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		attempts++
+		if try() {
+			return true, attempts
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return false, attempts
+}
+
+// resolverPods are the cluster resolver's running pods: those the DNS egress
+// rule allows (kube-system, k8s-app=kube-dns).
+func (v *Verifier) resolverPods(ctx context.Context) ([]corev1.Pod, error) {
+	list, err := v.kube.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// checkNetworkPolicyEnforced proves each fenced tenant's policies with traffic:
+// a probe pod in the namespace must be refused by a pod the probe itself
+// started there (egress and ingress both denied), three times in a row, and
+// must reach the cluster resolver (the DNS rule's one hole). A control that is
+// only stored, not enforced, fails here.
+func checkNetworkPolicyEnforced(ctx context.Context, v *Verifier) []Result {
+	if v.opts.NoProbes {
+		return []Result{notVerifiable("cluster", "runtime probes are off (--no-probes): nothing shows whether the network policies are enforced")}
+	}
+	var out []Result
+	for _, t := range v.p.Tenants {
+		if t.Egress.Unrestricted {
+			out = append(out, fail(t.Namespace, "default-deny waived in the spec: nothing to enforce"))
+			continue
+		}
+		out = append(out, v.probeTenantNetwork(ctx, t))
+	}
+	return out
+}
+
+func (v *Verifier) probeTenantNetwork(ctx context.Context, t model.Tenant) Result {
+	ns, rc := t.Namespace, tenantRuntimeClass(t)
+	serve := []string{"sh", "-c", fmt.Sprintf("while :; do echo %s | nc -l -p %d; done", probeGreeting, probePort)}
+	target, err := v.startProbe(ctx, probePod(ns, "target", v.opts.ProbeImage, rc, serve))
+	defer v.deleteProbes(target)
+	if res, stop := probeStartResult(ns, "target", err); stop {
+		return res
+	}
+	client, err := v.startProbe(ctx, probePod(ns, "client", v.opts.ProbeImage, rc, []string{"sleep", "3600"}))
+	defer v.deleteProbes(client)
+	if res, stop := probeStartResult(ns, "client", err); stop {
+		return res
+	}
+	// The target must answer where no policy applies (its own loopback), or a
+	// refusal below proves nothing.
+	if out, _, err := v.exec.Exec(ctx, ns, target.Name, "probe", []string{"sh", "-c", fmt.Sprintf("nc -w 2 127.0.0.1 %d </dev/null", probePort)}); err != nil || !strings.Contains(out, probeGreeting) {
+		return fail(ns, "the probe's target pod does not answer on its own loopback (%v): the probe cannot judge the policy", err)
+	}
+	ok, attempts := denied(ctx, time.Now().Add(probeTimeouts.reach), func() bool { return v.reach(ctx, client, target.Status.PodIP) })
+	if !ok {
+		return fail(ns, "a pod of the namespace reached another one (%s:%d) within %s (%d attempts): the default-deny policy is not enforced", target.Status.PodIP, probePort, probeTimeouts.reach, attempts)
+	}
+	resolvers, err := v.resolverPods(ctx)
+	if err != nil {
+		return fail(ns, "listing the cluster resolver's pods: %v", err)
+	}
+	if len(resolvers) == 0 {
+		return notVerifiable(ns, "egress to a pod of the namespace is denied (%d refusals in a row), but no cluster resolver pod runs (kube-system, k8s-app=kube-dns), so the allowed path cannot be shown", denialStreak)
+	}
+	r := resolvers[0]
+	var last string
+	ok, attempts = reached(ctx, time.Now().Add(probeTimeouts.reach), func() bool {
+		var answered bool
+		answered, last = v.resolve(ctx, client, v.opts.DNSProbeName, r.Status.PodIP)
+		return answered
+	})
+	if !ok {
+		return fail(ns, "egress is denied, but the cluster resolver %s/%s (%s:53), which the DNS rule allows, did not answer in %d attempts: %s", r.Namespace, r.Name, r.Status.PodIP, attempts, firstLine(last))
+	}
+	return pass(ns, "a probe pod was refused by another pod of the namespace %d times in a row (%s:%d) and reached the cluster resolver %s/%s at %s:53",
+		denialStreak, target.Status.PodIP, probePort, r.Namespace, r.Name, r.Status.PodIP)
+}
+
+// probeStartResult turns a probe pod that could not start into the check's
+// result: not verifiable on kwok nodes, a failure otherwise.
+func probeStartResult(ns, role string, err error) (Result, bool) {
+	if err == nil {
+		return Result{}, false
+	}
+	if nr, ok := err.(errNoRealNode); ok {
+		return notVerifiable(ns, "the probe pod was scheduled, but %s: policy enforcement needs a node that runs pods", nr.Error()), true
+	}
+	return fail(ns, "%s probe: %v", role, err), true
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// sandboxScript prints what a sandbox shows of itself, in sections, using only
+// the shell, cat and dmesg: the process status (UID, capabilities), whether
+// the root filesystem takes a write, whether a token is mounted, and the
+// kernel's boot log.
+const sandboxScript = `echo '== status'; cat /proc/self/status
+echo '== rootfs'; if ( : > /var/tmp/.paddock-probe ) 2>/dev/null || ( : > /.paddock-probe ) 2>/dev/null; then rm -f /var/tmp/.paddock-probe /.paddock-probe; echo writable; else ( : > /.paddock-probe ) 2>&1; fi
+echo '== token'; if [ -e /var/run/secrets/kubernetes.io/serviceaccount/token ]; then echo mounted; else echo absent; fi
+echo '== kernel'; dmesg 2>&1 | head -n 5`
+
+// sandboxFacts is what sandboxScript printed, read.
+type sandboxFacts struct {
+	UID          int64
+	CapEff       string // hex masks; "" when the kernel does not show them
+	CapPrm       string
+	CapBnd       string
+	RootReadOnly bool
+	RootWritable bool
+	TokenMounted bool
+	Kernel       string // the boot log's first lines
+}
+
+func parseSandboxFacts(out string) (sandboxFacts, error) {
+	f := sandboxFacts{UID: -1}
+	section := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "== ") {
+			section = strings.TrimPrefix(line, "== ")
+			continue
+		}
+		switch section {
+		case "status":
+			k, val, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			fields := strings.Fields(val)
+			if len(fields) == 0 {
+				continue
+			}
+			switch k {
+			case "Uid":
+				// real, effective, saved, filesystem: the effective one acts.
+				if len(fields) > 1 {
+					f.UID, _ = strconv.ParseInt(fields[1], 10, 64)
+				}
+			case "CapEff":
+				f.CapEff = fields[0]
+			case "CapPrm":
+				f.CapPrm = fields[0]
+			case "CapBnd":
+				f.CapBnd = fields[0]
+			}
+		case "rootfs":
+			switch {
+			case strings.TrimSpace(line) == "writable":
+				f.RootWritable = true
+			case strings.Contains(line, "Read-only file system"):
+				f.RootReadOnly = true
+			}
+		case "token":
+			if strings.TrimSpace(line) == "mounted" {
+				f.TokenMounted = true
+			}
+		case "kernel":
+			f.Kernel += line + "\n"
+		}
+	}
+	if f.UID < 0 {
+		return f, fmt.Errorf("no Uid line in /proc/self/status (output: %q)", firstLine(out))
+	}
+	return f, nil
+}
+
+// judgeSandbox compares what a sandbox showed with what its template declares
+// (a waived control is expected loosened) and lists every mismatch; evidence
+// the runtime does not give is listed apart as unverified.
+func judgeSandbox(tpl model.Template, handler string, f sandboxFacts) (problems, held, unverified []string) {
+	switch {
+	case f.UID == 0 && !tpl.AllowRoot:
+		problems = append(problems, "runs as root")
+	case tpl.RunAsUser != 0 && f.UID != tpl.RunAsUser:
+		problems = append(problems, fmt.Sprintf("runs as UID %d, the template says %d", f.UID, tpl.RunAsUser))
+	default:
+		held = append(held, fmt.Sprintf("UID %d", f.UID))
+	}
+	switch {
+	case tpl.WritableRootFilesystem:
+		held = append(held, "root filesystem writable (waived)")
+	case f.RootWritable:
+		problems = append(problems, "the root filesystem takes a write")
+	case f.RootReadOnly:
+		held = append(held, "read-only root")
+	default:
+		unverified = append(unverified, "root filesystem (the write was refused for another reason than read-only)")
+	}
+	switch {
+	case f.TokenMounted && !tpl.AutomountServiceAccountToken:
+		problems = append(problems, "a service-account token is mounted")
+	case !f.TokenMounted:
+		held = append(held, "no token")
+	}
+	if len(tpl.AddCapabilities) == 0 {
+		var capsHeld []string
+		for _, c := range []struct{ name, mask string }{{"CapEff", f.CapEff}, {"CapPrm", f.CapPrm}, {"CapBnd", f.CapBnd}} {
+			switch {
+			case c.mask == "":
+			case strings.Trim(c.mask, "0") != "":
+				problems = append(problems, fmt.Sprintf("%s is %s, not empty", c.name, c.mask))
+			default:
+				capsHeld = append(capsHeld, c.name)
+			}
+		}
+		if len(capsHeld) == 0 {
+			unverified = append(unverified, "capabilities (not shown in /proc/self/status)")
+		} else {
+			held = append(held, "no capabilities ("+strings.Join(capsHeld, ", ")+" empty)")
+		}
+	}
+	if handler == "runsc" || handler == "gvisor" {
+		switch {
+		case strings.Contains(f.Kernel, "gVisor"):
+			held = append(held, "gVisor kernel")
+		case strings.Contains(f.Kernel, "not found") || strings.TrimSpace(f.Kernel) == "":
+			unverified = append(unverified, "gVisor (the image has no dmesg)")
+		default:
+			problems = append(problems, "the kernel's boot log does not show gVisor: "+firstLine(f.Kernel))
+		}
+	}
+	return problems, held, unverified
+}
+
+// checkSandboxRuntime reads one ready sandbox of each warm pool from inside:
+// the controls the template declares must hold where the agent's code runs.
+func checkSandboxRuntime(ctx context.Context, v *Verifier) []Result {
+	if v.opts.NoProbes {
+		return []Result{notVerifiable("cluster", "runtime probes are off (--no-probes)")}
+	}
+	handlers := map[string]string{}
+	for _, rc := range v.p.RuntimeClasses {
+		handlers[rc.Name] = rc.Handler
+	}
+	var out []Result
+	for _, t := range v.p.Tenants {
+		if len(t.WarmPools) == 0 {
+			continue
+		}
+		pods, err := v.kube.CoreV1().Pods(t.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			out = append(out, fail(t.Namespace, "listing pods: %v", err))
+			continue
+		}
+		sandboxes, err := v.dyn.Resource(sandboxesGVR).Namespace(t.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			out = append(out, fail(t.Namespace, "listing sandboxes: %v", err))
+			continue
+		}
+		for _, wp := range t.WarmPools {
+			subject := t.Namespace + "/" + wp.Name
+			tpl, ok := templateNamed(t, wp.Template)
+			if !ok {
+				out = append(out, fail(subject, "the pool's template %q is not in the spec", wp.Template))
+				continue
+			}
+			pod := readySandboxPod(wp.Name, sandboxes.Items, pods.Items)
+			if pod == nil {
+				out = append(out, notVerifiable(subject, "the pool has no ready sandbox with a ready pod to look into (V07 says why)"))
+				continue
+			}
+			if v.isFakeNode(ctx, pod.Spec.NodeName) {
+				out = append(out, notVerifiable(subject, "sandbox pod %s is on kwok node %s: nothing runs there to look into", pod.Name, pod.Spec.NodeName))
+				continue
+			}
+			stdout, stderr, err := v.exec.Exec(ctx, t.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"sh", "-c", sandboxScript})
+			if err != nil {
+				out = append(out, notVerifiable(subject, "exec into %s: %v %s (the image needs sh and cat)", pod.Name, err, firstLine(stderr)))
+				continue
+			}
+			facts, err := parseSandboxFacts(stdout)
+			if err != nil {
+				out = append(out, notVerifiable(subject, "%s: %v", pod.Name, err))
+				continue
+			}
+			problems, held, unverified := judgeSandbox(tpl, handlers[tpl.RuntimeClass], facts)
+			switch {
+			case len(problems) > 0:
+				out = append(out, fail(subject, "sandbox %s: %s", pod.Name, strings.Join(problems, "; ")))
+			case len(unverified) > 0:
+				out = append(out, notVerifiable(subject, "sandbox %s holds %s; not shown: %s", pod.Name, strings.Join(held, ", "), strings.Join(unverified, ", ")))
+			default:
+				out = append(out, pass(subject, "sandbox %s: %s", pod.Name, strings.Join(held, ", ")))
+			}
+		}
+	}
+	return out
+}
+
+func templateNamed(t model.Tenant, name string) (model.Template, bool) {
+	for _, tpl := range t.Templates {
+		if tpl.Name == name {
+			return tpl, true
+		}
+	}
+	return model.Template{}, false
+}
+
+// readySandboxPod is the ready pod of a ready sandbox the warm pool owns (the
+// same sandbox-to-pod link V07 counts by).
+func readySandboxPod(pool string, sandboxes []unstructured.Unstructured, pods []corev1.Pod) *corev1.Pod {
+	byName := map[string]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				byName[p.Name] = p
+			}
+		}
+	}
+	for i := range sandboxes {
+		sb := &sandboxes[i]
+		if sb.GetDeletionTimestamp() != nil || !ownedBy(sb, "SandboxWarmPool", pool, "") || !conditionTrue(sb, "Ready") {
+			continue
+		}
+		name := sb.GetName()
+		if n := sb.GetAnnotations()[sandboxPodNameAnnotation]; n != "" {
+			name = n
+		}
+		if p := byName[name]; p != nil {
+			return p
+		}
+	}
+	return nil
+}

@@ -95,6 +95,8 @@ func setUp() (*env, error) {
 			return e, err
 		}
 	}
+	// terratest's kubectl helpers run `kubectl` from PATH: the pinned build.
+	os.Setenv("PATH", filepath.Join(realHome, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	e.bin = os.Getenv("PADDOCK_BIN")
 	if e.bin == "" {
 		e.bin = filepath.Join(home, "paddock")

@@ -129,6 +129,7 @@ func TestLocalPlatform(t *testing.T) {
 		}
 	})
 
+	var claimed string // the sandbox the claim below binds
 	t.Run("claim with ttl binds a warm sandbox and the pool refills", func(t *testing.T) {
 		warm := poolSandboxes(t, e)
 		claim := &unstructured.Unstructured{Object: map[string]any{
@@ -159,6 +160,7 @@ func TestLocalPlatform(t *testing.T) {
 		if !warm[bound] {
 			t.Fatalf("claim bound sandbox %q, which was not one of the warm pool's %v: no warm-pool hit", bound, warm)
 		}
+		claimed = bound
 		eventually(t, "pool refilled", 90*time.Second, func() error {
 			if err := poolReady(e, replicas); err != nil {
 				return err
@@ -172,6 +174,26 @@ func TestLocalPlatform(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("the claimed sandbox runs under gVisor with every control held (exec)", func(t *testing.T) {
+		if e.nodes == "fake" {
+			t.Skip("kwok nodes run no container (PADDOCK_E2E_NODES=fake)")
+		}
+		if claimed == "" {
+			t.Fatal("no sandbox was claimed")
+		}
+		assertSandboxHardened(t, e, claimedPod(t, e, claimed))
+	})
+
+	t.Run("the claimed sandbox reaches the cluster resolver and nothing else", func(t *testing.T) {
+		if e.nodes == "fake" {
+			t.Skip("kwok nodes run no container (PADDOCK_E2E_NODES=fake)")
+		}
+		if claimed == "" {
+			t.Fatal("no sandbox was claimed")
+		}
+		assertSandboxFenced(t, e, claimedPod(t, e, claimed))
 	})
 
 	t.Run("privileged pod in tenant namespace is rejected", func(t *testing.T) {

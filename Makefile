@@ -59,13 +59,13 @@ build: ## build the paddock CLI into ./bin (it reports its commit: bin/paddock v
 	@mkdir -p $(BIN)
 	go build -trimpath -ldflags '$(GO_LDFLAGS) -X main.commit=$(shell git describe --always --dirty --abbrev=12 2>/dev/null)' -o $(PADDOCK) ./cmd/paddock
 
-# The demo's node kind: fake until examples/local names an image the real node has
-# (its templates run python:3.12-slim, which no registry can bring here).
-DEMO_NODES   ?= fake
+# The demo's node kind: empty lets `local up` choose (a real node running gVisor
+# where the machine allows it, else kwok saying why); real or fake forces one.
+DEMO_NODES   ?=
 
 .PHONY: demo
-demo: tools build ## fresh machine to a running local platform: tools, local cluster, paddock up and verify of $(EXAMPLE), then a summary
-	$(PADDOCK) local up --nodes $(DEMO_NODES)
+demo: tools build ## fresh machine to a running local platform: tools, local cluster, paddock up and verify of $(EXAMPLE), then a summary with a running sandbox to exec into
+	$(PADDOCK) local up $(if $(DEMO_NODES),--nodes $(DEMO_NODES))
 	$(PADDOCK) up $(EXAMPLE)
 	$(PADDOCK) verify $(EXAMPLE)
 	@echo

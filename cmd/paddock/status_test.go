@@ -20,7 +20,7 @@ func TestSummaryNamesWhatWasMadeAndHowToLook(t *testing.T) {
 		}},
 	}
 	var out bytes.Buffer
-	printSummary(&out, p, "examples/kubeconfig")
+	printSummary(&out, p, "examples/kubeconfig", &sandboxPod{Namespace: "agents-team-a", Name: "python-x7k2p", Container: "agent"})
 	got := out.String()
 	for _, want := range []string{
 		`platform "demo" on target kubeconfig: Agent Sandbox v0.5.6, 1 tenant(s)`,
@@ -30,6 +30,7 @@ func TestSummaryNamesWhatWasMadeAndHowToLook(t *testing.T) {
 		"export KUBECONFIG=/k/config",
 		"kubectl get sandboxtemplates,sandboxwarmpools,sandboxes,pods -n agents-team-a",
 		"paddock verify examples/kubeconfig",
+		"kubectl exec -it -n agents-team-a python-x7k2p -c agent -- sh",
 		"paddock destroy examples/kubeconfig",
 	} {
 		if !strings.Contains(got, want) {

@@ -31,11 +31,14 @@ type Results struct {
 	Versions map[string]string `json:"versions"`
 	// Provision are the provisioning samples; Validate the validate runs;
 	// Claims the sandbox start measurements.
-	Provision []Sample        `json:"provision"`
-	Validate  []ValidateRun   `json:"validate"`
-	Claims    []ClaimsResult  `json:"claims,omitempty"`
-	Fits      map[string]Fit  `json:"fits"`
-	Targets   []TargetVerdict `json:"targets"`
+	Provision []Sample       `json:"provision"`
+	Validate  []ValidateRun  `json:"validate"`
+	Claims    []ClaimsResult `json:"claims,omitempty"`
+	// ClaimsNodes is the node kind the claims ran on: real (containers
+	// start under gVisor) or fake (kwok: the controller's part only).
+	ClaimsNodes string          `json:"claimsNodes,omitempty"`
+	Fits        map[string]Fit  `json:"fits"`
+	Targets     []TargetVerdict `json:"targets"`
 }
 
 // Build identifies the paddock binary a run measured: the commit it reports
@@ -324,6 +327,12 @@ func (r *Results) writeMarkdown(w io.Writer) {
 	}
 	if len(r.Claims) > 0 {
 		fmt.Fprintf(w, "\n## Sandbox start through claims\n\n")
+		switch r.ClaimsNodes {
+		case "real":
+			fmt.Fprintf(w, "On the real node: claim → Ready includes the sandbox's container starting under gVisor (runsc, systrap).\n\n")
+		case "fake":
+			fmt.Fprintf(w, "On kwok nodes: no container starts, so these are the controller's part alone.\n\n")
+		}
 		WriteClaimsTable(w, r.Claims)
 	}
 	fmt.Fprintf(w, "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n")

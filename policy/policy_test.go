@@ -119,8 +119,8 @@ func TestLocalExampleObjects(t *testing.T) {
 		t.Fatalf("got target %s, %d tenants, %d runtime classes", p.Target.Kind, len(p.Tenants), len(p.RuntimeClasses))
 	}
 	tn := p.Tenants[0]
-	if tn.Name != "team-a" || len(tn.Templates) != 1 || tn.Templates[0].Name != "python" || tn.Templates[0].RuntimeClass != "gvisor" ||
-		len(tn.WarmPools) != 1 || tn.WarmPools[0].Name != "python" || tn.WarmPools[0].Replicas != 2 || p.RuntimeClasses[0].Name != "gvisor" {
+	if tn.Name != "team-a" || len(tn.Templates) != 1 || tn.Templates[0].Name != "agent" || tn.Templates[0].RuntimeClass != "gvisor" ||
+		len(tn.WarmPools) != 1 || tn.WarmPools[0].Name != "agent" || tn.WarmPools[0].Replicas != 2 || p.RuntimeClasses[0].Name != "gvisor" {
 		t.Errorf("local example changed: %+v", tn)
 	}
 }

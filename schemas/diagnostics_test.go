@@ -95,8 +95,8 @@ func TestContextString(t *testing.T) {
 	f := l.Files()[examplePath]
 	src := string(f.Bytes)
 	for needle, want := range map[string]string{
-		`replicas = 2`:         `tenant "team-a" > warm_pool "python"`,
-		`"sleep", "infinity"`:  `tenant "team-a" > template "python"`,
+		`replicas = 2`:         `tenant "team-a" > warm_pool "agent"`,
+		`"trap 'exit 0'`:       `tenant "team-a" > template "agent"`,
 		`effect   = "NoSched`:  `runtime_class "gvisor" > toleration`,
 		`name = "local-demo"`:  `platform`,
 		"# Paddock walking sk": ``,

@@ -83,9 +83,9 @@ func TestLoadExample(t *testing.T) {
 		{"tenant namespace default", func() any { return p.Tenants[0].Namespace }, "agents-team-a"},
 		{"tenant src", func() any { return p.Tenants[0].Src }, srcOf(t, examplePath, `tenant "team-a"`)},
 		{"templates", func() any { return len(p.Tenants[0].Templates) }, 1},
-		{"template name", func() any { return tpl().Name }, "python"},
-		{"template image", func() any { return tpl().Image }, "python:3.12-slim"},
-		{"template command", func() any { return tpl().Command }, []string{"sleep", "infinity"}},
+		{"template name", func() any { return tpl().Name }, "agent"},
+		{"template image", func() any { return tpl().Image }, "localhost/paddock/busybox:v1"},
+		{"template command", func() any { return tpl().Command }, []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}},
 		{"template args unset", func() any { return tpl().Args }, []string(nil)},
 		{"template runtime class", func() any { return tpl().RuntimeClass }, "gvisor"},
 		{"template run_as_user default", func() any { return tpl().RunAsUser }, model.DefaultRunAsUser},
@@ -96,9 +96,9 @@ func TestLoadExample(t *testing.T) {
 			LimitsCPU:                model.DefaultLimitsCPU, LimitsMemory: model.DefaultLimitsMemory,
 			LimitsEphemeralStorage: model.DefaultLimitsEphemeralStorage,
 		}},
-		{"template src", func() any { return tpl().Src }, srcOf(t, examplePath, `template "python"`)},
+		{"template src", func() any { return tpl().Src }, srcOf(t, examplePath, `template "agent"`)},
 		{"warm pools", func() any { return p.Tenants[0].WarmPools }, []model.WarmPool{
-			{Name: "python", Template: "python", Replicas: 2, Src: srcOf(t, examplePath, `warm_pool "python"`)},
+			{Name: "agent", Template: "agent", Replicas: 2, Src: srcOf(t, examplePath, `warm_pool "agent"`)},
 		}},
 		{"waivers", func() any { return len(p.Waivers) }, 1},
 	}
@@ -114,11 +114,11 @@ func TestLoadExample(t *testing.T) {
 	// arguments are checked in TestAttrRanges.
 	tenant := model.DefaultTenant("team-a")
 	tenant.Src = srcOf(t, examplePath, `tenant "team-a"`)
-	python := model.DefaultTemplate("python")
-	python.Image, python.Command, python.RuntimeClass = "python:3.12-slim", []string{"sleep", "infinity"}, "gvisor"
-	python.Src = srcOf(t, examplePath, `template "python"`)
-	tenant.Templates = []model.Template{python}
-	tenant.WarmPools = []model.WarmPool{{Name: "python", Template: "python", Replicas: 2, Src: srcOf(t, examplePath, `warm_pool "python"`)}}
+	agent := model.DefaultTemplate("agent")
+	agent.Image, agent.Command, agent.RuntimeClass = "localhost/paddock/busybox:v1", []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}, "gvisor"
+	agent.Src = srcOf(t, examplePath, `template "agent"`)
+	tenant.Templates = []model.Template{agent}
+	tenant.WarmPools = []model.WarmPool{{Name: "agent", Template: "agent", Replicas: 2, Src: srcOf(t, examplePath, `warm_pool "agent"`)}}
 	want := &model.Platform{
 		Name:   "local-demo",
 		Src:    srcOf(t, examplePath, "platform {"),

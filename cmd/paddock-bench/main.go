@@ -23,6 +23,7 @@ import (
 
 	"github.com/paddock-platform/paddock/bench"
 	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/localcluster"
 	"github.com/paddock-platform/paddock/pins"
 	"github.com/paddock-platform/paddock/schemas/specgen"
 )
@@ -62,6 +63,7 @@ func run() error {
 		keepHome  = flag.Bool("keep-home", false, "keep the throwaway PADDOCK_HOME (state, logs) for inspection")
 		skipProv  = flag.Bool("skip-provision", false, "skip the provisioning benchmark")
 		skipClaim = flag.Bool("skip-claims", false, "skip the claims benchmark")
+		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
 		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)
 	flag.Parse()
@@ -201,29 +203,11 @@ func run() error {
 	}
 
 	if !*skipClaim {
-		dir := filepath.Join(work, "claims")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		spec := specgen.Generate(specgen.Options{Platform: "claims", Tenants: 1, Replicas: *poolSize, ColdPool: true})
-		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
-			return err
-		}
-		if out, err := paddockCmd("up", dir).CombinedOutput(); err != nil {
-			return fmt.Errorf("up of the claims platform: %v\n%s", err, out)
-		}
-		c := paddockCmd("bench", "claims", dir, "--pool", "agent", "--cold-pool", "cold", "--claims", strconv.Itoa(*claims), "--format", "json")
-		c.Stderr = os.Stdout
-		out, err := c.Output()
+		claims, err := benchClaims(ctx, bin, realHome, *claimNode, *claims, *poolSize, *keepHome)
 		if err != nil {
-			return fmt.Errorf("paddock bench claims: %v", err)
+			return err
 		}
-		if err := json.Unmarshal(out, &res.Claims); err != nil {
-			return fmt.Errorf("paddock bench claims JSON: %v\n%s", err, out)
-		}
-		if out, err := paddockCmd("destroy", dir).CombinedOutput(); err != nil {
-			return fmt.Errorf("destroy of the claims platform: %v\n%s", err, out)
-		}
+		res.Claims, res.ClaimsNodes = claims, *claimNode
 	}
 	if err := save(); err != nil {
 		return err
@@ -274,4 +258,69 @@ func writeResults(res *bench.Results, outDir string) error {
 		return res.WritePlot(filepath.Join(outDir, "provision.png"))
 	}
 	return nil
+}
+
+// benchClaims measures claim → Ready on a cluster of its own, with nodes of
+// the given kind: on the real node each sandbox's container starts under
+// gVisor, so the figures include what an agent waits for, not only the
+// controller. The provisioning cluster stays on kwok nodes (100 tenants must
+// not need 200 real pods).
+func benchClaims(ctx context.Context, bin, realHome, nodes string, count, poolSize int, keepHome bool) ([]bench.ClaimsResult, error) {
+	home, err := os.MkdirTemp("", "paddock-bench-claims-")
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"bin", "pulumi"} {
+		if err := os.Symlink(filepath.Join(realHome, d), filepath.Join(home, d)); err != nil {
+			return nil, err
+		}
+	}
+	env := append(os.Environ(), "PADDOCK_HOME="+home)
+	paddockCmd := func(args ...string) *exec.Cmd {
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = env
+		return c
+	}
+	fmt.Printf("paddock-bench: claims on a cluster with %s nodes in %s\n", nodes, home)
+	if out, err := paddockCmd("local", "up", "--nodes", nodes).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("local up --nodes %s for the claims benchmark (-claims-nodes fake measures the controller alone): %v\n%s", nodes, err, out)
+	}
+	defer func() {
+		down := exec.Command(bin, "local", "down")
+		down.Env = env
+		if out, err := down.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "paddock-bench: local down (claims): %v\n%s", err, out)
+		}
+		if !keepHome {
+			os.RemoveAll(home)
+		}
+	}()
+	dir := filepath.Join(home, "specs", "claims")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// The node's own image: nothing is pulled here. The shell traps TERM so a
+	// claimed sandbox stops at once when its claim is deleted.
+	spec := specgen.Generate(specgen.Options{Platform: "claims", Tenants: 1, Replicas: poolSize, ColdPool: true,
+		Image: localcluster.SandboxImage, Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}})
+	if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
+		return nil, err
+	}
+	if out, err := paddockCmd("up", dir).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("up of the claims platform: %v\n%s", err, out)
+	}
+	c := paddockCmd("bench", "claims", dir, "--pool", "agent", "--cold-pool", "cold", "--claims", strconv.Itoa(count), "--format", "json")
+	c.Stderr = os.Stdout
+	out, err := c.Output()
+	if err != nil {
+		return nil, fmt.Errorf("paddock bench claims: %v", err)
+	}
+	var res []bench.ClaimsResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("paddock bench claims JSON: %v\n%s", err, out)
+	}
+	if out, err := paddockCmd("destroy", dir).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("destroy of the claims platform: %v\n%s", err, out)
+	}
+	return res, nil
 }

@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,20 @@ import (
 	"github.com/paddock-platform/paddock/localcluster"
 	"github.com/paddock-platform/paddock/model"
 )
+
+// CheckLocalImages refuses, before an update of a local-target platform, a
+// spec whose templates name an image the local cluster's real node does not
+// hold (see checkLocalImages). Other targets pull their images; it passes them.
+func CheckLocalImages(ctx context.Context, p *model.Platform) error {
+	if p.Target.Kind != model.TargetLocal {
+		return nil
+	}
+	st, err := localcluster.New(localcluster.Options{}).Status(ctx)
+	if err != nil {
+		return err
+	}
+	return checkLocalImages(p, st.Nodes)
+}
 
 // checkLocalImages refuses a spec whose templates name an image the local
 // cluster's real node does not hold. Nothing there can pull from a registry,

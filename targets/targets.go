@@ -46,9 +46,6 @@ func Resolve(ctx context.Context, p *model.Platform) error {
 		if p.Target.Context == "" {
 			p.Target.Context = st.Context
 		}
-		if err := checkLocalImages(p, st.Nodes); err != nil {
-			return err
-		}
 	case model.TargetKubeconfig:
 		if p.Target.Kubeconfig == "" {
 			if env := os.Getenv("KUBECONFIG"); env != "" {

@@ -129,6 +129,13 @@ func runOp(cmd *cobra.Command, args []string, f *specFlags, op string) error {
 		return err
 	}
 	p, eng, stack := l.p, l.eng, l.stack
+	if op != "destroy" {
+		// A sandbox whose image cannot be had would wait forever: refuse
+		// before anything is applied. Destroy must work whatever the images.
+		if err := targets.CheckLocalImages(ctx, p); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(out, "paddock %s: platform %q, stack %q, target %s\n", op, p.Name, stack, p.Target.Kind)
 	var res *engine.Result
 	switch op {

@@ -7,12 +7,15 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gruntwork-io/terratest/modules/k8s"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/paddock-platform/paddock/localcluster"
@@ -203,4 +206,46 @@ func startOutsidePod(t *testing.T, e *env) string {
 		return nil
 	})
 	return ip
+}
+
+// TestLocalImageRefused: on the real node, a template naming an image the node
+// does not hold is refused before anything is applied, naming the template and
+// where its image is written; nothing of the platform reaches the cluster.
+func TestLocalImageRefused(t *testing.T) {
+	e := live
+	if e.nodes == "fake" {
+		t.Skip("kwok nodes run nothing, so any image is accepted there")
+	}
+	src, err := os.ReadFile(filepath.Join(e.repo, example, "platform.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := strings.NewReplacer(
+		`"localhost/paddock/busybox:v1"`, `"python:3.12-slim"`,
+		`name = "local-demo"`, `name = "refused-demo"`,
+		`tenant "team-a"`, `tenant "team-r"`,
+	).Replace(string(src))
+	dir := t.TempDir()
+	file := filepath.Join(dir, "platform.hcl")
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := 0
+	for i, l := range strings.Split(spec, "\n") {
+		if strings.Contains(l, `"python:3.12-slim"`) && strings.Contains(l, "image") {
+			line = i + 1
+		}
+	}
+	r := e.runPaddock(t, nil, "up", dir)
+	if r.code == 0 {
+		t.Fatalf("up of a template whose image the node lacks succeeded:\n%s", r.stdout)
+	}
+	for _, want := range []string{fmt.Sprintf("%s:%d:", file, line), `template "agent"`, `image "python:3.12-slim" is not on the node`, localcluster.SandboxImage} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if _, err := e.kube.CoreV1().Namespaces().Get(ctxT(t, 10*time.Second), "agents-team-r", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused platform's namespace exists (err %v): something was applied", err)
+	}
 }

@@ -9,7 +9,7 @@ PADDOCK_HOME ?= $(HOME)/.paddock
 export PADDOCK_HOME
 BIN          := $(CURDIR)/bin
 PADDOCK      := $(BIN)/paddock
-TOOLS        := agent-sandbox etcd kwok kubernetes pulumi pulumi-kubernetes containerd gvisor kube-router
+TOOLS        := agent-sandbox etcd kwok kubernetes pulumi pulumi-kubernetes containerd gvisor kube-router coredns
 GO_LDFLAGS   := -s -w
 EXAMPLE      ?= examples/local
 

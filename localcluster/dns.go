@@ -9,11 +9,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/paddock-platform/paddock/pins"
 )
 
-// The real node's cluster resolver: busybox's dnsd in a kube-system pod
+// The real node's cluster resolver: the pinned CoreDNS in a kube-system pod
 // labelled k8s-app=kube-dns, the label Paddock's DNS-only egress rule allows
-// (manifests.DNSEgressRule). It answers the few names below and nothing else,
+// (manifests.DNSEgressRule). It answers the names below from its hosts plugin
+// and refuses the rest (nothing here may forward a query off the machine),
 // which is all a probe needs to show that a sandbox reaches the cluster
 // resolver and no other DNS server. The local stack runs no Service proxy, so
 // probes address the pod itself, not a kube-dns ClusterIP.
@@ -25,8 +28,13 @@ const (
 	DNSProbeAddress = "10.96.0.1"
 )
 
+// CorefileFor is a Corefile answering name with addr on port 53, UDP and TCP,
+// and nothing else.
+func CorefileFor(name, addr string) string {
+	return fmt.Sprintf(".:53 {\n  hosts {\n    %s %s\n  }\n  errors\n}\n", addr, name)
+}
+
 func dnsPod() *corev1.Pod {
-	conf := DNSProbeName + " " + DNSProbeAddress
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: DNSPodName, Namespace: DNSNamespace,
@@ -37,11 +45,14 @@ func dnsPod() *corev1.Pod {
 			// a system pod and runs under runc, the node's default handler.
 			Tolerations: []corev1.Toleration{{Key: gvisorLabelKey, Operator: corev1.TolerationOpEqual, Value: gvisorLabelValue, Effect: corev1.TaintEffectNoSchedule}},
 			Containers: []corev1.Container{{
-				Name:            "dnsd",
-				Image:           SandboxImage,
+				Name:            "coredns",
+				Image:           CoreDNSImage,
 				ImagePullPolicy: corev1.PullNever,
-				Command:         []string{"/bin/sh", "-c", fmt.Sprintf("echo '%s' > /tmp/dnsd.conf && exec dnsd -c /tmp/dnsd.conf -p 53 -i 0.0.0.0 -t 5", conf)},
-				Ports:           []corev1.ContainerPort{{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}},
+				Command:         []string{"/bin/sh", "-c", fmt.Sprintf("printf '%%s' '%s' > /tmp/Corefile && exec /bin/coredns -conf /tmp/Corefile", CorefileFor(DNSProbeName, DNSProbeAddress))},
+				Ports: []corev1.ContainerPort{
+					{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+					{Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
+				},
 			}},
 			TerminationGracePeriodSeconds: new(int64),
 		},
@@ -60,7 +71,7 @@ func (c *cluster) ensureClusterDNS(ctx context.Context, cs kubernetes.Interface)
 	for {
 		p, err := cs.CoreV1().Pods(DNSNamespace).Get(wctx, DNSPodName, metav1.GetOptions{})
 		if err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
-			c.progress("cluster resolver %s/%s at %s:53 %s (busybox dnsd; no Service proxy runs here)", DNSNamespace, DNSPodName, p.Status.PodIP, roundDuration(time.Since(start)))
+			c.progress("cluster resolver %s/%s at %s:53 %s (CoreDNS %s; no Service proxy runs here)", DNSNamespace, DNSPodName, p.Status.PodIP, roundDuration(time.Since(start)), pins.CoreDNS)
 			return nil
 		}
 		select {

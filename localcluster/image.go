@@ -13,10 +13,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,6 +28,9 @@ import (
 type imageSpec struct {
 	Ref string   // repository:tag
 	Cmd []string // the image's default command
+	// Tool is a pinned tool (a key of the cluster's binaries) the image
+	// carries as /bin/<Tool> beside busybox; "" for none.
+	Tool string
 }
 
 // pauseCmd keeps the pod sandbox alive and exits on SIGTERM (as PID 1 a process
@@ -36,6 +41,7 @@ func nodeImages() []imageSpec {
 	return []imageSpec{
 		{Ref: PauseImage, Cmd: pauseCmd},
 		{Ref: SandboxImage, Cmd: []string{"/bin/sh"}},
+		{Ref: CoreDNSImage, Cmd: []string{"/bin/coredns"}, Tool: "coredns"},
 	}
 }
 
@@ -65,8 +71,9 @@ func busyboxApplets(busybox string) ([]string, error) {
 var epoch = time.Unix(0, 0).UTC()
 
 // rootfsLayer builds the image's only layer: /bin/busybox, a link per applet in
-// /bin, and the directories a container expects.
-func rootfsLayer(busybox []byte, applets []string) ([]byte, error) {
+// /bin, the directories a container expects, and the extra binaries (by name,
+// into /bin).
+func rootfsLayer(busybox []byte, applets []string, extra map[string][]byte) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	hdr := func(h *tar.Header) error {
@@ -100,7 +107,18 @@ func rootfsLayer(busybox []byte, applets []string) ([]byte, error) {
 		return nil, err
 	}
 	for _, a := range applets {
+		if extra[a] != nil {
+			continue
+		}
 		if err := hdr(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + a, Linkname: "busybox", Mode: 0o777}); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(extra)) {
+		if err := hdr(&tar.Header{Typeflag: tar.TypeReg, Name: "bin/" + name, Mode: 0o755, Size: int64(len(extra[name]))}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(extra[name]); err != nil {
 			return nil, err
 		}
 	}
@@ -158,8 +176,9 @@ func dockerArchive(w io.Writer, spec imageSpec, layer []byte) error {
 	return tw.Close()
 }
 
-// writeNodeImages builds every node image from busybox into dir.
-func writeNodeImages(dir, busybox string) error {
+// writeNodeImages builds every node image from busybox (and the pinned tools
+// some carry, from bins) into dir.
+func writeNodeImages(dir, busybox string, bins map[string]string) error {
 	bin, err := os.ReadFile(busybox)
 	if err != nil {
 		return fmt.Errorf("read %s (Debian busybox-static; run `make node-packages`): %w", busybox, err)
@@ -168,19 +187,31 @@ func writeNodeImages(dir, busybox string) error {
 	if err != nil {
 		return err
 	}
-	layer, err := rootfsLayer(bin, applets)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for _, spec := range nodeImages() {
-		var buf bytes.Buffer
-		if err := dockerArchive(&buf, spec, layer); err != nil {
+		var extra map[string][]byte
+		if spec.Tool != "" {
+			b, err := os.ReadFile(bins[spec.Tool])
+			if err != nil {
+				return fmt.Errorf("image %s needs the pinned %s (run `make tools`): %w", spec.Ref, spec.Tool, err)
+			}
+			extra = map[string][]byte{spec.Tool: b}
+		}
+		layer, err := rootfsLayer(bin, applets, extra)
+		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, imageFileName(spec.Ref)), buf.Bytes(), 0o644); err != nil {
+		f, err := os.Create(filepath.Join(dir, imageFileName(spec.Ref)))
+		if err != nil {
+			return err
+		}
+		err = dockerArchive(f, spec, layer)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return err
 		}
 	}

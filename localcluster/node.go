@@ -17,6 +17,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/paddock-platform/paddock/pins"
 )
 
 // Node modes: Options.Nodes and state.json's "nodes".
@@ -41,7 +43,7 @@ var (
 )
 
 // The pinned tools only a real node needs.
-var realNodeTools = []string{"kubelet", "containerd", "ctr", "containerd-shim-runc-v2", "runsc", "containerd-shim-runsc-v1", "kube-router"}
+var realNodeTools = []string{"kubelet", "containerd", "ctr", "containerd-shim-runc-v2", "runsc", "containerd-shim-runsc-v1", "kube-router", "coredns"}
 
 // Images the real node imports (built from busybox-static, see image.go). Tags are
 // the image layout version; a change of the layout bumps them.
@@ -49,6 +51,9 @@ const (
 	PauseImage   = "localhost/paddock/pause:v1"
 	SandboxImage = "localhost/paddock/busybox:v1"
 )
+
+// CoreDNSImage is busybox plus the pinned CoreDNS: the cluster resolver.
+var CoreDNSImage = "localhost/paddock/coredns:" + pins.CoreDNS
 
 // RealNodeLabel marks the node that runs containers (value "real"), apart from
 // kwok's nodes.
@@ -506,5 +511,5 @@ func (c *cluster) writeNodeFiles() error {
 			return err
 		}
 	}
-	return writeNodeImages(d.images(), busyboxBinary)
+	return writeNodeImages(d.images(), busyboxBinary, c.state.Binaries)
 }

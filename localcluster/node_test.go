@@ -219,7 +219,7 @@ func TestUnescapeMount(t *testing.T) {
 // the config and the layer, the config's diff_id is the layer's digest, and the
 // layer holds busybox and its applet links. Two builds are byte-identical.
 func TestDockerArchive(t *testing.T) {
-	layer, err := rootfsLayer([]byte("\x7fELF fake busybox"), []string{"nc", "sh", "uname"})
+	layer, err := rootfsLayer([]byte("\x7fELF fake busybox"), []string{"nc", "sh", "uname"}, map[string][]byte{"coredns": []byte("\x7fELF fake coredns")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +281,10 @@ func TestDockerArchive(t *testing.T) {
 	}
 	if _, ok := entries["bin/busybox"]; !ok || entries["bin/nc"] != "busybox" || entries["bin/sh"] != "busybox" {
 		t.Errorf("layer entries: %v", entries)
+	}
+	// A pinned tool the image carries is a file of its own, not an applet link.
+	if l, ok := entries["bin/coredns"]; !ok || l != "" {
+		t.Errorf("bin/coredns: present %v, link %q; want the binary itself", ok, l)
 	}
 	if imageFileName(PauseImage) != "localhost_paddock_pause_v1.tar" {
 		t.Errorf("imageFileName = %s", imageFileName(PauseImage))

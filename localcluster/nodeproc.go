@@ -143,7 +143,10 @@ func (n *nodeRunner) afterContainerd(ctx context.Context) error {
 		}
 	}
 	start := time.Now()
-	for _, ref := range []string{PauseImage, SandboxImage} {
+	var refs []string
+	for _, spec := range nodeImages() {
+		ref := spec.Ref
+		refs = append(refs, ref)
 		tar := filepath.Join(d.images(), imageFileName(ref))
 		out, err := exec.CommandContext(ctx, n.c.state.Binaries["ctr"], "--address", d.containerdSocket(),
 			"-n", "k8s.io", "images", "import", tar).CombinedOutput()
@@ -151,7 +154,7 @@ func (n *nodeRunner) afterContainerd(ctx context.Context) error {
 			return fmt.Errorf("import %s: %v: %s", tar, err, strings.TrimSpace(string(out)))
 		}
 	}
-	n.log.Printf("node: images %s, %s imported (%s)", PauseImage, SandboxImage, roundDuration(time.Since(start)))
+	n.log.Printf("node: images %s imported (%s)", strings.Join(refs, ", "), roundDuration(time.Since(start)))
 	return nil
 }
 

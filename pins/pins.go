@@ -47,6 +47,7 @@ var (
 	AgentSandbox      = values["AGENT_SANDBOX_VERSION"]
 	AgentSandboxImage = values["AGENT_SANDBOX_IMAGE"]
 	Cilium            = values["CILIUM_VERSION"]
+	CoreDNS           = values["COREDNS_VERSION"]
 	PulumiGCP         = values["PULUMI_GCP_VERSION"]
 	KataDeploy        = values["KATA_DEPLOY_VERSION"]
 	KataDeployImage   = values["KATA_DEPLOY_IMAGE"]

@@ -350,10 +350,11 @@ func firstLine(s string) string {
 
 // sandboxScript prints what a sandbox shows of itself, in sections, using only
 // the shell, cat and dmesg: the process status (UID, capabilities), whether
-// the root filesystem takes a write, whether a token is mounted, and the
-// kernel's boot log.
+// the root filesystem takes a write (in /var/tmp, world-writable where it
+// exists, so a refusal there is the filesystem's, not the UID's), whether a
+// token is mounted, and the kernel's boot log.
 const sandboxScript = `echo '== status'; cat /proc/self/status
-echo '== rootfs'; if ( : > /var/tmp/.paddock-probe ) 2>/dev/null || ( : > /.paddock-probe ) 2>/dev/null; then rm -f /var/tmp/.paddock-probe /.paddock-probe; echo writable; else ( : > /.paddock-probe ) 2>&1; fi
+echo '== rootfs'; for d in /var/tmp /; do [ -d "$d" ] || continue; f="$d/.paddock-probe"; if ( : > "$f" ) 2>/dev/null; then rm -f "$f"; echo writable; else ( : > "$f" ) 2>&1; fi; break; done
 echo '== token'; if [ -e /var/run/secrets/kubernetes.io/serviceaccount/token ]; then echo mounted; else echo absent; fi
 echo '== kernel'; dmesg 2>&1 | head -n 5`
 

@@ -171,7 +171,7 @@ CapPrm:	0000000000000000
 CapEff:	0000000000000000
 CapBnd:	0000000000000000
 == rootfs
-sh: can't create /.paddock-probe: Read-only file system
+sh: can't create /var/tmp/.paddock-probe: Read-only file system
 == token
 absent
 == kernel
@@ -194,7 +194,7 @@ func TestV12JudgesWhatTheSandboxShows(t *testing.T) {
 	}{
 		{"root", "Uid:\t10001\t10001", "Uid:\t0\t0", "runs as root"},
 		{"other UID", "Uid:\t10001\t10001", "Uid:\t1000\t1000", "runs as UID 1000"},
-		{"writable root", "sh: can't create /.paddock-probe: Read-only file system", "writable", "root filesystem takes a write"},
+		{"writable root", "sh: can't create /var/tmp/.paddock-probe: Read-only file system", "writable", "root filesystem takes a write"},
 		{"token", "== token\nabsent", "== token\nmounted", "token is mounted"},
 		{"capability", "CapEff:\t0000000000000000", "CapEff:\t0000000000000400", "CapEff is 0000000000000400"},
 		{"runc kernel", "[   0.000000] Starting gVisor...", "[    0.000000] Linux version 6.1.0", "does not show gVisor"},
@@ -214,7 +214,7 @@ func TestV12JudgesWhatTheSandboxShows(t *testing.T) {
 		}
 	}
 	// A waived control is expected loosened, not reported.
-	f, _ := parseSandboxFacts(strings.Replace(hardenedOutput, "sh: can't create /.paddock-probe: Read-only file system", "writable", 1))
+	f, _ := parseSandboxFacts(strings.Replace(hardenedOutput, "sh: can't create /var/tmp/.paddock-probe: Read-only file system", "writable", 1))
 	if problems, _, _ := judgeSandbox(model.Template{RunAsUser: 10001, WritableRootFilesystem: true}, "runsc", f); len(problems) != 0 {
 		t.Errorf("a waived writable root was reported: %v", problems)
 	}

@@ -117,8 +117,8 @@ func assertSandboxFenced(t *testing.T, e *env, pod string) {
 		}}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		addrs, err := r.LookupHost(ctx, outsideName)
-		if err != nil || len(addrs) == 0 || addrs[0] != outsideAddress {
+		addrs, err := r.LookupIP(ctx, "ip4", outsideName)
+		if err != nil || len(addrs) == 0 || addrs[0].String() != outsideAddress {
 			return fmt.Errorf("lookup %s at %s: %v %v", outsideName, ip, addrs, err)
 		}
 		return nil
@@ -176,14 +176,15 @@ func startOutsidePod(t *testing.T, e *env) string {
 		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
 	zero := int64(0)
-	script := fmt.Sprintf("echo '%s %s' > /tmp/dnsd.conf; dnsd -c /tmp/dnsd.conf -p 53 -i 0.0.0.0 & while :; do echo outside | nc -l -p 8080; done", outsideName, outsideAddress)
+	script := fmt.Sprintf("printf '%%s' '%s' > /tmp/Corefile; /bin/coredns -conf /tmp/Corefile & while :; do echo outside | nc -l -p 8080; done",
+		localcluster.CorefileFor(outsideName, outsideAddress))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "outside", Namespace: ns},
 		Spec: corev1.PodSpec{
 			Tolerations:                   []corev1.Toleration{{Key: "sandbox.gke.io/runtime", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 			TerminationGracePeriodSeconds: &zero,
 			Containers: []corev1.Container{{
-				Name: "outside", Image: localcluster.SandboxImage, ImagePullPolicy: corev1.PullNever,
+				Name: "outside", Image: localcluster.CoreDNSImage, ImagePullPolicy: corev1.PullNever,
 				Command: []string{"/bin/sh", "-c", script},
 			}},
 		},

@@ -26,8 +26,9 @@ type Options struct {
 	// template with replicas 0, so claims on it measure a start without a
 	// warm sandbox.
 	ColdPool bool
-	// Image and Command are every template's (default python:3.12-slim
-	// sleeping; a real node needs an image it holds).
+	// Image and Command are every template's. The default is the image the
+	// local stack's real node builds and holds (localcluster.SandboxImage;
+	// nothing there pulls), its shell trapping TERM so sandboxes stop at once.
 	Image   string
 	Command []string
 }
@@ -38,10 +39,10 @@ func Generate(o Options) string {
 		o.Replicas = 1
 	}
 	if o.Image == "" {
-		o.Image = "python:3.12-slim"
+		o.Image = "localhost/paddock/busybox:v1"
 	}
 	if len(o.Command) == 0 {
-		o.Command = []string{"sleep", "infinity"}
+		o.Command = []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}
 	}
 	command, _ := json.Marshal(o.Command) // a list of strings is valid HCL as JSON
 	var b strings.Builder

@@ -17,13 +17,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/paddock-platform/paddock/localcluster"
 )
 
-// claimedPod is the pod of a claimed sandbox, once it runs.
+// claimedPod is the pod of a claimed sandbox, once it runs. On kwok nodes no
+// container runs, so the tests that look into it skip.
 func claimedPod(t *testing.T, e *env, sandbox string) string {
 	t.Helper()
+	if e.nodes == "fake" {
+		t.Skip("kwok nodes run no container (PADDOCK_E2E_NODES=fake)")
+	}
+	if sandbox == "" {
+		t.Fatal("no sandbox was claimed")
+	}
 	var pod string
 	eventually(t, "claimed sandbox's pod running", 60*time.Second, func() error {
 		sb, err := e.dyn.Resource(sandboxesGVR).Namespace(namespace).Get(ctxT(t, 5*time.Second), sandbox, metav1.GetOptions{})
@@ -31,7 +39,7 @@ func claimedPod(t *testing.T, e *env, sandbox string) string {
 			return err
 		}
 		pod = sb.GetName()
-		if n := sb.GetAnnotations()["agents.x-k8s.io/pod-name"]; n != "" {
+		if n := sb.GetAnnotations()[sandboxv1beta1.SandboxPodNameAnnotation]; n != "" {
 			pod = n
 		}
 		p, err := e.kube.CoreV1().Pods(namespace).Get(ctxT(t, 5*time.Second), pod, metav1.GetOptions{})

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -146,3 +148,128 @@ func established(u *unstructured.Unstructured) bool {
 	}
 	return false
 }
+
+// FloorDestroy deletes objs as fast as a client can: every cluster-scoped
+// object (namespaces, CRDs, cluster roles, runtime classes...) and every
+// namespaced object outside the platform's own namespaces at once,
+// FloorWorkers in flight, no client-side rate limit, background propagation;
+// what lives in the platform's namespaces goes with them. It returns when
+// every namespace and CRD of objs is gone: the lower bound paddock destroy
+// is compared against, on the same cluster.
+func FloorDestroy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) (time.Duration, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	cfg.WarningHandler = rest.NoWarnings{}
+	start := time.Now()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	if err := deleteAll(ctx, dyn, mapper, DirectDeletes(objs)); err != nil {
+		return 0, err
+	}
+	if err := waitGone(ctx, dyn, objs, 100*time.Millisecond); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// DirectDeletes are the objects of objs a destroy must delete itself: the
+// cluster-scoped ones and those in namespaces the platform does not own.
+// Everything else is deleted with its namespace.
+func DirectDeletes(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	owned := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1" {
+			owned[o.GetName()] = true
+		}
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if ns := o.GetNamespace(); ns == "" || !owned[ns] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func deleteAll(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, objs []*unstructured.Unstructured) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(FloorWorkers)
+	policy := metav1.DeletePropagationBackground
+	for _, o := range objs {
+		g.Go(func() error {
+			gvk := o.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if meta.IsNoMatchError(err) {
+				return nil // its CRD is gone already, and it with it
+			}
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", gvk.Kind, o.GetName(), err)
+			}
+			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+			if m.Scope.Name() == meta.RESTScopeNameNamespace {
+				ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+			}
+			err = ri.Delete(gctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %s %s/%s: %w", gvk.Kind, o.GetNamespace(), o.GetName(), err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+var namespaceResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// waitGone lists namespaces and CRDs (two requests a round, whatever the
+// platform's size) until none of objs' is left, and names what is left when
+// ctx ends or after FloorDestroyTimeout.
+func waitGone(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured, every time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, FloorDestroyTimeout)
+	defer cancel()
+	want := map[schema.GroupVersionResource]map[string]bool{namespaceResource: {}, crdResource: {}}
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1":
+			want[namespaceResource][o.GetName()] = true
+		case o.GetKind() == "CustomResourceDefinition":
+			want[crdResource][o.GetName()] = true
+		}
+	}
+	for {
+		var left []string
+		for res, names := range want {
+			if len(names) == 0 {
+				continue
+			}
+			l, err := dyn.Resource(res).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return fmt.Errorf("listing %s while waiting for them to go: %w", res.Resource, err)
+			}
+			for _, item := range l.Items {
+				if names[item.GetName()] {
+					left = append(left, res.Resource+"/"+item.GetName())
+				}
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			sort.Strings(left)
+			return fmt.Errorf("floor destroy: still there when the wait ended (%v, bound %s): %s (a finalizer whose controller is gone? look with kubectl get -o yaml)", ctx.Err(), FloorDestroyTimeout, strings.Join(left, ", "))
+		case <-time.After(every):
+		}
+	}
+}
+
+// FloorDestroyTimeout bounds the floor's wait for namespaces and CRDs to go.
+const FloorDestroyTimeout = 10 * time.Minute

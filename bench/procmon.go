@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,8 +34,11 @@ type Run struct {
 	// the tree's programs, and the cluster's (kube-apiserver, etcd, the
 	// controllers), which serve every tool alike. It says where the time of
 	// a slow run goes: our processes, the provider, or the API server.
-	CPU    map[string]float64 `json:"cpuSeconds"`
-	Output string             `json:"-"`
+	CPU map[string]float64 `json:"cpuSeconds"`
+	// Output is stdout and stderr interleaved; Stdout the standard output
+	// alone, where paddock prints its summary line.
+	Output string `json:"-"`
+	Stdout string `json:"-"`
 }
 
 // clusterPrograms are sampled system-wide during a run, not only in the tree.
@@ -83,9 +87,9 @@ const sampleEvery = 25 * time.Millisecond
 // process group, but are still its children). A non-zero exit is an error
 // that carries the output's tail.
 func Measure(ctx context.Context, cmd *exec.Cmd) (*Run, error) {
-	var out bytes.Buffer
+	var out, stdout bytes.Buffer
 	if cmd.Stdout == nil {
-		cmd.Stdout = &out
+		cmd.Stdout = io.MultiWriter(&out, &stdout)
 	}
 	if cmd.Stderr == nil {
 		cmd.Stderr = &out
@@ -163,7 +167,7 @@ func Measure(ctx context.Context, cmd *exec.Cmd) (*Run, error) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
-	r.Output = out.String()
+	r.Output, r.Stdout = out.String(), stdout.String()
 	if err != nil {
 		return r, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, tailLines(r.Output, 25))
 	}

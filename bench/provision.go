@@ -28,9 +28,17 @@ import (
 
 // Tools and operations the provisioning benchmark measures.
 const (
+	// ToolPaddock is the binary's default: since results format 4 the state
+	// saved once at the end, with the run journal that makes it crash-safe.
 	ToolPaddock = "paddock"
-	// ToolPaddockFinal is paddock saving the state once per run
-	// (--checkpoints final) instead of after every resource.
+	// ToolPaddockEveryStep is paddock saving the state after every resource
+	// (--checkpoints every-step), the opt-out; it was the default of the
+	// binaries measured in formats before 4, whose "paddock" samples the
+	// upgrade renames to it.
+	ToolPaddockEveryStep = "paddock-every-step"
+	// ToolPaddockFinal is --checkpoints final of the binaries before format
+	// 4: the state saved once at the end, without a journal. Only older
+	// results hold it.
 	ToolPaddockFinal = "paddock-final"
 	ToolKubectl      = "kubectl"
 	ToolFloor        = "ssa-floor"
@@ -40,8 +48,11 @@ const (
 	// returned, before the wait for the warm pools that OpCreate includes.
 	OpApplyOnly = "apply only"
 	OpNoop      = "no-op up"
-	OpDrift     = "drift"
-	OpDestroy   = "destroy"
+	// OpNoopFull is a no-op `up --full`: the Pulumi refresh and update the
+	// fast no-op skips, measured for contrast.
+	OpNoopFull = "no-op up --full"
+	OpDrift    = "drift"
+	OpDestroy  = "destroy"
 )
 
 // Sample is one measured operation.
@@ -61,8 +72,12 @@ type Sample struct {
 	TreePeakRSS int64            `json:"treePeakRssBytes,omitempty"`
 	// CPU is the CPU seconds each program used during the run (Run.CPU).
 	CPU map[string]float64 `json:"cpuSeconds,omitempty"`
-	// Phases is where a paddock run's time went (see Phases).
+	// Phases is where a paddock run's time went (see Phases); none when the
+	// run started no engine (a fast path) or logged no events.
 	Phases map[string]float64 `json:"phases,omitempty"`
+	// Summary is the line paddock printed to sum the run up (SummaryLine),
+	// which is all there is to say where a run without an engine went.
+	Summary string `json:"summary,omitempty"`
 }
 
 // ProvisionOptions configure Provision.
@@ -73,11 +88,16 @@ type ProvisionOptions struct {
 	Env        []string
 	Tenants    []int
 	// EveryStepMax is the largest tenant count paddock is also measured at
-	// with its default every-step checkpoints, whose cost grows with the
-	// square of the platform's size (0 = all).
+	// with every-step checkpoints, whose cost grows with the square of the
+	// platform's size (0 = all).
 	EveryStepMax int
-	WorkDir      string
-	Out          io.Writer
+	// Full says the binary has `up --full`; FullMax is the largest tenant
+	// count its no-op is measured at (0 = all): it is the whole Pulumi
+	// refresh and update, minutes at 100 tenants.
+	Full    bool
+	FullMax int
+	WorkDir string
+	Out     io.Writer
 }
 
 var (
@@ -149,38 +169,48 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 			return s
 		}
 
-		// paddock: create, no-op, drift, destroy; with final checkpoints
-		// always, with every-step checkpoints (the default) up to EveryStepMax.
-		tools := []string{ToolPaddockFinal}
-		if o.EveryStepMax == 0 || n <= o.EveryStepMax {
-			tools = append(tools, ToolPaddock)
+		// paddock's default: create, no-op up, drift, the no-op's Pulumi
+		// path (--full) for contrast, destroy. Then every-step checkpoints,
+		// create and destroy, up to EveryStepMax.
+		modes := []struct {
+			tool string
+			ops  []string
+		}{{ToolPaddock, []string{OpCreate, OpNoop, OpDrift}}}
+		if o.Full && (o.FullMax == 0 || n <= o.FullMax) {
+			modes[0].ops = append(modes[0].ops, OpNoopFull)
 		}
-		for _, tool := range tools {
+		modes[0].ops = append(modes[0].ops, OpDestroy)
+		if o.EveryStepMax == 0 || n <= o.EveryStepMax {
+			modes = append(modes, struct {
+				tool string
+				ops  []string
+			}{ToolPaddockEveryStep, []string{OpCreate, OpDestroy}})
+		}
+		for _, mode := range modes {
 			resources := 0
-			for _, op := range []string{OpCreate, OpNoop, OpDrift, OpDestroy} {
+			for _, op := range mode.ops {
 				args := map[string][]string{
-					OpCreate: {"up", dir}, OpNoop: {"up", dir}, OpDrift: {"drift", dir}, OpDestroy: {"destroy", dir},
+					OpCreate: {"up", dir}, OpNoop: {"up", dir}, OpNoopFull: {"up", "--full", dir}, OpDrift: {"drift", dir}, OpDestroy: {"destroy", dir},
 				}[op]
 				cmd := exec.CommandContext(ctx, o.Paddock, args...)
-				events := filepath.Join(dir, tool+"-"+strings.ReplaceAll(op, " ", "-")+".events.jsonl")
+				events := filepath.Join(dir, mode.tool+"-"+strings.NewReplacer(" ", "-", "--", "").Replace(op)+".events.jsonl")
 				_ = os.Remove(events)
-				checkpoints := "every-step"
-				if tool == ToolPaddockFinal {
-					checkpoints = "final"
+				cmd.Env = append(append(envWithout(os.Environ(), checkpointsEnv), o.Env...), "PADDOCK_EVENT_LOG="+events)
+				if mode.tool == ToolPaddockEveryStep {
+					cmd.Env = append(cmd.Env, checkpointsEnv+"=every-step")
 				}
-				cmd.Env = append(append(os.Environ(), o.Env...), "PADDOCK_EVENT_LOG="+events, "PADDOCK_CHECKPOINTS="+checkpoints)
 				began := time.Now()
 				r, err := Measure(ctx, cmd)
 				if err != nil {
 					return out, err
 				}
-				if op == OpCreate || op == OpNoop {
-					if c := resourcesOf(r.Output); c > 0 {
-						resources = c
-					}
+				if op == OpCreate {
+					resources = resourcesOf(r.Output)
 				}
-				smp := sample(tool, op, r, resources)
+				smp := sample(mode.tool, op, r, resources)
 				smp.Phases = Phases(events, began, r.Wall)
+				smp.Summary = SummaryLine(r.Stdout, args[0])
+				fmt.Fprintf(o.Out, "bench:   %s\n", smp.Summary)
 				out = append(out, smp)
 			}
 			if err := clean(ctx, dyn, kube, objs); err != nil {
@@ -250,11 +280,65 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 			}
 		}
 		out = append(out, sample(ToolFloor, OpCreate, fr, 0), sample(ToolFloor, OpApplyOnly, &Run{Wall: d}, 0))
+
+		// The destroy floor deletes what the floor created, on the same
+		// cluster paddock's destroy ran on.
+		before = clusterCPU()
+		d, err = FloorDestroy(ctx, cfg, objs)
+		if err != nil {
+			return out, err
+		}
+		fr = &Run{Wall: d, CPU: map[string]float64{}}
+		for name, c := range clusterCPU() {
+			if dc := c - before[name]; dc > 0 {
+				fr.CPU[name] = dc
+			}
+		}
+		out = append(out, sample(ToolFloor, OpDestroy, fr, 0))
 		if err := clean(ctx, dyn, kube, objs); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// checkpointsEnv chooses paddock's checkpoints (engine.CheckpointsEnv); the
+// default is measured with it unset, whatever the caller's environment says.
+const checkpointsEnv = "PADDOCK_CHECKPOINTS"
+
+// envWithout is env without the variable name.
+func envWithout(env []string, name string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, name+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// SummaryLine is the line of a paddock command's standard output that sums
+// the run up: the last "paddock VERB: ..." line other than the header that
+// names the platform (up and destroy print the engine's counts there, a
+// fast path what it checked), or else the last line printed (drift's
+// verdict). Outputs printed after it are skipped.
+func SummaryLine(stdout, verb string) string {
+	prefix := "paddock " + verb + ": "
+	var last, summary string
+	for _, line := range strings.Split(stdout, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		last = line
+		if rest, ok := strings.CutPrefix(line, prefix); ok && !strings.HasPrefix(rest, "platform ") {
+			summary = line
+		}
+	}
+	if summary != "" {
+		return summary
+	}
+	return last
 }
 
 // appliedMarker prefixes the time the kubectl script's last apply returned.

@@ -21,8 +21,13 @@ type Results struct {
 	// Format is the results' format version: 2 counts a direct child's CPU
 	// without its descendants' (1 counted them in, see Upgrade); 3 records
 	// the measured binary (Paddock) and has every create wait for the warm
-	// pools to be Ready.
+	// pools to be Ready; 4 measures the binary's default as "paddock"
+	// (every-step checkpoints as their own tool), the no-op's --full path,
+	// the destroy floor, each run's summary line, and keeps the figures it
+	// replaced (Baseline).
 	Format int `json:"format"`
+	// UpgradedFrom is the format the results were read in (ReadResults).
+	UpgradedFrom int `json:"-"`
 	// Date, Machine and Versions say where and with what it ran; Versions
 	// are the pinned upstreams, Paddock the binary measured.
 	Date     string            `json:"date"`
@@ -36,9 +41,15 @@ type Results struct {
 	Claims    []ClaimsResult `json:"claims,omitempty"`
 	// ClaimsNodes is the node kind the claims ran on: real (containers
 	// start under gVisor) or fake (kwok: the controller's part only).
-	ClaimsNodes string          `json:"claimsNodes,omitempty"`
-	Fits        map[string]Fit  `json:"fits"`
-	Targets     []TargetVerdict `json:"targets"`
+	ClaimsNodes string `json:"claimsNodes,omitempty"`
+	// Notes say what the run left out and why (a mode skipped above a size,
+	// a flag the binary lacks).
+	Notes []string `json:"notes,omitempty"`
+	// Baseline is what the results replaced: the "before" of the report's
+	// before/after table.
+	Baseline *Baseline       `json:"baseline,omitempty"`
+	Fits     map[string]Fit  `json:"fits"`
+	Targets  []TargetVerdict `json:"targets"`
 }
 
 // Build identifies the paddock binary a run measured: the commit it reports
@@ -80,11 +91,25 @@ type Fit struct {
 	R2        float64 `json:"r2"`
 }
 
-// TargetVerdict is one of the issue's targets and whether Paddock met it.
+// TargetVerdict is one of the issue's targets and whether Paddock met it;
+// a target the run did not measure (that size or that run missing) is not
+// Measured, and is never Met.
 type TargetVerdict struct {
-	Target string `json:"target"`
-	Value  string `json:"value"`
-	Met    bool   `json:"met"`
+	Target   string `json:"target"`
+	Value    string `json:"value"`
+	Measured bool   `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+// Verdict is "yes", "no" or "not measured".
+func (t TargetVerdict) Verdict() string {
+	switch {
+	case !t.Measured:
+		return "not measured"
+	case t.Met:
+		return "yes"
+	}
+	return "no"
 }
 
 // Find returns the sample of tool/op at n tenants.
@@ -110,27 +135,74 @@ func (r *Results) tenantCounts() []int {
 	return out
 }
 
-// series are the tool/op lines of the table and plot.
-var series = []struct{ Tool, Op string }{
-	{ToolPaddockFinal, OpCreate}, {ToolPaddock, OpCreate}, {ToolKubectl, OpCreate}, {ToolFloor, OpCreate},
+// allSeries are the tool/op lines the table and plot may hold, in their
+// order; the paddock-final ones exist only in results before format 4.
+var allSeries = []struct{ Tool, Op string }{
+	{ToolPaddock, OpCreate}, {ToolPaddockEveryStep, OpCreate}, {ToolPaddockFinal, OpCreate}, {ToolKubectl, OpCreate}, {ToolFloor, OpCreate},
 	{ToolKubectl, OpApplyOnly}, {ToolFloor, OpApplyOnly},
-	{ToolPaddockFinal, OpNoop}, {ToolPaddockFinal, OpDrift}, {ToolPaddockFinal, OpDestroy}, {ToolPaddock, OpDestroy},
+	{ToolPaddock, OpNoop}, {ToolPaddockFinal, OpNoop}, {ToolPaddock, OpNoopFull},
+	{ToolPaddock, OpDrift}, {ToolPaddockFinal, OpDrift},
+	{ToolPaddock, OpDestroy}, {ToolPaddockEveryStep, OpDestroy}, {ToolPaddockFinal, OpDestroy}, {ToolFloor, OpDestroy},
+}
+
+// series are those of allSeries the results hold a sample of.
+func (r *Results) series() []struct{ Tool, Op string } {
+	var out []struct{ Tool, Op string }
+	for _, s := range allSeries {
+		for _, smp := range r.Provision {
+			if smp.Tool == s.Tool && smp.Op == s.Op {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func seriesName(tool, op string) string {
 	switch tool {
 	case ToolPaddock:
 		return "paddock " + op
+	case ToolPaddockEveryStep:
+		return "paddock " + op + " (every-step)"
 	case ToolPaddockFinal:
 		return "paddock " + op + " (final checkpoint)"
 	}
 	return tool + " " + op
 }
 
+// mainTool is the paddock whose figures the ratios and targets judge: the
+// binary's default, or, in results before format 4, --checkpoints final
+// (the mode the targets of those days were judged on).
+func (r *Results) mainTool() string {
+	for _, s := range r.Provision {
+		if s.Tool == ToolPaddock {
+			return ToolPaddock
+		}
+	}
+	return ToolPaddockFinal
+}
+
+// The issue's targets (issue 14), judged by Analyse.
+const (
+	// TargetSmallSeconds bounds a no-op up and a drift of TargetSmallTenants.
+	TargetSmallSeconds = 2.0
+	TargetSmallTenants = 1
+	// TargetPer100Seconds bounds them per 100 resources at TargetLargeTenants.
+	TargetPer100Seconds = 0.2
+	TargetLargeTenants  = 100
+	// TargetCreateRatio bounds create against the SSA floor at every size,
+	// TargetDestroyRatio destroy against the destroy floor.
+	TargetCreateRatio  = 1.5
+	TargetDestroyRatio = 1.5
+	// TargetTreeBytes bounds the whole process tree at TargetLargeTenants.
+	TargetTreeBytes = 1 << 30
+)
+
 // Analyse fits a line per series and judges the targets of the issue.
 func (r *Results) Analyse() {
 	r.Fits = map[string]Fit{}
-	for _, s := range series {
+	for _, s := range r.series() {
 		var xs, ys []float64
 		for _, smp := range r.Provision {
 			if smp.Tool == s.Tool && smp.Op == s.Op {
@@ -142,39 +214,75 @@ func (r *Results) Analyse() {
 			r.Fits[seriesName(s.Tool, s.Op)] = fitLine(xs, ys)
 		}
 	}
-	r.Targets = nil
-	for _, n := range r.tenantCounts() {
-		floor, okFloor := r.Find(ToolFloor, OpCreate, n)
-		for _, tool := range []string{ToolPaddock, ToolPaddockFinal} {
-			up, ok := r.Find(tool, OpCreate, n)
-			if ok && okFloor && floor.Seconds > 0 {
-				ratio := up.Seconds / floor.Seconds
-				r.Targets = append(r.Targets, TargetVerdict{
-					Target: fmt.Sprintf("first up within 1.5x the parallel floor (%d tenants, %s)", n, seriesName(tool, OpCreate)),
-					Value:  fmt.Sprintf("%.1fx (%.1fs vs %.1fs)", ratio, up.Seconds, floor.Seconds), Met: ratio <= 1.5,
-				})
+	r.Targets = r.judge()
+}
+
+// judge measures the results against each target of the issue; a target
+// whose size or run is missing is reported as not measured, never dropped.
+func (r *Results) judge() []TargetVerdict {
+	tool := r.mainTool()
+	var out []TargetVerdict
+	for _, op := range []string{OpNoop, OpDrift} {
+		name := seriesName(tool, op)
+		v := TargetVerdict{Target: fmt.Sprintf("%s ≤ %.0f s at %s", name, TargetSmallSeconds, tenantsText(TargetSmallTenants)), Value: "no run at this size"}
+		if s, ok := r.Find(tool, op, TargetSmallTenants); ok {
+			v.Value, v.Measured, v.Met = fmt.Sprintf("%.2f s", s.Seconds), true, s.Seconds <= TargetSmallSeconds
+		}
+		out = append(out, v)
+	}
+	for _, op := range []string{OpNoop, OpDrift} {
+		name := seriesName(tool, op)
+		v := TargetVerdict{Target: fmt.Sprintf("%s ≤ %.1f s per 100 resources at %d tenants", name, TargetPer100Seconds, TargetLargeTenants), Value: "no run at this size"}
+		if s, ok := r.Find(tool, op, TargetLargeTenants); ok {
+			count, what := s.Resources, "resources"
+			if count == 0 {
+				// The create's summary gave no count: the objects are the
+				// nearest (and a stricter) measure.
+				count, what = s.Objects, "objects"
+			}
+			if count > 0 {
+				per100 := s.Seconds / float64(count) * 100
+				v.Value, v.Measured, v.Met = fmt.Sprintf("%.3f s per 100 (%.2f s for %d %s)", per100, s.Seconds, count, what), true, per100 <= TargetPer100Seconds
 			}
 		}
-		for _, op := range []string{OpNoop, OpDrift} {
-			s, ok := r.Find(ToolPaddockFinal, op, n)
-			if !ok || s.Resources == 0 {
+		out = append(out, v)
+	}
+	for _, t := range []struct {
+		op, floorName string
+		limit         float64
+	}{{OpCreate, "the parallel SSA floor", TargetCreateRatio}, {OpDestroy, "the destroy floor", TargetDestroyRatio}} {
+		judged := false
+		for _, n := range r.tenantCounts() {
+			s, ok := r.Find(tool, t.op, n)
+			floor, okFloor := r.Find(ToolFloor, t.op, n)
+			if !ok || !okFloor || floor.Seconds <= 0 {
 				continue
 			}
-			per100 := s.Seconds / float64(s.Resources) * 100
-			r.Targets = append(r.Targets, TargetVerdict{
-				Target: fmt.Sprintf("%s under 1s per 100 resources (%d tenants)", op, n),
-				Value:  fmt.Sprintf("%.2fs per 100 (%.1fs for %d)", per100, s.Seconds, s.Resources), Met: per100 < 1,
+			judged = true
+			q := s.Seconds / floor.Seconds
+			out = append(out, TargetVerdict{
+				Target:   fmt.Sprintf("%s ≤ %.1fx %s (%s)", seriesName(tool, t.op), t.limit, t.floorName, tenantsText(n)),
+				Value:    fmt.Sprintf("%.2fx (%.2f s vs %.2f s)", q, s.Seconds, floor.Seconds),
+				Measured: true, Met: q <= t.limit,
 			})
 		}
-	}
-	for _, tool := range []string{ToolPaddock, ToolPaddockFinal} {
-		if f, ok := r.Fits[seriesName(tool, OpCreate)]; ok {
-			r.Targets = append(r.Targets, TargetVerdict{
-				Target: "create cost linear in tenants (R² of a straight line ≥ 0.98), " + seriesName(tool, OpCreate),
-				Value:  fmt.Sprintf("R² %.3f, %.2fs per tenant", f.R2, f.PerTenant), Met: f.R2 >= 0.98,
-			})
+		if !judged {
+			out = append(out, TargetVerdict{Target: fmt.Sprintf("%s ≤ %.1fx %s", seriesName(tool, t.op), t.limit, t.floorName), Value: "no size with both runs"})
 		}
 	}
+	v := TargetVerdict{Target: fmt.Sprintf("whole process tree < %s at %d tenants (%s runs)", MiB(TargetTreeBytes), TargetLargeTenants, tool), Value: "no run at this size"}
+	var parts []string
+	var peak int64
+	for _, op := range []string{OpCreate, OpNoop, OpDrift, OpDestroy} {
+		if s, ok := r.Find(tool, op, TargetLargeTenants); ok && s.TreePeakRSS > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", op, MiB(s.TreePeakRSS)))
+			peak = max(peak, s.TreePeakRSS)
+		}
+	}
+	if len(parts) > 0 {
+		v.Value, v.Measured, v.Met = strings.Join(parts, ", "), true, peak < TargetTreeBytes
+	}
+	return append(out, v)
 }
 
 // fitLine is ordinary least squares with its coefficient of determination.
@@ -247,25 +355,58 @@ func (r *Results) writeMarkdown(w io.Writer) {
 		r.Date, r.Machine, r.Paddock.Commit, short(r.Paddock.SHA256), versionList(r.Versions))
 	fmt.Fprintf(w, "All runs on the live local stack (real kube-apiserver, etcd, controller-manager, scheduler, kwok nodes, real Agent Sandbox controller). ")
 	fmt.Fprintf(w, "No container runs and no CNI enforces anything here: times are the control plane's and the tools', not a real cluster's.\n\n")
-	fmt.Fprintf(w, "## Provisioning (seconds, wall)\n\n")
+	ns := r.tenantCounts()
+	series := r.series()
+	tool := r.mainTool()
+	fmt.Fprintf(w, "## Targets\n\n| target | measured | met |\n|---|---|---|\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", t.Target, t.Value, t.Verdict())
+	}
+	if rows := r.BeforeAfter(); len(rows) > 0 {
+		fmt.Fprintf(w, "\n## Before and after\n\n")
+		fmt.Fprintf(w, "Before: the results this run replaced (Paddock %s, %s)", r.Baseline.Paddock.Commit, r.Baseline.Date)
+		if len(r.Baseline.Quoted) > 0 {
+			fmt.Fprintf(w, ", and figures quoted where it did not measure (the source is named on each row)")
+		}
+		fmt.Fprintf(w, ". After: this run, Paddock %s. Seconds, wall.\n\n", r.Paddock.Commit)
+		fmt.Fprintf(w, "| measured | tenants | before | before: mode and source | after | speed-up |\n|---|---|---|---|---|---|\n")
+		for _, row := range rows {
+			after, speedup := "–", "–"
+			if row.After > 0 {
+				after, speedup = fmt.Sprintf("%.2f", row.After), fmt.Sprintf("%.1fx", row.Before/row.After)
+			}
+			fmt.Fprintf(w, "| %s | %d | %.2f | %s | %s | %s |\n", row.Label, row.Tenants, row.Before, row.Source, after, speedup)
+		}
+	}
+	fmt.Fprintf(w, "\n## Provisioning (seconds, wall)\n\n")
+	if tool == ToolPaddock {
+		fmt.Fprintf(w, "\"paddock\" is the binary's default; \"(every-step)\" is `--checkpoints every-step`, its opt-out, which saves the state after every resource. ")
+	} else {
+		fmt.Fprintf(w, "Results from before format 4: \"(every-step)\" was then the binary's default, \"(final checkpoint)\" its `--checkpoints final`, which was not crash-safe. ")
+	}
 	fmt.Fprintf(w, "Like for like: every create column ends when every warm pool has its replicas Ready (`status.readyReplicas` = `spec.replicas`). ")
 	fmt.Fprintf(w, "paddock waits through the `pulumi.com/waitFor` annotation its warm pools carry; %s; %s. ", kubectlReadiness, floorReadiness)
-	fmt.Fprintf(w, "The *apply only* columns are kubectl's and the floor's time until their last apply returned, before that wait: objects stored, pools not yet filled.\n\n")
-	ns := r.tenantCounts()
+	fmt.Fprintf(w, "The *apply only* columns are kubectl's and the floor's time until their last apply returned, before that wait: objects stored, pools not yet filled. ")
+	fmt.Fprintf(w, "The *ssa-floor destroy* deletes the same objects directly: every namespace and cluster-scoped object at once, %d in flight, no client throttling, until every namespace and CRD is gone. ", FloorWorkers)
+	fmt.Fprintf(w, "*no-op up --full* is the no-op through Pulumi's refresh and update, for contrast.\n\n")
 	fmt.Fprintf(w, "| tenants | objects | paddock resources |")
 	for _, s := range series {
 		fmt.Fprintf(w, " %s |", seriesName(s.Tool, s.Op))
 	}
-	fmt.Fprintf(w, " up (final) / floor | up (final) / kubectl |\n|---|---|---|")
+	fmt.Fprintf(w, " create / floor | destroy / floor | create / kubectl |\n|---|---|---|")
 	for range series {
 		fmt.Fprintf(w, "---|")
 	}
-	fmt.Fprintf(w, "---|---|\n")
+	fmt.Fprintf(w, "---|---|---|\n")
 	for _, n := range ns {
-		// The ratios compare paddock's final-checkpoint create, measured at
-		// every tenant count.
-		up, _ := r.Find(ToolPaddockFinal, OpCreate, n)
-		fmt.Fprintf(w, "| %d | %d | %d |", n, up.Objects, up.Resources)
+		up, _ := r.Find(tool, OpCreate, n)
+		objects := up.Objects
+		for _, s := range r.Provision {
+			if s.Tenants == n && objects == 0 {
+				objects = s.Objects
+			}
+		}
+		fmt.Fprintf(w, "| %d | %d | %s |", n, objects, count(up.Resources))
 		for _, s := range series {
 			if smp, ok := r.Find(s.Tool, s.Op, n); ok {
 				fmt.Fprintf(w, " %.2f |", smp.Seconds)
@@ -273,9 +414,22 @@ func (r *Results) writeMarkdown(w io.Writer) {
 				fmt.Fprintf(w, " – |")
 			}
 		}
+		down, _ := r.Find(tool, OpDestroy, n)
 		floor, _ := r.Find(ToolFloor, OpCreate, n)
+		floorDown, _ := r.Find(ToolFloor, OpDestroy, n)
 		kubectl, _ := r.Find(ToolKubectl, OpCreate, n)
-		fmt.Fprintf(w, " %s | %s |\n", ratio(up.Seconds, floor.Seconds), ratio(up.Seconds, kubectl.Seconds))
+		fmt.Fprintf(w, " %s | %s | %s |\n", ratio(up.Seconds, floor.Seconds), ratio(down.Seconds, floorDown.Seconds), ratio(up.Seconds, kubectl.Seconds))
+	}
+	if tool == ToolPaddockFinal {
+		fmt.Fprintf(w, "\nThe ratios are paddock's with `--checkpoints final` (results before format 4, which did not measure the binary's default as \"paddock\").\n")
+	} else {
+		fmt.Fprintf(w, "\nThe ratios are paddock's default's.\n")
+	}
+	for _, note := range r.Notes {
+		fmt.Fprintf(w, "\n- %s", note)
+	}
+	if len(r.Notes) > 0 {
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\n### Linear fits (seconds = a + b × tenants)\n\n| series | a (s) | b (s/tenant) | R² |\n|---|---|---|---|\n")
 	for _, s := range series {
@@ -294,16 +448,11 @@ func (r *Results) writeMarkdown(w io.Writer) {
 				mib(smp.PeakRSS["paddock"]), mib(smp.PeakRSS["pulumi"]), mib(smp.PeakRSS["pulumi-resource-kubernetes"]), mib(smp.PeakRSS["kubectl"]), mib(smp.TreePeakRSS))
 		}
 	}
-	fmt.Fprintf(w, "\n### Where paddock's time goes (seconds, from its engine event log)\n\n")
-	fmt.Fprintf(w, "start: process start to the engine's first event (spec, policy, Pulumi CLI, workspace); refresh: reading every resource back; update: registering, diffing and applying; finish: last event to exit.\n\n")
-	fmt.Fprintf(w, "| tenants | run | wall | start | refresh | update | finish |\n|---|---|---|---|---|---|---|\n")
-	for _, n := range ns {
-		for _, smp := range r.Provision {
-			if smp.Tenants != n || smp.Phases == nil {
-				continue
-			}
-			fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", n, seriesName(smp.Tool, smp.Op), smp.Seconds, smp.Phases["start"], smp.Phases["refresh"], smp.Phases["update"], smp.Phases["finish"])
-		}
+	fmt.Fprintf(w, "\n### Where paddock's time goes (seconds)\n\n")
+	writePhases(w, r.Provision)
+	if r.Baseline != nil {
+		fmt.Fprintf(w, "\n#### Before: Paddock %s (%s)\n\n", r.Baseline.Paddock.Commit, r.Baseline.Date)
+		writePhases(w, r.Baseline.Provision)
 	}
 	fmt.Fprintf(w, "\n### CPU seconds per program during each run\n\n")
 	fmt.Fprintf(w, "On a 2-CPU machine, wall time below the CPU total means work in parallel; the cluster's programs (API server, etcd, controllers) serve every tool alike.\n\n")
@@ -335,14 +484,67 @@ func (r *Results) writeMarkdown(w io.Writer) {
 		}
 		WriteClaimsTable(w, r.Claims)
 	}
-	fmt.Fprintf(w, "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n")
-	for _, t := range r.Targets {
-		met := "no"
-		if t.Met {
-			met = "yes"
+}
+
+// writePhases is the table of where each paddock run's time went: the
+// phases of its engine event log, or, for a run that started no engine (a
+// fast path), only what it printed.
+func writePhases(w io.Writer, samples []Sample) {
+	fmt.Fprintf(w, "From the engine's event log: start is process start to the engine's first event (spec, policy, Pulumi CLI, workspace); refresh reading every resource back; update registering, diffing and applying; finish the last event to exit. ")
+	fmt.Fprintf(w, "A run with no phases started no engine (a fast path, or a direct destroy): its wall time and the line it printed are all there is.\n\n")
+	fmt.Fprintf(w, "| tenants | run | wall | start | refresh | update | finish | paddock printed |\n|---|---|---|---|---|---|---|---|\n")
+	var tenants []int
+	seen := map[int]bool{}
+	for _, s := range samples {
+		if !seen[s.Tenants] {
+			seen[s.Tenants] = true
+			tenants = append(tenants, s.Tenants)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s |\n", t.Target, t.Value, met)
 	}
+	sort.Ints(tenants)
+	for _, n := range tenants {
+		for _, smp := range samples {
+			if smp.Tenants != n || !strings.HasPrefix(smp.Tool, ToolPaddock) {
+				continue
+			}
+			printed := mdCell(smp.Summary)
+			if smp.Phases == nil {
+				if printed == "" {
+					printed = "–"
+				}
+				fmt.Fprintf(w, "| %d | %s | %.2f | – | – | – | – | no engine run: %s |\n", n, seriesName(smp.Tool, smp.Op), smp.Seconds, printed)
+				continue
+			}
+			if printed == "" {
+				printed = "–"
+			}
+			fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", n, seriesName(smp.Tool, smp.Op), smp.Seconds, smp.Phases["start"], smp.Phases["refresh"], smp.Phases["update"], smp.Phases["finish"], printed)
+		}
+	}
+}
+
+// mdCell makes text safe in a table cell.
+func mdCell(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + strings.NewReplacer("|", "\\|", "`", "'").Replace(s) + "`"
+}
+
+// tenantsText is "1 tenant", "10 tenants".
+func tenantsText(n int) string {
+	if n == 1 {
+		return "1 tenant"
+	}
+	return fmt.Sprintf("%d tenants", n)
+}
+
+// count is n, or a dash for none.
+func count(n int) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprint(n)
 }
 
 func versionList(v map[string]string) string {
@@ -392,7 +594,7 @@ func (r *Results) WritePlot(file string) error {
 	p.Y.Label.Text = "seconds (wall)"
 	p.Add(plotter.NewGrid())
 	colors := []color.RGBA{{0x1f, 0x77, 0xb4, 255}, {0xff, 0x7f, 0x0e, 255}, {0x2c, 0xa0, 0x2c, 255}, {0xd6, 0x27, 0x28, 255}, {0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255}, {0xe3, 0x77, 0xc2, 255}, {0x7f, 0x7f, 0x7f, 255}, {0xbc, 0xbd, 0x22, 255}, {0x17, 0xbe, 0xcf, 255}}
-	for i, s := range series {
+	for i, s := range r.series() {
 		var pts plotter.XYs
 		for _, n := range r.tenantCounts() {
 			if smp, ok := r.Find(s.Tool, s.Op, n); ok {
@@ -408,7 +610,7 @@ func (r *Results) WritePlot(file string) error {
 		}
 		c := colors[i%len(colors)]
 		line.Color, points.Color = c, c
-		if s.Op != OpCreate || (s.Tool != ToolPaddock && s.Tool != ToolPaddockFinal) {
+		if s.Op != OpCreate || !strings.HasPrefix(s.Tool, ToolPaddock) {
 			line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
 		p.Add(line, points)
@@ -424,7 +626,7 @@ func (r *Results) WritePlot(file string) error {
 }
 
 // ResultsFormat is the current Results.Format.
-const ResultsFormat = 3
+const ResultsFormat = 4
 
 // ReadResults reads results.json, upgrading an older format.
 func ReadResults(file string) (*Results, error) {
@@ -445,8 +647,15 @@ func ReadResults(file string) (*Results, error) {
 // which includes the Pulumi CLI and provider it waited for. Format 2 has
 // kubectl and the floor stop at their last apply while paddock waits for
 // the pools: nothing converts that, so those results keep no Paddock build
-// and the report refuses them.
+// and the report refuses them. Before format 4, "paddock" was the
+// binary's default of the day, every-step checkpoints: it becomes
+// paddock-every-step, so "paddock" always means a crash-safe default that
+// saves the state once.
 func (r *Results) Upgrade() {
+	r.UpgradedFrom = r.Format
+	if r.UpgradedFrom == 0 {
+		r.UpgradedFrom = 1
+	}
 	if r.Format < 3 {
 		r.Paddock = nil
 	}
@@ -458,6 +667,13 @@ func (r *Results) Upgrade() {
 			}
 			if own := c["paddock"] - c["pulumi"] - c["pulumi-resource-kubernetes"]; own > 0 {
 				c["paddock"] = own
+			}
+		}
+	}
+	if r.Format < 4 {
+		for i := range r.Provision {
+			if r.Provision[i].Tool == ToolPaddock {
+				r.Provision[i].Tool = ToolPaddockEveryStep
 			}
 		}
 	}

@@ -56,7 +56,9 @@ func run() error {
 		paddock   = flag.String("paddock", "bin/paddock", "the paddock binary to measure")
 		outDir    = flag.String("out", "bench/results", "where the results go")
 		tenants   = flag.String("tenants", "1,10,50,100", "tenant counts of the provisioning benchmark")
-		everyMax  = flag.Int("every-step-max", 10, "largest tenant count paddock is also measured at with its default every-step checkpoints (their cost is quadratic); 0 = all")
+		everyMax  = flag.Int("every-step-max", 10, "largest tenant count paddock is also measured at with --checkpoints every-step, the default's opt-out (their cost is quadratic); 0 = all")
+		fullMax   = flag.Int("full-max", 0, "largest tenant count the no-op `up --full` (Pulumi's refresh and update, for contrast) is measured at; 0 = all")
+		baseline  = flag.String("baseline", "", "results.json whose own measurements are the report's \"before\" (default: the baseline the results in -out carry, else those results themselves)")
 		lines     = flag.String("validate-lines", "100,1000,5000,10000", "spec sizes of the validate benchmark")
 		claims    = flag.Int("claims", 10, "claims per sequential mode of the claims benchmark")
 		poolSize  = flag.Int("pool", 3, "warm pool replicas of the claims benchmark")
@@ -71,6 +73,11 @@ func run() error {
 		res, err := bench.ReadResults(filepath.Join(*outDir, "results.json"))
 		if err != nil {
 			return err
+		}
+		if *baseline != "" {
+			if res.Baseline, err = baselineFrom(*baseline); err != nil {
+				return err
+			}
 		}
 		return writeResults(res, *outDir)
 	}
@@ -93,6 +100,21 @@ func run() error {
 	build, err := bench.BuildOf(bin)
 	if err != nil {
 		return fmt.Errorf("%w\n(the results must name the commit of the binary they measured: build it with `make build`)", err)
+	}
+	// The "before" is read now: the first save below replaces the file.
+	var before *bench.Baseline
+	if *baseline != "" {
+		if before, err = baselineFrom(*baseline); err != nil {
+			return err
+		}
+	} else if old, err := bench.ReadResults(filepath.Join(*outDir, "results.json")); err == nil {
+		before = bench.BaselineOf(old)
+	} else if !os.IsNotExist(err) {
+		return fmt.Errorf("the results to be replaced: %w (they are the report's \"before\": move them away, or name others with -baseline)", err)
+	}
+	full, err := hasFlag(bin, "up", "--full")
+	if err != nil {
+		return err
 	}
 	realHome := paths.Home()
 	kubectl := filepath.Join(realHome, "bin", "kubectl")
@@ -140,10 +162,11 @@ func run() error {
 	work := filepath.Join(home, "specs")
 
 	res := &bench.Results{
-		Format:  bench.ResultsFormat,
-		Date:    time.Now().UTC().Format("2006-01-02 15:04 MST"),
-		Machine: machine(),
-		Paddock: build,
+		Format:   bench.ResultsFormat,
+		Date:     time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		Machine:  machine(),
+		Paddock:  build,
+		Baseline: before,
 		Versions: map[string]string{
 			"pulumi":            pins.Get("PULUMI_VERSION"),
 			"pulumi-kubernetes": pins.Get("PULUMI_KUBERNETES_VERSION"),
@@ -156,6 +179,24 @@ func run() error {
 		return err
 	}
 	save := func() error { return writeResults(res, *outDir) }
+	if before == nil {
+		res.Notes = append(res.Notes, "No before/after table: the results this run replaced (if any) did not name the binary they measured.")
+	}
+	if !full {
+		res.Notes = append(res.Notes, "The binary measured has no `up --full`: the no-op's Pulumi path was not measured.")
+	}
+	for _, n := range counts {
+		if *everyMax > 0 && n > *everyMax {
+			res.Notes = append(res.Notes, fmt.Sprintf("every-step checkpoints measured up to %d tenants (-every-step-max): their cost grows with the square of the platform's size.", *everyMax))
+			break
+		}
+	}
+	for _, n := range counts {
+		if full && *fullMax > 0 && n > *fullMax {
+			res.Notes = append(res.Notes, fmt.Sprintf("`up --full` measured up to %d tenants (-full-max): above, its Pulumi refresh and update take minutes.", *fullMax))
+			break
+		}
+	}
 
 	// validate: quick, and needs no cluster.
 	for _, n := range sizes {
@@ -191,7 +232,7 @@ func run() error {
 	if !*skipProv {
 		samples, err := bench.Provision(ctx, bench.ProvisionOptions{
 			Paddock: bin, Kubectl: kubectl, Kubeconfig: kubeconfig, Env: env,
-			Tenants: counts, EveryStepMax: *everyMax, WorkDir: work, Out: os.Stdout,
+			Tenants: counts, EveryStepMax: *everyMax, Full: full, FullMax: *fullMax, WorkDir: work, Out: os.Stdout,
 		})
 		res.Provision = samples
 		if serr := save(); serr != nil {
@@ -214,6 +255,36 @@ func run() error {
 	}
 	fmt.Printf("paddock-bench: results in %s\n", *outDir)
 	return nil
+}
+
+// baselineFrom is the "before" of -baseline: that file's own measurements.
+func baselineFrom(file string) (*bench.Baseline, error) {
+	old, err := bench.ReadResults(file)
+	if err != nil {
+		return nil, fmt.Errorf("-baseline: %w", err)
+	}
+	if err := old.Identified(); err != nil {
+		return nil, fmt.Errorf("-baseline %s: %w", file, err)
+	}
+	b := bench.OwnBaseline(old)
+	if b == nil {
+		return nil, fmt.Errorf("-baseline %s: it holds no provisioning figures", file)
+	}
+	return b, nil
+}
+
+// hasFlag says whether bin's command takes flag, from its help.
+func hasFlag(bin, command, flag string) (bool, error) {
+	out, err := exec.Command(bin, command, "--help").CombinedOutput()
+	if err != nil {
+		return false, fmt.Errorf("%s %s --help: %v\n%s", bin, command, err, out)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.TrimSuffix(f, ",") == flag {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func machine() string {

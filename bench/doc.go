@@ -1,7 +1,9 @@
 // Package bench measures Paddock on the live local stack: provisioning
-// against kubectl and a parallel server-side-apply floor, no-op up, drift,
-// destroy and peak memory per process (Provision), validate on generated
-// specs (Validate), and sandbox start through claims (Claims, offered to
-// users as `paddock bench claims`). Results are written as JSON, a markdown
-// table and a PNG plot (Report).
+// against kubectl and a parallel server-side-apply floor, no-op up (and its
+// --full Pulumi path), drift, destroy against a floor that deletes the same
+// objects directly, and peak memory per process (Provision); validate on
+// generated specs (Validate); and sandbox start through claims (Claims,
+// offered to users as `paddock bench claims`). Results are written as JSON,
+// a markdown report that judges the targets of issue 14 and compares with
+// the results it replaced (Report, Baseline), and a PNG plot.
 package bench

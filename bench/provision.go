@@ -169,36 +169,14 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 			return s
 		}
 
-		// paddock's default: create, no-op up, drift, the no-op's Pulumi
-		// path (--full) for contrast, destroy. Then every-step checkpoints,
-		// create and destroy, up to EveryStepMax.
-		modes := []struct {
-			tool string
-			ops  []string
-		}{{ToolPaddock, []string{OpCreate, OpNoop, OpDrift}}}
-		if o.Full && (o.FullMax == 0 || n <= o.FullMax) {
-			modes[0].ops = append(modes[0].ops, OpNoopFull)
-		}
-		modes[0].ops = append(modes[0].ops, OpDestroy)
-		if o.EveryStepMax == 0 || n <= o.EveryStepMax {
-			modes = append(modes, struct {
-				tool string
-				ops  []string
-			}{ToolPaddockEveryStep, []string{OpCreate, OpDestroy}})
-		}
-		for _, mode := range modes {
+		for _, mode := range paddockModes(o, n) {
 			resources := 0
 			for _, op := range mode.ops {
-				args := map[string][]string{
-					OpCreate: {"up", dir}, OpNoop: {"up", dir}, OpNoopFull: {"up", "--full", dir}, OpDrift: {"drift", dir}, OpDestroy: {"destroy", dir},
-				}[op]
+				args := paddockArgs(op, dir)
 				cmd := exec.CommandContext(ctx, o.Paddock, args...)
 				events := filepath.Join(dir, mode.tool+"-"+strings.NewReplacer(" ", "-", "--", "").Replace(op)+".events.jsonl")
 				_ = os.Remove(events)
-				cmd.Env = append(append(envWithout(os.Environ(), checkpointsEnv), o.Env...), "PADDOCK_EVENT_LOG="+events)
-				if mode.tool == ToolPaddockEveryStep {
-					cmd.Env = append(cmd.Env, checkpointsEnv+"=every-step")
-				}
+				cmd.Env = paddockEnv(os.Environ(), o.Env, mode.tool, events)
 				began := time.Now()
 				r, err := Measure(ctx, cmd)
 				if err != nil {
@@ -300,6 +278,48 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 		}
 	}
 	return out, nil
+}
+
+// paddockMode is one way paddock is run (its tool name) and the operations
+// measured that way, in order.
+type paddockMode struct {
+	tool string
+	ops  []string
+}
+
+// paddockModes are the paddock runs at n tenants: the default's create,
+// no-op up, drift, the no-op's Pulumi path (--full, where the binary has it,
+// up to FullMax) for contrast, and destroy; then every-step checkpoints'
+// create and destroy, up to EveryStepMax.
+func paddockModes(o ProvisionOptions, n int) []paddockMode {
+	def := paddockMode{ToolPaddock, []string{OpCreate, OpNoop, OpDrift}}
+	if o.Full && (o.FullMax == 0 || n <= o.FullMax) {
+		def.ops = append(def.ops, OpNoopFull)
+	}
+	def.ops = append(def.ops, OpDestroy)
+	modes := []paddockMode{def}
+	if o.EveryStepMax == 0 || n <= o.EveryStepMax {
+		modes = append(modes, paddockMode{ToolPaddockEveryStep, []string{OpCreate, OpDestroy}})
+	}
+	return modes
+}
+
+// paddockArgs is the command line of op on the spec in dir.
+func paddockArgs(op, dir string) []string {
+	return map[string][]string{
+		OpCreate: {"up", dir}, OpNoop: {"up", dir}, OpNoopFull: {"up", "--full", dir}, OpDrift: {"drift", dir}, OpDestroy: {"destroy", dir},
+	}[op]
+}
+
+// paddockEnv is the environment of a run of tool: the caller's without any
+// checkpoints choice (the default is the binary's own), the benchmark's,
+// the engine's event log, and every-step checkpoints for that tool.
+func paddockEnv(base, extra []string, tool, events string) []string {
+	env := append(append(envWithout(base, checkpointsEnv), extra...), "PADDOCK_EVENT_LOG="+events)
+	if tool == ToolPaddockEveryStep {
+		env = append(env, checkpointsEnv+"=every-step")
+	}
+	return env
 }
 
 // checkpointsEnv chooses paddock's checkpoints (engine.CheckpointsEnv); the

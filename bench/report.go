@@ -423,7 +423,7 @@ func (r *Results) writeMarkdown(w io.Writer) {
 	if tool == ToolPaddockFinal {
 		fmt.Fprintf(w, "\nThe ratios are paddock's with `--checkpoints final` (results before format 4, which did not measure the binary's default as \"paddock\").\n")
 	} else {
-		fmt.Fprintf(w, "\nThe ratios are paddock's default's.\n")
+		fmt.Fprintf(w, "\nThe ratios are those of paddock's default.\n")
 	}
 	for _, note := range r.Notes {
 		fmt.Fprintf(w, "\n- %s", note)

@@ -303,3 +303,41 @@ func TestSummaryLine(t *testing.T) {
 		}
 	}
 }
+
+func TestPaddockRunsMeasured(t *testing.T) {
+	plan := func(o ProvisionOptions, n int) string {
+		var parts []string
+		for _, m := range paddockModes(o, n) {
+			parts = append(parts, m.tool+": "+strings.Join(m.ops, ", "))
+		}
+		return strings.Join(parts, "; ")
+	}
+	o := ProvisionOptions{EveryStepMax: 10, Full: true, FullMax: 0}
+	if got, want := plan(o, 10), "paddock: create, no-op up, drift, no-op up --full, destroy; paddock-every-step: create, destroy"; got != want {
+		t.Errorf("10 tenants:\n got %s\nwant %s", got, want)
+	}
+	if got, want := plan(o, 100), "paddock: create, no-op up, drift, no-op up --full, destroy"; got != want {
+		t.Errorf("100 tenants, every-step up to 10:\n got %s\nwant %s", got, want)
+	}
+	o.FullMax = 10
+	if got, want := plan(o, 50), "paddock: create, no-op up, drift, destroy"; got != want {
+		t.Errorf("50 tenants, --full up to 10:\n got %s\nwant %s", got, want)
+	}
+	if got, want := plan(ProvisionOptions{}, 100), "paddock: create, no-op up, drift, destroy; paddock-every-step: create, destroy"; got != want {
+		t.Errorf("a binary without --full, every-step at all sizes:\n got %s\nwant %s", got, want)
+	}
+	if got := strings.Join(paddockArgs(OpNoopFull, "/s"), " "); got != "up --full /s" {
+		t.Errorf("--full no-op: %s", got)
+	}
+
+	// The default is the binary's own, whatever the caller's environment.
+	base := []string{"HOME=/root", "PADDOCK_CHECKPOINTS=final", "PADDOCK_CHECKPOINTS_X=1"}
+	def := strings.Join(paddockEnv(base, []string{"PADDOCK_HOME=/h"}, ToolPaddock, "/e.jsonl"), " ")
+	if def != "HOME=/root PADDOCK_CHECKPOINTS_X=1 PADDOCK_HOME=/h PADDOCK_EVENT_LOG=/e.jsonl" {
+		t.Errorf("the default's environment: %s", def)
+	}
+	every := paddockEnv(base, nil, ToolPaddockEveryStep, "/e.jsonl")
+	if every[len(every)-1] != "PADDOCK_CHECKPOINTS=every-step" || strings.Contains(strings.Join(every, " "), "=final") {
+		t.Errorf("every-step's environment: %v", every)
+	}
+}

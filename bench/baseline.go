@@ -39,9 +39,9 @@ var Issue14Quoted = []QuotedFigure{
 const issue14Source = "quoted from issue 14 (its 2026-11-29 run), not measured by this harness"
 
 // BaselineOf is the "before" of results that replace old: the baseline old
-// carries if it has one, else old's own measurements. Results from before
-// format 4 predate issue 14's work, so the figures the issue quotes for the
-// sizes they lack join them. It is nil when old does not name the binary
+// carries if it has one, else old's own measurements. Results of a binary
+// from before the new default predate issue 14's work, so the figures the
+// issue quotes for the sizes they lack join them. It is nil when old does not name the binary
 // it measured: figures of an unknown binary are no "before".
 func BaselineOf(old *Results) *Baseline {
 	if old == nil {
@@ -60,7 +60,7 @@ func OwnBaseline(old *Results) *Baseline {
 		return nil
 	}
 	b := &Baseline{Paddock: old.Paddock, Date: old.Date, Provision: old.Provision}
-	if old.UpgradedFrom > 0 && old.UpgradedFrom < 4 {
+	if predatesDefault(old.Provision) {
 		for _, q := range Issue14Quoted {
 			if _, ok := b.find(q.Tool, q.Op, q.Tenants); !ok {
 				b.Quoted = append(b.Quoted, q)
@@ -68,6 +68,18 @@ func OwnBaseline(old *Results) *Baseline {
 		}
 	}
 	return b
+}
+
+// predatesDefault says the samples measured a binary from before the
+// crash-safe default that saves the state once (no "paddock" sample once
+// upgraded): the binary issue 14 was measured on.
+func predatesDefault(samples []Sample) bool {
+	for _, s := range samples {
+		if s.Tool == ToolPaddock {
+			return false
+		}
+	}
+	return true
 }
 
 // find is the baseline's figure of tool/op at n tenants, measured or

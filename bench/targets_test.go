@@ -341,3 +341,23 @@ func TestPaddockRunsMeasured(t *testing.T) {
 		t.Errorf("every-step's environment: %v", every)
 	}
 }
+
+// Format-3 results rerendered (so format 4 now) are still the pre-issue
+// binary's: the issue's quoted figures still join them.
+func TestRerenderedFormat3KeepsTheQuotedFigures(t *testing.T) {
+	old := readFormat3(t)
+	file := filepath.Join(t.TempDir(), "results.json")
+	if err := old.WriteJSON(file); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ReadResults(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.UpgradedFrom != ResultsFormat {
+		t.Fatalf("read back in format %d", again.UpgradedFrom)
+	}
+	if b := BaselineOf(again); b == nil || len(b.Quoted) != len(Issue14Quoted) {
+		t.Errorf("baseline of rerendered format-3 results: %+v", b)
+	}
+}

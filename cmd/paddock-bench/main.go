@@ -103,12 +103,15 @@ func run() error {
 	}
 	// The "before" is read now: the first save below replaces the file.
 	var before *bench.Baseline
+	noBefore := "No before/after table: there were no results in -out to replace."
 	if *baseline != "" {
 		if before, err = baselineFrom(*baseline); err != nil {
 			return err
 		}
 	} else if old, err := bench.ReadResults(filepath.Join(*outDir, "results.json")); err == nil {
-		before = bench.BaselineOf(old)
+		if before = bench.BaselineOf(old); before == nil {
+			noBefore = "No before/after table: the results this run replaced did not name the binary they measured, or held no provisioning figures."
+		}
 	} else if !os.IsNotExist(err) {
 		return fmt.Errorf("the results to be replaced: %w (they are the report's \"before\": move them away, or name others with -baseline)", err)
 	}
@@ -180,7 +183,7 @@ func run() error {
 	}
 	save := func() error { return writeResults(res, *outDir) }
 	if before == nil {
-		res.Notes = append(res.Notes, "No before/after table: the results this run replaced (if any) did not name the binary they measured.")
+		res.Notes = append(res.Notes, noBefore)
 	}
 	if !full {
 		res.Notes = append(res.Notes, "The binary measured has no `up --full`: the no-op's Pulumi path was not measured.")

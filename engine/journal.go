@@ -270,7 +270,11 @@ func sayDeadRuns(op, name string, dead []DeadRun) string {
 	if len(dead) > 1 {
 		more = fmt.Sprintf(" and %d more", len(dead)-1)
 	}
-	return fmt.Sprintf("paddock %s: a run of stack %q did not finish (%s%s): converging, then deleting what it left that no state holds and the spec does not declare", op, name, first, more)
+	then := "converging, then deleting what it created that no state holds and the spec does not declare"
+	if op == "destroy" {
+		then = "destroying, then deleting what it created that no state holds"
+	}
+	return fmt.Sprintf("paddock %s: a run of stack %q did not finish (%s%s): %s", op, name, first, more, then)
 }
 
 // declaredObjects names every Kubernetes object p's spec declares.

@@ -69,7 +69,10 @@ func changes(m *map[string]int) map[string]int {
 }
 
 // Up refreshes the stack against the live cluster and converges it on the
-// platform: whatever drifted on objects Paddock owns is put back.
+// platform: whatever drifted on objects Paddock owns is put back. It first
+// waits for the platform's namespaces and CRDs still being deleted, and after
+// a run that did not finish (journal.go) it deletes what that run created
+// that the spec no longer declares (prune.go).
 func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	s, err := e.stack(ctx, p)
 	if err != nil {

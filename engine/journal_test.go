@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddock-platform/paddock/model"
 )
 
 // journalEngine is an engine on a file backend of its own under a fresh
@@ -217,5 +219,66 @@ func TestCheckpointsDefault(t *testing.T) {
 	}
 	if got := New(Options{Checkpoints: CheckpointsFinal}).checkpoints(); got != CheckpointsFinal {
 		t.Errorf("the option does not override the environment: %q", got)
+	}
+}
+
+func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
+	t.Setenv("PADDOCK_HOME", t.TempDir())
+	var out strings.Builder
+	e := New(Options{Backend: "file:///tmp/paddock-journal-a", Out: &out})
+	p := &model.Platform{Name: "fault"} // no kubeconfig: nothing to reach beside Pulumi
+	declared := []ObjectRef{{APIVersion: "v1", Kind: "Namespace", Name: "agents-t1"}}
+	writeRecord(t, e, "fault", runRecord{Op: "up", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now(), Declared: declared})
+	self, err := e.beginRun("up", "fault", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, _ := e.deadRuns("fault")
+	if len(dead) != 1 {
+		t.Fatalf("dead runs = %v", dead)
+	}
+
+	// Another run waits for the lock: what the dead run left may be its
+	// work in progress, so nothing is looked at and the dead record stays.
+	other := writeRecord(t, e, "fault", runRecord{Op: "up", Stack: "fault", PID: os.Getpid(), Host: "another-host.example", Started: time.Now()})
+	if err := e.finishRun(context.Background(), "up", p, "fault", self, dead); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "another run of stack \"fault\" is going on") {
+		t.Errorf("output: %q", out.String())
+	}
+	if left, _ := e.deadRuns("fault"); len(left) != 1 {
+		t.Errorf("the dead run's record went while another run was going on: %v", left)
+	}
+	os.Remove(other)
+
+	// Without a kubeconfig nothing can be pruned: the record stays for a
+	// run that can.
+	out.Reset()
+	self, _ = e.beginRun("up", "fault", nil)
+	if err := e.finishRun(context.Background(), "up", p, "fault", self, dead); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "without a kubeconfig") {
+		t.Errorf("output: %q", out.String())
+	}
+	if left, _ := e.deadRuns("fault"); len(left) != 1 {
+		t.Errorf("the dead run's record went though nothing was pruned: %v", left)
+	}
+	if _, err := os.Stat(self.file); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the finished run kept its record: %v", err)
+	}
+
+	// A dead run that declared nothing (a destroy) leaves nothing to look
+	// for: its record goes.
+	clearRuns(dead)
+	writeRecord(t, e, "fault", runRecord{Op: "destroy", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
+	dead, _ = e.deadRuns("fault")
+	self, _ = e.beginRun("destroy", "fault", nil)
+	if err := e.finishRun(context.Background(), "destroy", p, "fault", self, dead); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := e.deadRuns("fault"); len(left) != 0 {
+		t.Errorf("a dead destroy's record stayed: %v", left)
 	}
 }

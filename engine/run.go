@@ -69,7 +69,10 @@ func changes(m *map[string]int) map[string]int {
 }
 
 // Up refreshes the stack against the live cluster and converges it on the
-// platform: whatever drifted on objects Paddock owns is put back.
+// platform: whatever drifted on objects Paddock owns is put back. It first
+// waits for the platform's namespaces and CRDs still being deleted, and after
+// a run that did not finish (journal.go) it deletes what that run created
+// that the spec no longer declares (prune.go).
 func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	s, err := e.stack(ctx, p)
 	if err != nil {
@@ -80,8 +83,15 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	}
 	start := time.Now()
 	e.prepare("up", s)
+	if err := e.waitTerminating(ctx, "up", p); err != nil {
+		return nil, err
+	}
+	dead, rec, err := e.startRun("up", s.Name(), p)
+	if err != nil {
+		return nil, err
+	}
 	var res auto.UpResult
-	err = e.withLock(ctx, "up", s.Name(), func() error {
+	err = e.journaled(ctx, "up", s.Name(), rec, func() error {
 		if err := e.clearPending(ctx, "up", s); err != nil {
 			return err
 		}
@@ -95,6 +105,9 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	})
 	if err != nil {
 		return nil, opError("up", s.Name(), err)
+	}
+	if err := e.finishRun(ctx, "up", p, s.Name(), rec, dead); err != nil {
+		return nil, err
 	}
 	out := &Result{Stack: s.Name(), Changes: changes(res.Summary.ResourceChanges), Duration: time.Since(start), Outputs: map[string]any{}}
 	for k, v := range res.Outputs {
@@ -140,8 +153,12 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 	}
 	start := time.Now()
 	e.prepare("destroy", s)
+	dead, rec, err := e.startRun("destroy", s.Name(), nil)
+	if err != nil {
+		return nil, err
+	}
 	var res auto.DestroyResult
-	err = e.withLock(ctx, "destroy", s.Name(), func() error {
+	err = e.journaled(ctx, "destroy", s.Name(), rec, func() error {
 		if err := e.clearPending(ctx, "destroy", s); err != nil {
 			return err
 		}
@@ -155,6 +172,9 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 	})
 	if err != nil {
 		return nil, opError("destroy", s.Name(), err)
+	}
+	if err := e.finishRun(ctx, "destroy", p, s.Name(), rec, dead); err != nil {
+		return nil, err
 	}
 	return &Result{Stack: s.Name(), Changes: changes(res.Summary.ResourceChanges), Duration: time.Since(start)}, nil
 }

@@ -53,13 +53,16 @@ type Options struct {
 	// this machine's CPUs, so Pulumi's default (4 per CPU) leaves most of
 	// their time queued.
 	Parallel int
-	// Checkpoints says when Up and Destroy save the state: CheckpointsEveryStep
-	// ("" too) after every resource operation, as Pulumi does, or
-	// CheckpointsFinal once at the end. The file backend rewrites the whole
-	// state each time, so every-step costs time quadratic in the platform's
-	// size; final is linear, but a crash mid-run leaves what it created out of
-	// the state. The next up adopts those objects (creates are server-side
-	// applies) and drift's S05 sweep reports any the spec no longer declares.
+	// Checkpoints says when Up and Destroy save the state: CheckpointsFinal
+	// once at the end (the default: "" means $PADDOCK_CHECKPOINTS, else
+	// final), or CheckpointsEveryStep after every resource operation, as
+	// Pulumi does. The file backend rewrites the whole state each time, so
+	// every-step costs time quadratic in the platform's size; final is
+	// linear. A run killed midway leaves what it created out of the state:
+	// each run keeps a record in the run journal (journal.go) until it
+	// succeeds, and the next up after one that did not adopts what it
+	// created that the spec declares (creates are server-side applies) and
+	// deletes the rest (prune.go); the next destroy deletes all of it.
 	Checkpoints string
 }
 
@@ -69,6 +72,18 @@ const (
 	CheckpointsFinal     = "final"
 	CheckpointsEnv       = "PADDOCK_CHECKPOINTS"
 )
+
+// checkpoints is the checkpoint mode in force: Options.Checkpoints, else
+// $PADDOCK_CHECKPOINTS, else final.
+func (e *Engine) checkpoints() string {
+	if e.opts.Checkpoints != "" {
+		return e.opts.Checkpoints
+	}
+	if v := os.Getenv(CheckpointsEnv); v != "" {
+		return v
+	}
+	return CheckpointsFinal
+}
 
 // DefaultParallel is Options.Parallel's default.
 const DefaultParallel = 32
@@ -241,12 +256,12 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 		env["PULUMI_K8S_ENABLE_PATCH_FORCE"] = "true"
 	}
 
-	switch e.opts.Checkpoints {
-	case "", CheckpointsEveryStep:
+	switch mode := e.checkpoints(); mode {
+	case CheckpointsEveryStep:
 	case CheckpointsFinal:
 		env["PULUMI_SKIP_CHECKPOINTS"] = "true"
 	default:
-		return auto.Stack{}, fmt.Errorf("checkpoints %q: use %s or %s", e.opts.Checkpoints, CheckpointsEveryStep, CheckpointsFinal)
+		return auto.Stack{}, fmt.Errorf("checkpoints %q: use %s (the default) or %s", mode, CheckpointsFinal, CheckpointsEveryStep)
 	}
 
 	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: paths.Home(), SkipVersionCheck: true})

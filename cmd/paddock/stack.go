@@ -25,7 +25,7 @@ type specFlags struct {
 	varFiles   []string
 	projectDir string
 	lockWait   time.Duration
-	// checkpoints is "every-step" or "final" (engine.Options.Checkpoints).
+	// checkpoints is "final" or "every-step" (engine.Options.Checkpoints).
 	checkpoints string
 }
 
@@ -40,7 +40,7 @@ func (f *specFlags) register(cmd *cobra.Command) {
 // registerLockWait adds --lock-wait to the commands that update a stack.
 func (f *specFlags) registerLockWait(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.lockWait, "lock-wait", 0, "when another update holds the stack, wait this long for it (e.g. 10m) instead of failing")
-	cmd.Flags().StringVar(&f.checkpoints, "checkpoints", os.Getenv(engine.CheckpointsEnv), "when the state is saved: every-step (default: after each resource, so a crash loses nothing) or final (once at the end: several times faster on large platforms; a crash leaves created objects out of the state until the next up adopts them) [$"+engine.CheckpointsEnv+"]")
+	cmd.Flags().StringVar(&f.checkpoints, "checkpoints", os.Getenv(engine.CheckpointsEnv), "when the state is saved: final (default: once at the end, linear in the platform's size; a run that dies midway is found in the run journal, and the next up adopts what it created that the spec declares and deletes the rest) or every-step (after each resource, as Pulumi does: quadratic on the file backend) [$"+engine.CheckpointsEnv+"]")
 }
 
 func (f *specFlags) engine(out io.Writer) *engine.Engine {

@@ -243,14 +243,27 @@ func declaredKeys(t *testing.T, dir string) map[string]bool {
 // its update — timed from the engine's first create or delete, read from its
 // event log, so every kill lands in real work — either the paddock process
 // alone (its Pulumi CLI runs on) or its whole process group (a CI runner's
-// timeout), while it creates or deletes whole tenants. Each trial records
-// what the kill interrupted and left (lock, pending operations, provider
-// plugins, objects the state does not hold) and what the next up did about
-// it; that up must converge on the spec with nothing orphaned. The seeded
-// set must take each recovery path at least twice; the per-trial table is
-// in the test log. PADDOCK_FAULT_SEED and PADDOCK_FAULT_TRIALS replay or
-// extend it.
+// timeout), while it creates or deletes whole tenants, on the default final
+// checkpoints. Each trial records what the kill interrupted and left (lock,
+// run record, provider plugins, objects the state does not hold) and what the
+// next up did about it; that up must converge on the spec with nothing
+// orphaned and nothing declared missing. Each trial's up goes to the other
+// spec than the stack is on; every second time it goes to the large one, the
+// recovering up goes back to the small one, so what the dead run created
+// must be pruned rather than adopted. The seeded set must take each recovery
+// path at least twice; the per-trial table is in the test log.
+// PADDOCK_FAULT_SEED and PADDOCK_FAULT_TRIALS replay or extend it.
 func TestFaultKillUp(t *testing.T) {
+	faultKillUp(t, nil, finalRecoveryPaths)
+}
+
+// TestFaultKillUpEveryStep runs the same trials on Pulumi's every-step
+// checkpoints, where a dead update leaves pending operations in the state.
+func TestFaultKillUpEveryStep(t *testing.T) {
+	faultKillUp(t, []string{engine.CheckpointsEnv + "=" + engine.CheckpointsEveryStep}, everyStepRecoveryPaths)
+}
+
+func faultKillUp(t *testing.T, modeEnv []string, required []string) {
 	e := live
 	seed := uint64(20261201)
 	if s := os.Getenv("PADDOCK_FAULT_SEED"); s != "" {
@@ -269,31 +282,37 @@ func TestFaultKillUp(t *testing.T) {
 		trials = v
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
-	t.Logf("seed %d, %d trials (replay with PADDOCK_FAULT_SEED=%d)", seed, trials, seed)
+	t.Logf("seed %d, %d trials, %v (replay with PADDOCK_FAULT_SEED=%d)", seed, trials, modeEnv, seed)
 
 	small, large := faultSpecs(t, 1, 3)
-	e.mustPaddock(t, "up", small)
-	defer e.destroyAndWait(t, nil, faultNamespaces(3), small)
+	e.runOK(t, modeEnv, "up", small)
+	defer e.destroyAndWait(t, modeEnv, faultNamespaces(3), small)
 
 	var records []trialRecord
-	defer func() { t.Logf("fault trials (seed %d):%s", seed, faultTable(records)) }()
+	defer func() { t.Logf("fault trials (seed %d, %v):%s", seed, modeEnv, faultTable(records)) }()
 	logs := t.TempDir()
+	current, toLarge := small, 0
 	for i := 0; i < trials; i++ {
-		spec := large
-		if i%2 == 1 {
-			spec = small
+		spec, back := large, large
+		if current == large {
+			spec, back = small, small
+		} else {
+			toLarge++
+			if toLarge%2 == 0 {
+				back = small // what the dead run created is no longer declared
+			}
 		}
 		// Up to 3s into the update: past its first change, well before
 		// the last of two tenants' objects.
 		delay := time.Duration(rng.IntN(3000)) * time.Millisecond
 		group := rng.IntN(3) != 0
-		rec := trialRecord{N: i + 1, Spec: filepath.Base(spec), Kill: "paddock alone"}
+		rec := trialRecord{N: i + 1, Spec: filepath.Base(spec) + " → " + filepath.Base(back), Kill: "paddock alone"}
 		if group {
 			rec.Kill = "process group"
 		}
 
 		events := filepath.Join(logs, fmt.Sprintf("trial-%d.events.jsonl", i+1))
-		run := e.startPaddock(t, []string{"PADDOCK_EVENT_LOG=" + events}, "up", spec)
+		run := e.startPaddock(t, append([]string{"PADDOCK_EVENT_LOG=" + events}, modeEnv...), "up", spec)
 		first, err, changing := waitForChange(t, events, run.done, 5*time.Minute)
 		if !changing {
 			t.Fatalf("trial %d: up ended (%v) before its first create or delete:\n%s", i+1, err, tail(run.out.String(), 20))
@@ -328,13 +347,14 @@ func TestFaultKillUp(t *testing.T) {
 		if ranOn := waitGroupGone(t, pid, 5*time.Minute); !group {
 			rec.Interrupted += fmt.Sprintf("; its CLI ran on %.1fs", ranOn.Seconds())
 		}
-		rec.Left = e.leftBehind(t, faultPlatform, faultPlatform, spec)
+		rec.Left = e.leftBehind(t, faultPlatform, faultPlatform, back)
 		t.Logf("trial %d: up %s, SIGKILL to %s %s; interrupted %s; left %s", rec.N, rec.Spec, rec.Kill, rec.Trigger, rec.Interrupted, rec.Left)
 
 		// The next up recovers and converges; a CLI the kill orphaned may
 		// still hold the lock for a moment, which --lock-wait rides out.
-		r := e.runPaddock(t, nil, "up", spec, "--lock-wait", "2m")
+		r := e.runPaddock(t, modeEnv, "up", back, "--lock-wait", "2m")
 		rec.Recovered = recoveredBy(r.stdout+r.stderr, rec.Left)
+		rec.Took = r.took
 		records = append(records, rec)
 		if r.code != 0 {
 			t.Fatalf("trial %d: the up after the kill failed (exit %d):\n%s\n%s", i+1, r.code, r.stdout, tail(r.stderr, 30))
@@ -342,7 +362,11 @@ func TestFaultKillUp(t *testing.T) {
 		if !strings.Contains(r.stdout, "paddock up: ") {
 			t.Fatalf("trial %d: no summary line:\n%s", i+1, r.stdout)
 		}
-		assertConverged(t, e, faultPlatform, faultPlatform, spec)
+		current = back
+		assertConverged(t, e, faultPlatform, faultPlatform, back)
+		if runs := e.journal(t, faultPlatform); len(runs) > 0 {
+			t.Errorf("trial %d: run records left after the recovering up: %v", i+1, runs)
+		}
 		if left := leftoverPlugins(t, e); len(left) > 0 {
 			t.Errorf("trial %d: provider plugins left running after the recovering up: %v", i+1, left)
 		}
@@ -352,10 +376,121 @@ func TestFaultKillUp(t *testing.T) {
 	}
 
 	cov := coverage(records)
-	for _, p := range recoveryPaths {
+	for _, p := range required {
 		if cov[p] < 2 {
 			t.Errorf("seed %d: %d of %d trials took the recovery path %q, want at least 2: the seeded kills do not exercise it (pick another PADDOCK_FAULT_SEED or more PADDOCK_FAULT_TRIALS)", seed, cov[p], trials, p)
 		}
+	}
+}
+
+// runOK runs paddock and fails the test on a non-zero exit.
+func (e *env) runOK(t *testing.T, extraEnv []string, args ...string) run {
+	t.Helper()
+	r := e.runPaddock(t, extraEnv, args...)
+	if r.code != 0 {
+		t.Fatalf("paddock %s: exit %d\n%s\n%s", strings.Join(args, " "), r.code, r.stdout, tail(r.stderr, 30))
+	}
+	return r
+}
+
+// journal lists the run records of stack in the isolated home, whatever
+// the backend.
+func (e *env) journal(t *testing.T, stack string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(e.home, "runs", "*", stack, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestFaultKillDestroy kills `paddock destroy` (its whole process group)
+// while it deletes the tenants, twice. After each kill the state must still
+// hold every object still in the cluster; the up after the first kill must
+// converge (waiting for the namespaces the kill left being deleted); the
+// destroy after the second must leave nothing labelled as the platform's and
+// an empty state. The kill is timed from the cluster (the first tenant
+// namespace being deleted), not from the engine, so it holds whatever path
+// destroy takes.
+func TestFaultKillDestroy(t *testing.T) {
+	e := live
+	_, large := faultSpecs(t, 1, 3)
+	e.runOK(t, nil, "up", large)
+	defer e.destroyAndWait(t, nil, faultNamespaces(3), large)
+	rng := rand.New(rand.NewPCG(20261202, 7))
+
+	killDestroy := func(round int) {
+		t.Helper()
+		run := e.startPaddock(t, nil, "destroy", large)
+		start := time.Now()
+		deleting := ""
+		for deleting == "" {
+			for _, ns := range faultNamespaces(3) {
+				n, err := e.kube.CoreV1().Namespaces().Get(ctxTimeout(5*time.Second), ns, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) || (err == nil && n.DeletionTimestamp != nil) {
+					deleting = ns
+					break
+				}
+			}
+			select {
+			case err := <-run.done:
+				t.Fatalf("round %d: destroy ended (%v) before it deleted a tenant namespace:\n%s", round, err, tail(run.out.String(), 20))
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Since(start) > 5*time.Minute {
+				t.Fatalf("round %d: destroy deleted no tenant namespace within 5m", round)
+			}
+		}
+		delay := time.Duration(rng.IntN(500)) * time.Millisecond
+		pid := run.cmd.Process.Pid
+		select {
+		case err := <-run.done:
+			t.Logf("round %d: destroy finished (%v) before the kill", round, err)
+		case <-time.After(delay):
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			<-run.done
+		}
+		waitGroupGone(t, pid, 2*time.Minute)
+		inStack, _, err := e.engineFor().Inventory(faultPlatform)
+		if err != nil {
+			t.Fatalf("round %d: the state after the kill: %v", round, err)
+		}
+		labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, faultPlatform)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orphans, _ := drift.Orphans(labelled, inStack)
+		for _, o := range orphans {
+			t.Errorf("round %d: %s %s/%s is in the cluster but the killed destroy dropped it from the state", round, o.Kind, o.Namespace, o.Name)
+		}
+		t.Logf("round %d: SIGKILL %.1fs after %s was being deleted (+%s); the state holds %d objects, the cluster %d labelled, %d run record(s)",
+			round, time.Since(start).Seconds(), deleting, delay, len(inStack), len(labelled), len(e.journal(t, faultPlatform)))
+	}
+
+	killDestroy(1)
+	r := e.runOK(t, nil, "up", large, "--lock-wait", "2m")
+	t.Logf("up after the first kill: %s\n%s", r.took, tail(r.stdout, 8))
+	assertConverged(t, e, faultPlatform, faultPlatform, large)
+	if runs := e.journal(t, faultPlatform); len(runs) > 0 {
+		t.Errorf("run records left after the recovering up: %v", runs)
+	}
+
+	killDestroy(2)
+	r = e.runOK(t, nil, "destroy", large, "--lock-wait", "2m")
+	t.Logf("destroy after the second kill: %s\n%s", r.took, tail(r.stdout, 8))
+	eventually(t, "nothing labelled as the platform's", 3*time.Minute, func() error {
+		labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, faultPlatform)
+		if err == nil && len(labelled) > 0 {
+			err = fmt.Errorf("%d labelled object(s) left, e.g. %s", len(labelled), labelled[0])
+		}
+		return err
+	})
+	inStack, pending, err := e.engineFor().Inventory(faultPlatform)
+	if err != nil || len(inStack) > 0 || len(pending) > 0 {
+		t.Errorf("the state after destroy: %d objects, %d pending (%v), want it empty", len(inStack), len(pending), err)
+	}
+	if runs := e.journal(t, faultPlatform); len(runs) > 0 {
+		t.Errorf("run records left after the destroy: %v", runs)
 	}
 }
 

@@ -169,6 +169,7 @@ type trialRecord struct {
 	Interrupted string
 	Left        leftBehind
 	Recovered   []string
+	Took        time.Duration // the recovering up
 }
 
 // leftBehind is what a killed update left, read right after the kill.
@@ -215,11 +216,18 @@ func (l leftBehind) String() string {
 const (
 	pathStaleLock = "stale lock removed"
 	pathPending   = "pending operations cleared"
+	pathDeadRun   = "dead run found in the journal"
 	pathPlugins   = "orphaned plugins stopped"
 	pathAdopted   = "objects not in state adopted"
+	pathPruned    = "undeclared objects pruned"
 )
 
-var recoveryPaths = []string{pathStaleLock, pathPending, pathPlugins, pathAdopted}
+// The paths each checkpoint mode must take: final checkpoints leave no
+// pending operation (the state is saved at the end), every-step ones do.
+var (
+	finalRecoveryPaths     = []string{pathStaleLock, pathDeadRun, pathPlugins, pathAdopted, pathPruned}
+	everyStepRecoveryPaths = []string{pathStaleLock, pathPending, pathPlugins, pathAdopted}
+)
 
 // recoveredBy reads, from the recovering up's output and what was left, the
 // recovery paths it took.
@@ -231,13 +239,19 @@ func recoveredBy(out string, left leftBehind) []string {
 	if strings.Contains(out, "was interrupted; clearing") {
 		paths = append(paths, pathPending)
 	}
+	if strings.Contains(out, "did not finish") {
+		paths = append(paths, pathDeadRun)
+	}
 	if strings.Contains(out, "left running by a dead update") {
 		paths = append(paths, pathPlugins)
 	}
 	if left.NotInState > 0 {
 		paths = append(paths, pathAdopted)
 	}
-	if left.Undeclared > 0 {
+	if strings.Contains(out, "undeclared object(s) left by a dead run") {
+		paths = append(paths, pathPruned)
+	} else if left.Undeclared > 0 {
+		// Pulumi deleted them itself: a CLI that ran on recorded them.
 		paths = append(paths, "undeclared objects finished deleting")
 	}
 	if left.NotInCluster > 0 {
@@ -246,19 +260,22 @@ func recoveredBy(out string, left leftBehind) []string {
 	if strings.Contains(out, "is locked by another update; waiting") {
 		paths = append(paths, "waited for the orphaned CLI")
 	}
+	if strings.Contains(out, "still being deleted") {
+		paths = append(paths, "waited for namespaces being deleted")
+	}
 	return paths
 }
 
 // faultTable renders the per-trial table for the test log.
 func faultTable(records []trialRecord) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| # | up to | SIGKILL to | timed from | interrupted | left | recovered by |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| # | up to → recovered to | SIGKILL to | timed from | interrupted | left | recovered by | recovery took |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range records {
 		rec := strings.Join(r.Recovered, ", ")
 		if rec == "" {
 			rec = "nothing to recover"
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", r.N, r.Spec, r.Kill, r.Trigger, r.Interrupted, r.Left, rec)
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %.1fs |\n", r.N, r.Spec, r.Kill, r.Trigger, r.Interrupted, r.Left, rec, r.Took.Seconds())
 	}
 	return b.String()
 }

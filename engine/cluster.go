@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/paddock-platform/paddock/model"
+)
+
+// clusterClients reach the platform's cluster directly, for what the engine
+// does beside Pulumi: waiting for objects still being deleted, and deleting
+// what a dead run left.
+type clusterClients struct {
+	kube   kubernetes.Interface
+	dyn    dynamic.Interface
+	disco  discovery.DiscoveryInterface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+}
+
+// errNoKubeconfig: the platform's cluster is only known to its program (a
+// GKE cluster it creates), so nothing can be done on it beside Pulumi.
+var errNoKubeconfig = errors.New("the platform's target has no kubeconfig")
+
+// clientsFor builds clients for p's target from its kubeconfig and context,
+// as the target was resolved (targets.Resolve). The rate limit is raised: a
+// delete or wait touches every object of a platform, and client-go's default
+// of 5 requests a second would queue them for minutes.
+func clientsFor(p *model.Platform) (*clusterClients, error) {
+	if p.Target.Kubeconfig == "" {
+		return nil, errNoKubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: p.Target.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: p.Target.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", p.Target.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.WarningHandler = rest.NoWarnings{}
+	return clientsFromConfig(cfg)
+}
+
+func clientsFromConfig(cfg *rest.Config) (*clusterClients, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newClusterClients(kube, dyn), nil
+}
+
+func newClusterClients(kube kubernetes.Interface, dyn dynamic.Interface) *clusterClients {
+	disco := kube.Discovery()
+	return &clusterClients{kube: kube, dyn: dyn, disco: disco,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
+}

@@ -61,6 +61,9 @@ type Options struct {
 	// the state. The next up adopts those objects (creates are server-side
 	// applies) and drift's S05 sweep reports any the spec no longer declares.
 	Checkpoints string
+	// Full makes Up and Drift always go through the Pulumi engine, never the
+	// fast comparison of the live cluster (fast.go).
+	Full bool
 }
 
 // Checkpoint modes, and the environment variable that sets the default.

@@ -27,6 +27,8 @@ type specFlags struct {
 	lockWait   time.Duration
 	// checkpoints is "every-step" or "final" (engine.Options.Checkpoints).
 	checkpoints string
+	// full forces the Pulumi engine on up and drift (engine.Options.Full).
+	full bool
 }
 
 func (f *specFlags) register(cmd *cobra.Command) {
@@ -43,8 +45,13 @@ func (f *specFlags) registerLockWait(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.checkpoints, "checkpoints", os.Getenv(engine.CheckpointsEnv), "when the state is saved: every-step (default: after each resource, so a crash loses nothing) or final (once at the end: several times faster on large platforms; a crash leaves created objects out of the state until the next up adopts them) [$"+engine.CheckpointsEnv+"]")
 }
 
+// registerFull adds --full to the commands with a fast path (up, drift).
+func (f *specFlags) registerFull(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.full, "full", false, "always run the Pulumi engine (refresh and diff every resource) instead of comparing the live cluster directly when the spec has not changed")
+}
+
 func (f *specFlags) engine(out io.Writer) *engine.Engine {
-	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait, Checkpoints: f.checkpoints})
+	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait, Checkpoints: f.checkpoints, Full: f.full})
 }
 
 // loadSpec decodes the spec in dir (a directory of .hcl files or one file),
@@ -89,6 +96,7 @@ func newUpCmd() *cobra.Command {
 	}
 	f.register(cmd)
 	f.registerLockWait(cmd)
+	f.registerFull(cmd)
 	return cmd
 }
 

@@ -276,7 +276,7 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 			return nil, nil, "a secret of the state does not decrypt: " + oneLine(err)
 		}
 		want := markSecrets(normalizeInputs(o.desired.Object), sensitive)
-		if !inputsEqual(want, recordedInputs(inputs.(map[string]any))) {
+		if !inputsEqual(want, normalizeInputs(recordedInputs(inputs.(map[string]any)))) {
 			return nil, nil, "the spec changed " + describeKey(key) + " since the last up"
 		}
 	}

@@ -153,9 +153,9 @@ func TestPassphraseCrypter(t *testing.T) {
 // --- the live comparison, on a fake cluster ---
 
 var (
-	nsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	npGVR  = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}
-	cmGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	nsGVR      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	npGVR      = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}
+	cmGVR      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	testLabels = map[string]any{model.PlatformLabel: "demo"}
 )
 

@@ -275,7 +275,7 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 		if err != nil {
 			return nil, nil, "a secret of the state does not decrypt: " + oneLine(err)
 		}
-		want := markSecrets(normalizeInputs(o.desired.Object), sensitive)
+		want := markSecrets(normalizeInputs(recordedInputs(o.desired.Object)), sensitive)
 		if !inputsEqual(want, normalizeInputs(recordedInputs(inputs.(map[string]any)))) {
 			return nil, nil, "the spec changed " + describeKey(key) + " since the last up"
 		}
@@ -314,11 +314,11 @@ func providerChanged(ctx context.Context, r *stateResource, p *model.Platform, n
 }
 
 // recordedInputs drops what the provider adds to the inputs it records
-// beyond the program's own.
+// beyond the program's own, and the status, which no apply sets.
 func recordedInputs(in map[string]any) map[string]any {
 	out := make(map[string]any, len(in))
 	for k, v := range in {
-		if strings.HasPrefix(k, "__") {
+		if strings.HasPrefix(k, "__") || k == "status" {
 			continue
 		}
 		out[k] = v
@@ -600,12 +600,7 @@ func compareDeclared(declared, live map[string]any, recorded map[string]any) []d
 				out = append(out, field(path, d, l, recorded))
 				return
 			}
-			keys := make([]string, 0, len(dv))
-			for k := range dv {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range sortedKeys(dv) {
 				if dv[k] == nil {
 					continue
 				}
@@ -630,8 +625,23 @@ func compareDeclared(declared, live map[string]any, recorded map[string]any) []d
 			}
 		}
 	}
-	walk(nil, declared, live, true)
+	for _, k := range sortedKeys(declared) {
+		if k == "status" || declared[k] == nil {
+			continue // the cluster's to write, never applied
+		}
+		lv, ok := live[k]
+		walk(resource.PropertyPath{k}, declared[k], lv, ok)
+	}
 	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // field is one differing field as the report shows it: JSON values, and

@@ -303,7 +303,7 @@ func TestFieldManager(t *testing.T) {
 
 // fakeStack writes a file-backend state for p as `up` would leave it, and
 // returns an engine on that backend and the state file.
-func fakeStack(t *testing.T, p *model.Platform, edit func(res []map[string]any) []map[string]any) (*Engine, string) {
+func fakeStack(t testing.TB, p *model.Platform, edit func(res []map[string]any) []map[string]any) (*Engine, string) {
 	t.Helper()
 	root := t.TempDir()
 	t.Setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
@@ -347,7 +347,7 @@ func fakeStack(t *testing.T, p *model.Platform, edit func(res []map[string]any) 
 	return e, file
 }
 
-func localPlatform(t *testing.T) *model.Platform {
+func localPlatform(t testing.TB) *model.Platform {
 	t.Helper()
 	var report bytes.Buffer
 	p, err := specload.Load("../examples/local", specload.Options{}, &report)
@@ -484,3 +484,17 @@ func rewrite(t *testing.T, file string, edit func(cp map[string]any)) {
 }
 
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// BenchmarkFastPlan is the fast path's work before the cluster: read and
+// decode the state, build the spec's objects and compare them with the
+// recorded inputs (examples/local, one tenant).
+func BenchmarkFastPlan(b *testing.B) {
+	p := localPlatform(b)
+	e, _ := fakeStack(b, p, nil)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, reason := e.fastPlan(context.Background(), p, "s"); reason != "" {
+			b.Fatal(reason)
+		}
+	}
+}

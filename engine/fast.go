@@ -275,8 +275,8 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 		if err != nil {
 			return nil, nil, "a secret of the state does not decrypt: " + oneLine(err)
 		}
-		want := markSecrets(normalizeInputs(recordedInputs(o.desired.Object)), sensitive)
-		if !inputsEqual(want, normalizeInputs(recordedInputs(inputs.(map[string]any)))) {
+		want := markSecrets(comparableInputs(o.desired.Object), sensitive)
+		if !inputsEqual(want, comparableInputs(inputs.(map[string]any))) {
 			return nil, nil, "the spec changed " + describeKey(key) + " since the last up"
 		}
 	}
@@ -313,9 +313,12 @@ func providerChanged(ctx context.Context, r *stateResource, p *model.Platform, n
 	return ""
 }
 
-// recordedInputs drops what the provider adds to the inputs it records
-// beyond the program's own, and the status, which no apply sets.
-func recordedInputs(in map[string]any) map[string]any {
+// comparableInputs is an object's inputs in the form both the program's
+// and the state's compare in: what the provider drops from the inputs it
+// records (read-only metadata, a CRD's status and preserveUnknownFields:
+// false) dropped, as are its own "__" keys, the status no apply sets, and
+// null values.
+func comparableInputs(in map[string]any) map[string]any {
 	out := make(map[string]any, len(in))
 	for k, v := range in {
 		if strings.HasPrefix(k, "__") || k == "status" {
@@ -323,7 +326,27 @@ func recordedInputs(in map[string]any) map[string]any {
 		}
 		out[k] = v
 	}
-	return out
+	if md, ok := out["metadata"].(map[string]any); ok {
+		c := make(map[string]any, len(md))
+		for k, v := range md {
+			switch k {
+			case "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp", "generation", "managedFields", "resourceVersion", "uid":
+				continue
+			}
+			c[k] = v
+		}
+		out["metadata"] = c
+	}
+	if spec, ok := out["spec"].(map[string]any); ok && out["kind"] == "CustomResourceDefinition" && spec["preserveUnknownFields"] == false {
+		c := make(map[string]any, len(spec))
+		for k, v := range spec {
+			if k != "preserveUnknownFields" {
+				c[k] = v
+			}
+		}
+		out["spec"] = c
+	}
+	return normalizeInputs(out).(map[string]any)
 }
 
 // normalizeInputs is an object as the program registers it (k8sres.toInput):
@@ -391,10 +414,47 @@ func markSecrets(v any, sensitive []string) any {
 	return v
 }
 
-// inputsEqual compares declared inputs with recorded ones exactly, secrets
-// included (a value that became secret, or stopped being one, differs).
-func inputsEqual(a, b any) bool {
-	return reflect.DeepEqual(a, b)
+// inputsEqual compares declared inputs with recorded ones: the same keys
+// and elements, leaves equal as Kubernetes means them (the provider records
+// known kinds after a round trip through their Go types, which may rewrite
+// a quantity's "1000m" as "1"), and secrets where secrets were (a value that
+// became secret, or stopped being one, differs).
+func inputsEqual(a, b any) bool { return inputsEqualIn(a, b, false) }
+
+func inputsEqualIn(a, b any, quantities bool) bool {
+	switch x := a.(type) {
+	case secret:
+		y, ok := b.(secret)
+		return ok && inputsEqualIn(x.value, y.value, quantities)
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !inputsEqualIn(v, w, quantities || quantityField[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !inputsEqualIn(x[i], y[i], quantities) {
+				return false
+			}
+		}
+		return true
+	}
+	switch b.(type) {
+	case secret, map[string]any, []any:
+		return false
+	}
+	return scalarEqual(a, b, quantities)
 }
 
 // compareLive reads the live platform with one LIST per kind, compares the
@@ -585,8 +645,8 @@ func sameObject(a, b map[string]any) bool {
 // recorded (the state's inputs) tells which values are secret.
 func compareDeclared(declared, live map[string]any, recorded map[string]any) []drift.Field {
 	var out []drift.Field
-	var walk func(path resource.PropertyPath, d, l any, lok bool)
-	walk = func(path resource.PropertyPath, d, l any, lok bool) {
+	var walk func(path resource.PropertyPath, d, l any, lok, quantities bool)
+	walk = func(path resource.PropertyPath, d, l any, lok, quantities bool) {
 		switch dv := d.(type) {
 		case map[string]any:
 			lm, _ := l.(map[string]any)
@@ -605,7 +665,7 @@ func compareDeclared(declared, live map[string]any, recorded map[string]any) []d
 					continue
 				}
 				lv, ok := lm[k]
-				walk(append(append(resource.PropertyPath{}, path...), k), dv[k], lv, ok)
+				walk(append(append(resource.PropertyPath{}, path...), k), dv[k], lv, ok, quantities || quantityField[k])
 			}
 		case []any:
 			la, isArr := l.([]any)
@@ -617,10 +677,10 @@ func compareDeclared(declared, live map[string]any, recorded map[string]any) []d
 				return
 			}
 			for i := range dv {
-				walk(append(append(resource.PropertyPath{}, path...), i), dv[i], la[i], true)
+				walk(append(append(resource.PropertyPath{}, path...), i), dv[i], la[i], true, quantities)
 			}
 		default:
-			if !lok || !scalarEqual(d, l) {
+			if !lok || !scalarEqual(d, l, quantities) {
 				out = append(out, field(path, d, l, recorded))
 			}
 		}
@@ -630,7 +690,7 @@ func compareDeclared(declared, live map[string]any, recorded map[string]any) []d
 			continue // the cluster's to write, never applied
 		}
 		lv, ok := live[k]
-		walk(resource.PropertyPath{k}, declared[k], lv, ok)
+		walk(resource.PropertyPath{k}, declared[k], lv, ok, false)
 	}
 	return out
 }
@@ -664,12 +724,16 @@ func jsonValue(v any) any {
 }
 
 // scalarEqual compares two leaf values as Kubernetes means them: numbers by
-// value whatever their Go type, and quantities by amount ("1Gi" and
-// "1073741824", "500m" and "0.5").
-func scalarEqual(d, l any) bool {
+// value whatever their Go type, and, in a field that holds quantities,
+// quantities by amount ("1Gi" and "1073741824", "500m" and "0.5"). Elsewhere
+// strings compare exactly: a label "1.0" changed to "1" is drift.
+func scalarEqual(d, l any, quantities bool) bool {
 	d, l = jsonNumber(d), jsonNumber(l)
 	if reflect.DeepEqual(d, l) {
 		return true
+	}
+	if !quantities {
+		return false
 	}
 	ds, dok := quantityText(d)
 	ls, lok := quantityText(l)
@@ -679,6 +743,15 @@ func scalarEqual(d, l any) bool {
 	dq, err1 := apiresource.ParseQuantity(ds)
 	lq, err2 := apiresource.ParseQuantity(ls)
 	return err1 == nil && err2 == nil && dq.Cmp(lq) == 0
+}
+
+// quantityField are the keys under which Kubernetes objects hold quantities
+// (resource requests and limits, quota, limit ranges, runtime class
+// overhead, volume sizes).
+var quantityField = map[string]bool{
+	"requests": true, "limits": true, "hard": true, "used": true, "default": true, "defaultRequest": true,
+	"max": true, "min": true, "maxLimitRequestRatio": true, "podFixed": true, "capacity": true,
+	"allocatable": true, "sizeLimit": true, "storage": true,
 }
 
 // quantityText is a leaf that may be a quantity, as text.

@@ -31,7 +31,7 @@ func TestCompareDeclaredNormalises(t *testing.T) {
 		"spec": map[string]any{
 			"hard":     map[string]any{"requests.memory": "1Gi", "requests.cpu": "500m"},
 			"replicas": int64(2),
-			"ratio":    0.5,
+			"ratio":    int32(3),
 			"empty":    map[string]any{},
 			"none":     []any{},
 		},
@@ -42,7 +42,7 @@ func TestCompareDeclaredNormalises(t *testing.T) {
 		"spec": map[string]any{
 			"hard":     map[string]any{"requests.memory": "1073741824", "requests.cpu": "0.5", "pods": "10"},
 			"replicas": float64(2),
-			"ratio":    "0.5",
+			"ratio":    float64(3),
 			"other":    "the cluster's own field",
 		},
 		"status": map[string]any{"ready": true},
@@ -83,6 +83,24 @@ func TestCompareDeclaredChangedAndRemovedFields(t *testing.T) {
 		if got[p] != w {
 			t.Errorf("%s: %v, want %v", p, got[p], w)
 		}
+	}
+}
+
+// Outside the fields that hold quantities, strings compare exactly.
+func TestCompareDeclaredQuantitiesOnlyWhereKubernetesHasThem(t *testing.T) {
+	declared := map[string]any{"metadata": map[string]any{"labels": map[string]any{"version": "1.0"}}}
+	live := map[string]any{"metadata": map[string]any{"labels": map[string]any{"version": "1"}}}
+	if d := compareDeclared(declared, live, nil); len(d) != 1 || d[0].Path != "metadata.labels.version" {
+		t.Fatalf("a label changed from 1.0 to 1: %+v", d)
+	}
+	if !inputsEqual(map[string]any{"hard": map[string]any{"cpu": "1000m"}}, map[string]any{"hard": map[string]any{"cpu": "1"}}) {
+		t.Error("the provider's canonical quantity taken for a spec change")
+	}
+	if inputsEqual(map[string]any{"labels": map[string]any{"v": "1.0"}}, map[string]any{"labels": map[string]any{"v": "1"}}) {
+		t.Error("a changed label taken for the same input")
+	}
+	if inputsEqual(map[string]any{"a": secret{"x"}}, map[string]any{"a": "x"}) {
+		t.Error("a value that stopped being secret taken for the same input")
 	}
 }
 

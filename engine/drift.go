@@ -27,6 +27,9 @@ import (
 // yet. The stack must exist. The sweep of objects outside the stack is
 // drift.Sweep's.
 func (e *Engine) Drift(ctx context.Context, p *model.Platform) (*drift.Report, error) {
+	if rep := e.fastDrift(ctx, p); rep != nil {
+		return rep, nil
+	}
 	s, err := e.open(ctx, e.stackName(p), e.programFor(p), false)
 	if err != nil {
 		return nil, err

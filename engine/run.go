@@ -22,6 +22,8 @@ type Result struct {
 	Changes  map[string]int // op -> count ("create", "update", "delete", "same", ...)
 	Duration time.Duration
 	Outputs  map[string]any
+	// Message replaces the change counts in Summary when set (a fast no-op up).
+	Message string
 }
 
 // Changed counts every operation that touched the cluster.
@@ -37,6 +39,9 @@ func (r *Result) Changed() int {
 
 // Summary is one line: "2 created, 1 updated, 14 unchanged in 8.1s".
 func (r *Result) Summary() string {
+	if r.Message != "" {
+		return r.Message
+	}
 	names := map[string]string{"create": "created", "update": "updated", "delete": "deleted", "replace": "replaced", "same": "unchanged"}
 	var ops []string
 	for op := range r.Changes {
@@ -74,6 +79,9 @@ func changes(m *map[string]int) map[string]int {
 // a run that did not finish (journal.go) it deletes what that run created
 // that the spec no longer declares (prune.go).
 func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
+	if res := e.fastUp(ctx, p); res != nil {
+		return res, nil
+	}
 	s, err := e.stack(ctx, p)
 	if err != nil {
 		return nil, err

@@ -64,6 +64,9 @@ type Options struct {
 	// created that the spec declares (creates are server-side applies) and
 	// deletes the rest (prune.go); the next destroy deletes all of it.
 	Checkpoints string
+	// Full makes Up and Drift always go through the Pulumi engine, never the
+	// fast comparison of the live cluster (fast.go).
+	Full bool
 }
 
 // Checkpoint modes, and the environment variable that sets the default.

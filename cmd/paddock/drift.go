@@ -21,9 +21,12 @@ func newDriftCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "drift [SPEC]",
 		Short: "Compare the live platform with its stack and report every difference (changes nothing)",
-		Long: `Drift refreshes the stack against the live cluster in preview mode (the state is
-not written) and reports each resource of the stack that differs: the changed field
-paths with the declared and the live value, or that the object was deleted. It then
+		Long: `Drift compares the live cluster with the stack (the state is not written) and
+reports each resource of the stack that differs: the changed field paths with the
+declared and the live value, or that the object was deleted. When the spec is what the
+stack last applied, it reads the live objects directly (one LIST per kind, a
+server-side-apply dry-run for each suspect); otherwise, or with --full, it refreshes
+the stack in preview mode through the Pulumi engine. It then
 sweeps the cluster for objects outside the stack that weaken the platform: bindings
 that give the agent identity rights (S01), network policies in tenant namespaces that
 open all egress (S02) or that Paddock did not create (S03), pods in tenant namespaces
@@ -102,6 +105,7 @@ Formats: text (default), json, markdown (for CI job summaries and PR comments).`
 		},
 	}
 	f.register(cmd)
+	f.registerFull(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output: text, json or markdown")
 	cmd.Flags().BoolVar(&noSweep, "no-sweep", false, "compare the stack only; skip the sweep of objects outside it")
 	return cmd

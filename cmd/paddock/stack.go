@@ -27,6 +27,8 @@ type specFlags struct {
 	lockWait   time.Duration
 	// checkpoints is "final" or "every-step" (engine.Options.Checkpoints).
 	checkpoints string
+	// full forces the Pulumi engine on up and drift (engine.Options.Full).
+	full bool
 }
 
 func (f *specFlags) register(cmd *cobra.Command) {
@@ -43,8 +45,13 @@ func (f *specFlags) registerLockWait(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.checkpoints, "checkpoints", os.Getenv(engine.CheckpointsEnv), "when the state is saved: final (default: once at the end, linear in the platform's size; a run that dies midway is found in the run journal, and the next up adopts what it created that the spec declares and deletes the rest) or every-step (after each resource, as Pulumi does: quadratic on the file backend) [$"+engine.CheckpointsEnv+"]")
 }
 
+// registerFull adds --full to the commands with a fast path (up, drift).
+func (f *specFlags) registerFull(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.full, "full", false, "always run the Pulumi engine (refresh and diff every resource) instead of comparing the live cluster directly when the spec has not changed")
+}
+
 func (f *specFlags) engine(out io.Writer) *engine.Engine {
-	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait, Checkpoints: f.checkpoints})
+	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait, Checkpoints: f.checkpoints, Full: f.full})
 }
 
 // loadSpec decodes the spec in dir (a directory of .hcl files or one file),
@@ -89,6 +96,7 @@ func newUpCmd() *cobra.Command {
 	}
 	f.register(cmd)
 	f.registerLockWait(cmd)
+	f.registerFull(cmd)
 	return cmd
 }
 

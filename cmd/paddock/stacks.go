@@ -97,7 +97,7 @@ func (f *specFlags) load(ctx context.Context, args []string, out, errOut io.Writ
 		return nil, fmt.Errorf("stack %s takes its variables from %s: set them there (`pulumi config set --path 'paddock:vars.NAME' VALUE`), not with --var/--var-file", f.stack, file)
 	}
 	eng := engine.New(engine.Options{
-		Backend: f.backend, Stack: f.stack, Out: out, ProjectDir: dir, LockWait: f.lockWait, Checkpoints: f.checkpoints,
+		Backend: f.backend, Stack: f.stack, Out: out, ProjectDir: dir, LockWait: f.lockWait, Checkpoints: f.checkpoints, Full: f.full,
 		// The inline program reads the stack's config itself, exactly as under
 		// `pulumi up`; the spec was checked (and its report printed) below.
 		Program: project.ProgramAt(dir, io.Discard),

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +72,7 @@ func (e *env) driftReport(t *testing.T, want int, extraEnv []string, args ...str
 	if r.code != want {
 		t.Fatalf("paddock drift %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, want, r.stdout, tail(r.stderr, 20))
 	}
+	t.Logf("paddock drift %s answered by %s", strings.Join(args, " "), driftPath(r.stderr))
 	var rep drift.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("drift JSON: %v\n%s", err, r.stdout)
@@ -83,6 +86,20 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// driftPath says which path answered a drift: the fast comparison of the
+// live cluster, or the engine's refresh-and-preview (and why).
+func driftPath(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		switch {
+		case strings.HasPrefix(l, "paddock drift: compared"):
+			return "the fast path (" + strings.TrimPrefix(l, "paddock drift: ") + ")"
+		case strings.HasPrefix(l, "paddock drift: full run:"):
+			return "the engine (" + strings.TrimPrefix(l, "paddock drift: ") + ")"
+		}
+	}
+	return "the engine"
 }
 
 func findResource(rep *drift.Report, kind, name string) *drift.Resource {
@@ -149,6 +166,28 @@ func TestDrift(t *testing.T) {
 			if rep.Checked < 30 {
 				t.Fatalf("run %d compared only %d resources", i, rep.Checked)
 			}
+		}
+	})
+
+	t.Run("a no-op up takes the fast path, and a Pulumi preview agrees nothing changed", func(t *testing.T) {
+		r := e.runPaddock(t, nil, "up", example, "--stack", driftStack)
+		if r.code != 0 || !strings.Contains(r.stdout, "paddock up: nothing changed:") || strings.Contains(r.stdout, "full run") {
+			t.Fatalf("no-op up: exit %d, not answered by the fast path:\n%s\n%s", r.code, r.stdout, tail(r.stderr, 20))
+		}
+		t.Logf("paddock up (no-op, fast path): %s: %s", r.took, summary(t, r.stdout))
+		// The engine's own preview, with refresh: state and cluster agree.
+		pr := e.runPaddock(t, nil, "preview", example, "--stack", driftStack)
+		if pr.code != 0 {
+			t.Fatalf("paddock preview: exit %d\n%s\n%s", pr.code, pr.stdout, tail(pr.stderr, 20))
+		}
+		m := regexp.MustCompile(`(?m)^paddock preview: (.*) in [0-9.]+s$`).FindStringSubmatch(pr.stdout)
+		if m == nil || !strings.Contains(m[1], "unchanged") || regexp.MustCompile(`create|update|delete|replace`).MatchString(m[1]) {
+			t.Fatalf("the Pulumi preview after a fast no-op up is not 0 changes:\n%s", pr.stdout)
+		}
+		t.Logf("Pulumi preview after the fast no-op up: %s", m[1])
+		full, _ := e.driftReport(t, 0, nil, example, "--stack", driftStack, "--full")
+		if full.Drifted() {
+			t.Fatalf("drift --full after the fast no-op up: %+v %+v", full.Resources, full.Unmanaged)
 		}
 	})
 
@@ -250,6 +289,12 @@ func TestDrift(t *testing.T) {
 			t.Errorf("unmanaged = %+v, want the RoleBinding %s (S01)", rep.Unmanaged, grant)
 		}
 
+		// The engine's answer is the same: resources, change and field paths.
+		full, _ := e.driftReport(t, 2, nil, example, "--stack", driftStack, "--full")
+		if a, b := driftShape(rep), driftShape(full); a != b {
+			t.Errorf("fast and --full drift disagree:\nfast:\n%s\nfull:\n%s", a, b)
+		}
+
 		// The other formats say the same, and exit 2 as well.
 		md := e.runPaddock(t, nil, "drift", example, "--stack", driftStack, "--format", "markdown")
 		if md.code != 2 || !strings.Contains(md.stdout, "❌ drift") || !strings.Contains(md.stdout, "`spec.replicas` | `2` | `5`") || !strings.Contains(md.stdout, grant) {
@@ -312,6 +357,22 @@ func TestDrift(t *testing.T) {
 			}
 		}
 	})
+}
+
+// driftShape is what two drift answers must agree on, one line per
+// resource: kind, name, change, cause and the field paths.
+func driftShape(rep *drift.Report) string {
+	var lines []string
+	for _, r := range rep.Resources {
+		var paths []string
+		for _, f := range r.Fields {
+			paths = append(paths, f.Path)
+		}
+		sort.Strings(paths)
+		lines = append(lines, fmt.Sprintf("%s %s %s %s %s", r.Kind, r.Name, r.Change, r.Cause, strings.Join(paths, " ")))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 func unstructuredInt(obj map[string]any, fields ...string) (int64, bool, error) {

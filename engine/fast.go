@@ -1,0 +1,839 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/paddock-platform/paddock/drift"
+	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/model"
+)
+
+// This file is the fast path of a no-op `up` and of `drift`. When the spec
+// is exactly what the stack last applied, the only thing that can differ is
+// the cluster, and that is read with one label-selected LIST per kind rather
+// than one GET per resource plus the engine's work per resource. Anything
+// the fast path cannot vouch for (a spec change, a lock, a dead run, a
+// backend or target it cannot read) is left to the Pulumi engine, and the
+// caller says why in one line.
+
+// fastResult is what the fast comparison found.
+type fastResult struct {
+	// Report lists the objects that differ from the cluster (Modified,
+	// Missing), with Checked and Compare set.
+	Report *drift.Report
+	// Requests counts what the comparison asked the API server.
+	Lists, Gets, DryRuns int
+	// Outputs are the stack's outputs as the last up left them, secrets
+	// redacted.
+	Outputs map[string]any
+}
+
+// fastUp answers a no-op up without the engine: nil when the fast path may
+// not answer or found a difference (it says which), and the engine runs.
+func (e *Engine) fastUp(ctx context.Context, p *model.Platform) *Result {
+	if e.opts.Full {
+		return nil
+	}
+	start := time.Now()
+	res, reason, err := e.fastCheck(ctx, p)
+	if err != nil {
+		return nil // cancelled: the engine's run reports it
+	}
+	if reason == "" && len(res.Report.Resources) > 0 {
+		reason = fmt.Sprintf("%d object(s) differ from the cluster, the first %s", len(res.Report.Resources), res.Report.Resources[0].Title())
+	}
+	if reason != "" {
+		fmt.Fprintf(e.opts.Out, "paddock up: full run: %s\n", reason)
+		return nil
+	}
+	took := time.Since(start)
+	return &Result{
+		Stack:    e.stackName(p),
+		Changes:  map[string]int{"same": res.Report.Checked},
+		Duration: took,
+		Outputs:  res.Outputs,
+		Message:  fmt.Sprintf("nothing changed: %d unchanged, checked live in %.1fs", res.Report.Checked, took.Seconds()),
+	}
+}
+
+// fastDrift answers drift without the engine, or returns nil (saying why)
+// for the engine's refresh-and-preview to answer.
+func (e *Engine) fastDrift(ctx context.Context, p *model.Platform) *drift.Report {
+	if e.opts.Full {
+		return nil
+	}
+	res, reason, err := e.fastCheck(ctx, p)
+	if err != nil {
+		return nil
+	}
+	if reason != "" {
+		fmt.Fprintf(e.opts.Out, "paddock drift: full run: %s\n", reason)
+		return nil
+	}
+	fmt.Fprintf(e.opts.Out, "paddock drift: compared %d objects live (%d lists, %d gets, %d dry-runs) in %.2fs\n",
+		res.Report.Checked, res.Lists, res.Gets, res.DryRuns, res.Report.Compare.Seconds())
+	return res.Report
+}
+
+// Fast-path tuning: requests in flight, and a client rate limit high enough
+// that one LIST per kind plus the dry-runs are never throttled.
+const (
+	fastWorkers = 16
+	fastQPS     = 500
+)
+
+// fastObject is one declared object with its state and live counterparts.
+type fastObject struct {
+	desired *unstructured.Unstructured
+	state   *stateResource
+	gvr     schema.GroupVersionResource
+	live    *unstructured.Unstructured // nil: missing or being deleted
+	diffs   []drift.Field
+}
+
+// fastCheck decides whether the fast path may answer for platform p and, if
+// so, compares the live cluster with it. reason is "" when it answered, else
+// one line saying why the engine must run; err is only a cancelled context.
+func (e *Engine) fastCheck(ctx context.Context, p *model.Platform) (*fastResult, string, error) {
+	start := time.Now()
+	name := e.stackName(p)
+	objs, outputs, reason := e.fastPlan(ctx, p, name)
+	if reason != "" {
+		return nil, reason, ctx.Err()
+	}
+	dyn, err := fastClient(p)
+	if err != nil {
+		return nil, "the cluster's kubeconfig does not load: " + oneLine(err), nil
+	}
+	res, err := compareLive(ctx, dyn, p.Name, objs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		return nil, "reading the live platform failed: " + oneLine(err), nil
+	}
+	res.Report.Platform, res.Report.Stack, res.Report.Target = p.Name, name, string(p.Target.Kind)
+	res.Report.Compare = time.Since(start)
+	res.Outputs = outputs
+	return res, "", nil
+}
+
+// fastPlan checks everything that can be checked without the cluster and
+// pairs each declared object with its state. reason is "" when the fast path
+// may go on.
+func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) ([]*fastObject, map[string]any, string) {
+	switch {
+	case p.Target.Kind == model.TargetGKE:
+		return nil, nil, "the target is GKE, whose cloud resources only the engine reads"
+	case p.Target.Kubeconfig == "":
+		return nil, nil, "the target has no kubeconfig"
+	}
+	root, _, err := e.fileBackend()
+	if err != nil {
+		return nil, nil, "the backend: " + oneLine(err)
+	}
+	if root == "" {
+		return nil, nil, "the backend is not a file backend"
+	}
+	file, err := e.stateFile(name)
+	if err != nil {
+		return nil, nil, "the state: " + oneLine(err)
+	}
+	if file == "" {
+		return nil, nil, "the stack does not exist yet"
+	}
+	if locks, err := e.Locks(name); err != nil || len(locks) > 0 {
+		return nil, nil, "the stack is locked by another run"
+	}
+	dead, err := e.deadRuns(name)
+	if err != nil {
+		return nil, nil, "the run journal: " + oneLine(err)
+	}
+	if len(dead) > 0 {
+		return nil, nil, fmt.Sprintf("a %s of this stack (pid %d) died before it finished", dead[0].Op, dead[0].PID)
+	}
+	cp, err := readFullCheckpoint(file)
+	if err != nil {
+		return nil, nil, "the state does not parse"
+	}
+	latest := cp.Checkpoint.Latest
+	if latest == nil || len(latest.Resources) == 0 {
+		return nil, nil, "the stack has no resources yet"
+	}
+	if len(latest.PendingOperations) > 0 {
+		return nil, nil, "the state holds operations an earlier run never finished"
+	}
+	newCrypter := func() (config.Crypter, error) {
+		sp := latest.SecretsProviders
+		if sp == nil {
+			return nil, errors.New("the state names no secrets provider")
+		}
+		phrase, err := readPassphrase()
+		if err != nil {
+			return nil, err
+		}
+		return passphraseCrypter(ctx, sp.Type, sp.State, phrase)
+	}
+
+	built, err := manifests.Build(p)
+	if err != nil {
+		return nil, nil, "the spec's objects do not build: " + oneLine(err)
+	}
+	sensitive := p.SensitiveValues()
+	declared := map[string]*fastObject{}
+	var order []*fastObject
+	for _, g := range built.Groups() {
+		for _, u := range g.Objects {
+			key := typeToken(u.GetAPIVersion(), u.GetKind()) + "::" + objectKey(u)
+			if _, dup := declared[key]; dup {
+				return nil, nil, "the spec declares " + key + " twice"
+			}
+			o := &fastObject{desired: u, gvr: gvrOf(u)}
+			declared[key] = o
+			order = append(order, o)
+		}
+	}
+
+	var provider *stateResource
+	outputs := map[string]any{}
+	seen := map[string]bool{}
+	for i := range latest.Resources {
+		r := &latest.Resources[i]
+		if r.Delete || r.PendingReplacement {
+			return nil, nil, "the state holds a resource waiting to be deleted or replaced"
+		}
+		switch {
+		case r.Type == "pulumi:pulumi:Stack":
+			for k, v := range r.Outputs {
+				if isSecret(v) {
+					v = secretValue
+				}
+				outputs[k] = v
+			}
+			continue
+		case strings.HasPrefix(r.Type, "paddock:"):
+			continue // components and the stack hold no cluster object
+		case r.Type == "pulumi:providers:kubernetes":
+			if provider != nil {
+				return nil, nil, "the stack holds more than one kubernetes provider"
+			}
+			provider = r
+			continue
+		case strings.HasPrefix(r.Type, "gcp:") || r.Type == "pulumi:providers:gcp":
+			return nil, nil, "the stack holds GCP resources"
+		case !strings.HasPrefix(r.Type, "kubernetes:"):
+			return nil, nil, "the stack holds a " + r.Type + " resource the fast path does not read"
+		}
+		key := r.Type + "::" + urnName(r.URN)
+		o := declared[key]
+		if o == nil {
+			return nil, nil, "the spec no longer declares " + describeKey(key)
+		}
+		if seen[key] {
+			return nil, nil, "the state holds " + describeKey(key) + " twice"
+		}
+		seen[key] = true
+		o.state = r
+	}
+	if provider == nil {
+		return nil, nil, "the stack holds no kubernetes provider"
+	}
+	if why := providerChanged(ctx, provider, p, newCrypter); why != "" {
+		return nil, nil, why
+	}
+	providerRef := provider.URN + "::" + provider.ID
+	for _, o := range order {
+		key := typeToken(o.desired.GetAPIVersion(), o.desired.GetKind()) + "::" + objectKey(o.desired)
+		if o.state == nil {
+			return nil, nil, "the spec adds " + describeKey(key)
+		}
+		if o.state.Provider != providerRef {
+			return nil, nil, describeKey(key) + " belongs to another provider"
+		}
+		inputs, err := decryptSecrets(ctx, o.state.Inputs, newCrypter)
+		if err != nil {
+			return nil, nil, "a secret of the state does not decrypt: " + oneLine(err)
+		}
+		want := markSecrets(comparableInputs(o.desired.Object), sensitive)
+		if !inputsEqual(want, comparableInputs(inputs.(map[string]any))) {
+			return nil, nil, "the spec changed " + describeKey(key) + " since the last up"
+		}
+	}
+	return order, outputs, ""
+}
+
+// providerChanged says how the kubernetes provider's recorded settings
+// differ from the ones the program would give it, or "".
+func providerChanged(ctx context.Context, r *stateResource, p *model.Platform, newCrypter func() (config.Crypter, error)) string {
+	in, err := decryptSecrets(ctx, r.Inputs, newCrypter)
+	if err != nil {
+		return "a secret of the state does not decrypt: " + oneLine(err)
+	}
+	want := map[string]any{"kubeconfig": p.Target.Kubeconfig, "enableServerSideApply": "true"}
+	if p.Target.Context != "" {
+		want["context"] = p.Target.Context
+	}
+	got := map[string]any{}
+	for k, v := range in.(map[string]any) {
+		if k == "version" {
+			continue // the plugin's version, pinned with the CLI
+		}
+		if s, ok := v.(secret); ok {
+			v = s.value
+		}
+		if b, ok := v.(bool); ok {
+			v = fmt.Sprint(b)
+		}
+		got[k] = v
+	}
+	if !reflect.DeepEqual(want, got) {
+		return "the kubernetes provider's settings (kubeconfig, context) changed"
+	}
+	return ""
+}
+
+// comparableInputs is an object's inputs in the form both the program's
+// and the state's compare in: what the provider drops from the inputs it
+// records (read-only metadata, a CRD's status and preserveUnknownFields:
+// false) dropped, as are its own "__" keys, the status no apply sets, and
+// null values.
+func comparableInputs(in map[string]any) map[string]any {
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		if strings.HasPrefix(k, "__") || k == "status" {
+			continue
+		}
+		out[k] = v
+	}
+	if md, ok := out["metadata"].(map[string]any); ok {
+		c := make(map[string]any, len(md))
+		for k, v := range md {
+			switch k {
+			case "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp", "generation", "managedFields", "resourceVersion", "uid":
+				continue
+			}
+			c[k] = v
+		}
+		out["metadata"] = c
+	}
+	if spec, ok := out["spec"].(map[string]any); ok && out["kind"] == "CustomResourceDefinition" && spec["preserveUnknownFields"] == false {
+		c := make(map[string]any, len(spec))
+		for k, v := range spec {
+			if k != "preserveUnknownFields" {
+				c[k] = v
+			}
+		}
+		out["spec"] = c
+	}
+	return normalizeInputs(out).(map[string]any)
+}
+
+// normalizeInputs is an object as the program registers it (k8sres.toInput):
+// JSON values, numbers as float64, null map entries dropped.
+func normalizeInputs(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e == nil {
+				continue
+			}
+			out[k] = normalizeInputs(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalizeInputs(e)
+		}
+		return out
+	}
+	return jsonNumber(v)
+}
+
+// jsonNumber turns any Go number into float64, as JSON decodes numbers.
+func jsonNumber(v any) any {
+	switch n := v.(type) {
+	case int:
+		return float64(n)
+	case int32:
+		return float64(n)
+	case int64:
+		return float64(n)
+	case float32:
+		return float64(n)
+	}
+	return v
+}
+
+// markSecrets wraps each string that contains a sensitive value as a
+// secret, as the program's stack transformation does.
+func markSecrets(v any, sensitive []string) any {
+	if len(sensitive) == 0 {
+		return v
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = markSecrets(e, sensitive)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = markSecrets(e, sensitive)
+		}
+		return x
+	case string:
+		for _, s := range sensitive {
+			if s != "" && strings.Contains(x, s) {
+				return secret{x}
+			}
+		}
+	}
+	return v
+}
+
+// inputsEqual compares declared inputs with recorded ones: the same keys
+// and elements, leaves equal as Kubernetes means them (the provider records
+// known kinds after a round trip through their Go types, which may rewrite
+// a quantity's "1000m" as "1"), and secrets where secrets were (a value that
+// became secret, or stopped being one, differs).
+func inputsEqual(a, b any) bool { return inputsEqualIn(a, b, false) }
+
+func inputsEqualIn(a, b any, quantities bool) bool {
+	switch x := a.(type) {
+	case secret:
+		y, ok := b.(secret)
+		return ok && inputsEqualIn(x.value, y.value, quantities)
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !inputsEqualIn(v, w, quantities || quantityField[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !inputsEqualIn(x[i], y[i], quantities) {
+				return false
+			}
+		}
+		return true
+	}
+	switch b.(type) {
+	case secret, map[string]any, []any:
+		return false
+	}
+	return scalarEqual(a, b, quantities)
+}
+
+// compareLive reads the live platform with one LIST per kind, compares the
+// declared fields, and confirms each suspect with a server-side-apply
+// dry-run.
+func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, objs []*fastObject) (*fastResult, error) {
+	res := &fastResult{Report: &drift.Report{}}
+	var mu sync.Mutex
+	count := func(n *int) { mu.Lock(); *n++; mu.Unlock() }
+
+	byGVR := map[schema.GroupVersionResource][]*fastObject{}
+	var gvrs []schema.GroupVersionResource
+	for _, o := range objs {
+		if _, ok := byGVR[o.gvr]; !ok {
+			gvrs = append(gvrs, o.gvr)
+		}
+		byGVR[o.gvr] = append(byGVR[o.gvr], o)
+	}
+	selector := model.PlatformLabel + "=" + platform
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(fastWorkers)
+	for _, gvr := range gvrs {
+		g.Go(func() error {
+			count(&res.Lists)
+			list, err := dyn.Resource(gvr).List(gctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("listing %s: %w", gvr.Resource, err)
+			}
+			live := map[string]*unstructured.Unstructured{}
+			if list != nil {
+				for i := range list.Items {
+					live[objectKey(&list.Items[i])] = &list.Items[i]
+				}
+			}
+			for _, o := range byGVR[gvr] {
+				o.live = live[objectKey(o.desired)]
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+
+	// An object missing from its list may only have lost the label.
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(fastWorkers)
+	for _, o := range objs {
+		if o.live != nil {
+			continue
+		}
+		g.Go(func() error {
+			count(&res.Gets)
+			u, err := resourceFor(dyn, o).Get(gctx, o.desired.GetName(), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return fmt.Errorf("reading %s %s: %w", o.desired.GetKind(), objectKey(o.desired), err)
+			}
+			o.live = u
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(fastWorkers)
+	for _, o := range objs {
+		if o.live == nil || o.live.GetDeletionTimestamp() != nil {
+			o.live = nil
+			continue
+		}
+		o.diffs = compareDeclared(o.desired.Object, o.live.Object, o.state.Inputs)
+		if len(o.diffs) == 0 {
+			continue
+		}
+		g.Go(func() error {
+			count(&res.DryRuns)
+			after, err := dryRunApply(gctx, dyn, o)
+			if err != nil {
+				return fmt.Errorf("dry-run apply of %s %s: %w", o.desired.GetKind(), objectKey(o.desired), err)
+			}
+			o.diffs = confirmed(o.diffs, o.live.Object, after.Object)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+
+	for _, o := range objs {
+		r := drift.Resource{URN: o.state.URN, Type: o.state.Type, Kind: o.desired.GetKind(), Name: objectKey(o.desired), Cause: drift.CauseCluster}
+		switch {
+		case o.live == nil:
+			r.Change, r.Repair = drift.Missing, "`paddock up` recreates it"
+		case len(o.diffs) > 0:
+			r.Change, r.Repair, r.Fields = drift.Modified, "`paddock up` sets the declared values back", o.diffs
+		default:
+			continue
+		}
+		res.Report.Resources = append(res.Report.Resources, r)
+	}
+	res.Report.Checked = len(objs)
+	return res, nil
+}
+
+// fieldManager is the name the kubernetes provider applies an object under:
+// the one it recorded in the state, else the one that applied it live.
+func fieldManager(o *fastObject) string {
+	if m, ok := o.state.Outputs["__fieldManager"].(string); ok && m != "" {
+		return m
+	}
+	for _, mf := range o.live.GetManagedFields() {
+		if mf.Operation == metav1.ManagedFieldsOperationApply && strings.HasPrefix(mf.Manager, "pulumi-kubernetes") {
+			return mf.Manager
+		}
+	}
+	return "pulumi-kubernetes"
+}
+
+// dryRunApply is what `up` would make of the object: a forced server-side
+// apply of the declared object under the provider's field manager, not
+// persisted.
+func dryRunApply(ctx context.Context, dyn dynamic.Interface, o *fastObject) (*unstructured.Unstructured, error) {
+	body, err := o.desired.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	force := true
+	return resourceFor(dyn, o).Patch(ctx, o.desired.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
+		DryRun: []string{metav1.DryRunAll}, Force: &force, FieldManager: fieldManager(o),
+	})
+}
+
+// confirmed keeps the suspect fields that the dry-run would change. When the
+// dry-run changes the object elsewhere than the suspects, the suspects stand:
+// the object drifted either way.
+func confirmed(suspects []drift.Field, live, after map[string]any) []drift.Field {
+	if sameObject(live, after) {
+		return nil
+	}
+	var out []drift.Field
+	for _, f := range suspects {
+		lv, _ := lookup(live, f.Path)
+		av, _ := lookup(after, f.Path)
+		if !reflect.DeepEqual(normalizeInputs(lv), normalizeInputs(av)) {
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return suspects
+	}
+	return out
+}
+
+// sameObject compares two versions of an object, ignoring what every write
+// changes (resourceVersion, generation, managedFields) and the status.
+func sameObject(a, b map[string]any) bool {
+	strip := func(m map[string]any) map[string]any {
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			if k == "status" {
+				continue
+			}
+			out[k] = v
+		}
+		if md, ok := m["metadata"].(map[string]any); ok {
+			c := make(map[string]any, len(md))
+			for k, v := range md {
+				switch k {
+				case "resourceVersion", "generation", "managedFields":
+					continue
+				}
+				c[k] = v
+			}
+			out["metadata"] = c
+		}
+		return normalizeInputs(out).(map[string]any)
+	}
+	return reflect.DeepEqual(strip(a), strip(b))
+}
+
+// compareDeclared lists the declared fields whose live value differs, leaf
+// by leaf: fields the spec does not declare are the cluster's business.
+// recorded (the state's inputs) tells which values are secret.
+func compareDeclared(declared, live map[string]any, recorded map[string]any) []drift.Field {
+	var out []drift.Field
+	var walk func(path resource.PropertyPath, d, l any, lok, quantities bool)
+	walk = func(path resource.PropertyPath, d, l any, lok, quantities bool) {
+		switch dv := d.(type) {
+		case map[string]any:
+			lm, _ := l.(map[string]any)
+			if len(dv) == 0 {
+				if lok && l != nil && lm == nil {
+					out = append(out, field(path, d, l, recorded))
+				}
+				return
+			}
+			if lm == nil && lok && l != nil {
+				out = append(out, field(path, d, l, recorded))
+				return
+			}
+			for _, k := range sortedKeys(dv) {
+				if dv[k] == nil {
+					continue
+				}
+				lv, ok := lm[k]
+				walk(append(append(resource.PropertyPath{}, path...), k), dv[k], lv, ok, quantities || quantityField[k])
+			}
+		case []any:
+			la, isArr := l.([]any)
+			if !isArr || len(la) != len(dv) {
+				if len(dv) == 0 && (!lok || l == nil) {
+					return
+				}
+				out = append(out, field(path, d, l, recorded))
+				return
+			}
+			for i := range dv {
+				walk(append(append(resource.PropertyPath{}, path...), i), dv[i], la[i], true, quantities)
+			}
+		default:
+			if !lok || !scalarEqual(d, l, quantities) {
+				out = append(out, field(path, d, l, recorded))
+			}
+		}
+	}
+	for _, k := range sortedKeys(declared) {
+		if k == "status" || declared[k] == nil {
+			continue // the cluster's to write, never applied
+		}
+		lv, ok := live[k]
+		walk(resource.PropertyPath{k}, declared[k], lv, ok, false)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// field is one differing field as the report shows it: JSON values, and
+// "[secret]" for a value the state keeps secret.
+func field(path resource.PropertyPath, declared, live any, recorded map[string]any) drift.Field {
+	p := path.String()
+	f := drift.Field{Path: p, Cause: drift.CauseCluster, Declared: jsonValue(declared), Live: jsonValue(live)}
+	if v, _ := lookup(recorded, p); v == secretValue {
+		f.Declared, f.Live = secretValue, secretValue
+	}
+	return f
+}
+
+// jsonValue is v as a JSON decoder would give it.
+func jsonValue(v any) any {
+	if v == nil {
+		return nil
+	}
+	return normalizeInputs(v)
+}
+
+// scalarEqual compares two leaf values as Kubernetes means them: numbers by
+// value whatever their Go type, and, in a field that holds quantities,
+// quantities by amount ("1Gi" and "1073741824", "500m" and "0.5"). Elsewhere
+// strings compare exactly: a label "1.0" changed to "1" is drift.
+func scalarEqual(d, l any, quantities bool) bool {
+	d, l = jsonNumber(d), jsonNumber(l)
+	if reflect.DeepEqual(d, l) {
+		return true
+	}
+	if !quantities {
+		return false
+	}
+	ds, dok := quantityText(d)
+	ls, lok := quantityText(l)
+	if !dok || !lok {
+		return false
+	}
+	dq, err1 := apiresource.ParseQuantity(ds)
+	lq, err2 := apiresource.ParseQuantity(ls)
+	return err1 == nil && err2 == nil && dq.Cmp(lq) == 0
+}
+
+// quantityField are the keys under which Kubernetes objects hold quantities
+// (resource requests and limits, quota, limit ranges, runtime class
+// overhead, volume sizes).
+var quantityField = map[string]bool{
+	"requests": true, "limits": true, "hard": true, "used": true, "default": true, "defaultRequest": true,
+	"max": true, "min": true, "maxLimitRequestRatio": true, "podFixed": true, "capacity": true,
+	"allocatable": true, "sizeLimit": true, "storage": true,
+}
+
+// quantityText is a leaf that may be a quantity, as text.
+func quantityText(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case float64:
+		return fmt.Sprint(x), true
+	}
+	return "", false
+}
+
+// fastClient is a dynamic client for the platform's cluster, its rate limit
+// raised so a LIST per kind and the dry-runs are never throttled.
+func fastClient(p *model.Platform) (dynamic.Interface, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: p.Target.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: p.Target.Context}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = fastQPS, 2*fastQPS
+	cfg.WarningHandler = rest.NoWarnings{}
+	return dynamic.NewForConfig(cfg)
+}
+
+func resourceFor(dyn dynamic.Interface, o *fastObject) dynamic.ResourceInterface {
+	if ns := o.desired.GetNamespace(); ns != "" {
+		return dyn.Resource(o.gvr).Namespace(ns)
+	}
+	return dyn.Resource(o.gvr)
+}
+
+// gvrOf is the resource an object is served as. Every kind Paddock creates
+// has the regular plural; a wrong guess fails the LIST, and the engine runs.
+func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
+	gvr, _ := meta.UnsafeGuessKindToResource(u.GroupVersionKind())
+	return gvr
+}
+
+// typeToken is the kubernetes provider's type token of an object
+// (kubernetes:core/v1:Namespace), as the components register it.
+func typeToken(apiVersion, kind string) string {
+	gv := apiVersion
+	if !strings.Contains(gv, "/") {
+		gv = "core/" + gv
+	}
+	return "kubernetes:" + gv + ":" + kind
+}
+
+// objectKey is "namespace/name", or "name" for a cluster-scoped object: the
+// resource name the components give it, and the report's Name.
+func objectKey(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return ns + "/" + u.GetName()
+	}
+	return u.GetName()
+}
+
+// urnName is the resource name at the end of a URN.
+func urnName(urn string) string {
+	if i := strings.LastIndex(urn, "::"); i >= 0 {
+		return urn[i+2:]
+	}
+	return urn
+}
+
+// describeKey turns "kubernetes:core/v1:Namespace::agents-a" into
+// "Namespace agents-a".
+func describeKey(key string) string {
+	t, n, _ := strings.Cut(key, "::")
+	if i := strings.LastIndex(t, ":"); i >= 0 {
+		t = t[i+1:]
+	}
+	return t + " " + n
+}
+
+func oneLine(err error) string {
+	s := strings.TrimSpace(err.Error())
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

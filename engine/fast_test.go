@@ -1,0 +1,518 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/sig"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/paddock-platform/paddock/drift"
+	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/specload"
+)
+
+func TestCompareDeclaredNormalises(t *testing.T) {
+	declared := map[string]any{
+		"spec": map[string]any{
+			"hard":     map[string]any{"requests.memory": "1Gi", "requests.cpu": "500m"},
+			"replicas": int64(2),
+			"ratio":    int32(3),
+			"empty":    map[string]any{},
+			"none":     []any{},
+		},
+		// A release's CRDs carry a status no apply sets.
+		"status": map[string]any{"acceptedNames": map[string]any{"kind": ""}},
+	}
+	live := map[string]any{
+		"spec": map[string]any{
+			"hard":     map[string]any{"requests.memory": "1073741824", "requests.cpu": "0.5", "pods": "10"},
+			"replicas": float64(2),
+			"ratio":    float64(3),
+			"other":    "the cluster's own field",
+		},
+		"status": map[string]any{"ready": true},
+	}
+	if d := compareDeclared(declared, live, nil); len(d) != 0 {
+		t.Fatalf("equal values reported as drift: %+v", d)
+	}
+}
+
+func TestCompareDeclaredChangedAndRemovedFields(t *testing.T) {
+	declared := map[string]any{
+		"metadata": map[string]any{"name": "agents-a", "labels": map[string]any{
+			"pod-security.kubernetes.io/enforce": "restricted", "paddock.dev/platform": "demo"}},
+		"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "c", "image": "good:1"}}}}},
+	}
+	live := map[string]any{
+		"metadata": map[string]any{"name": "agents-a", "labels": map[string]any{"paddock.dev/platform": "demo"}},
+		"spec": map[string]any{"replicas": int64(5), "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "c", "image": "evil:latest"}}}}},
+	}
+	got := map[string][2]any{}
+	for _, f := range compareDeclared(declared, live, nil) {
+		if f.Cause != drift.CauseCluster {
+			t.Errorf("%s: cause %s", f.Path, f.Cause)
+		}
+		got[f.Path] = [2]any{f.Declared, f.Live}
+	}
+	want := map[string][2]any{
+		`metadata.labels["pod-security.kubernetes.io/enforce"]`: {"restricted", nil},
+		"spec.replicas":                          {2.0, 5.0},
+		"spec.template.spec.containers[0].image": {"good:1", "evil:latest"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("fields %v, want %v", got, want)
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("%s: %v, want %v", p, got[p], w)
+		}
+	}
+}
+
+// Outside the fields that hold quantities, strings compare exactly.
+func TestCompareDeclaredQuantitiesOnlyWhereKubernetesHasThem(t *testing.T) {
+	declared := map[string]any{"metadata": map[string]any{"labels": map[string]any{"version": "1.0"}}}
+	live := map[string]any{"metadata": map[string]any{"labels": map[string]any{"version": "1"}}}
+	if d := compareDeclared(declared, live, nil); len(d) != 1 || d[0].Path != "metadata.labels.version" {
+		t.Fatalf("a label changed from 1.0 to 1: %+v", d)
+	}
+	if !inputsEqual(map[string]any{"hard": map[string]any{"cpu": "1000m"}}, map[string]any{"hard": map[string]any{"cpu": "1"}}) {
+		t.Error("the provider's canonical quantity taken for a spec change")
+	}
+	if inputsEqual(map[string]any{"labels": map[string]any{"v": "1.0"}}, map[string]any{"labels": map[string]any{"v": "1"}}) {
+		t.Error("a changed label taken for the same input")
+	}
+	if inputsEqual(map[string]any{"a": secret{"x"}}, map[string]any{"a": "x"}) {
+		t.Error("a value that stopped being secret taken for the same input")
+	}
+}
+
+func TestCompareDeclaredListLength(t *testing.T) {
+	declared := map[string]any{"rules": []any{map[string]any{"a": "1"}, map[string]any{"a": "2"}}}
+	live := map[string]any{"rules": []any{map[string]any{"a": "1"}}}
+	d := compareDeclared(declared, live, nil)
+	if len(d) != 1 || d[0].Path != "rules" {
+		t.Fatalf("a removed list element: %+v", d)
+	}
+}
+
+func TestCompareDeclaredRedactsSecrets(t *testing.T) {
+	recorded := map[string]any{"data": map[string]any{"token": map[string]any{sig.Key: sig.Secret, "ciphertext": "v1:x:y"}}}
+	declared := map[string]any{"data": map[string]any{"token": "s3cret-value"}}
+	live := map[string]any{"data": map[string]any{"token": "changed-value"}}
+	d := compareDeclared(declared, live, recorded)
+	if len(d) != 1 || d[0].Declared != secretValue || d[0].Live != secretValue {
+		t.Fatalf("secret shown: %+v", d)
+	}
+	b, _ := json.Marshal(d)
+	if bytes.Contains(b, []byte("s3cret")) || bytes.Contains(b, []byte("changed-value")) {
+		t.Fatalf("a secret value reached the report: %s", b)
+	}
+}
+
+func TestDecryptSecrets(t *testing.T) {
+	ctx := context.Background()
+	c := config.NewSymmetricCrypter(bytes.Repeat([]byte{7}, config.SymmetricCrypterKeyBytes))
+	ct, err := c.EncryptValue(ctx, `"hunter2"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"a": []any{map[string]any{sig.Key: sig.Secret, "ciphertext": ct}}, "b": "plain"}
+	calls := 0
+	out, err := decryptSecrets(ctx, in, func() (config.Crypter, error) { calls++; return c, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(map[string]any)["a"].([]any)[0]
+	if got != (secret{"hunter2"}) || calls != 1 {
+		t.Fatalf("decrypted %#v with %d key derivations", got, calls)
+	}
+	// Nothing secret: the slow key derivation never runs.
+	if _, err := decryptSecrets(ctx, map[string]any{"b": "plain"}, func() (config.Crypter, error) { calls++; return c, nil }); err != nil || calls != 1 {
+		t.Fatalf("key derived for a state without secrets (%v)", err)
+	}
+	other := config.NewSymmetricCrypter(bytes.Repeat([]byte{8}, config.SymmetricCrypterKeyBytes))
+	if _, err := decryptSecrets(ctx, in, func() (config.Crypter, error) { return other, nil }); err == nil {
+		t.Fatal("a secret decrypted with the wrong key")
+	}
+}
+
+func TestPassphraseCrypter(t *testing.T) {
+	ctx := context.Background()
+	salt := []byte("0123456789abcdef")
+	check, _ := config.NewSymmetricCrypterFromPassphrase("right", salt).EncryptValue(ctx, "pulumi")
+	state, _ := json.Marshal(map[string]string{"salt": "v1:" + base64Std(salt) + ":" + check})
+	if _, err := passphraseCrypter(ctx, "passphrase", state, "right"); err != nil {
+		t.Fatalf("the right passphrase: %v", err)
+	}
+	if _, err := passphraseCrypter(ctx, "passphrase", state, "wrong"); err == nil {
+		t.Fatal("a wrong passphrase opened the secrets")
+	}
+	if _, err := passphraseCrypter(ctx, "awskms", state, "right"); err == nil {
+		t.Fatal("a KMS provider taken for a passphrase")
+	}
+}
+
+// --- the live comparison, on a fake cluster ---
+
+var (
+	nsGVR      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	npGVR      = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}
+	cmGVR      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	testLabels = map[string]any{model.PlatformLabel: "demo"}
+)
+
+func obj(apiVersion, kind, ns, name string, extra map[string]any) *unstructured.Unstructured {
+	md := map[string]any{"name": name, "labels": testLabels}
+	if ns != "" {
+		md["namespace"] = ns
+	}
+	o := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": md}
+	for k, v := range extra {
+		o[k] = v
+	}
+	return &unstructured.Unstructured{Object: o}
+}
+
+func fastObj(u *unstructured.Unstructured) *fastObject {
+	return &fastObject{desired: u, gvr: gvrOf(u), state: &stateResource{
+		URN:  "urn:pulumi:s::paddock::" + typeToken(u.GetAPIVersion(), u.GetKind()) + "::" + objectKey(u),
+		Type: typeToken(u.GetAPIVersion(), u.GetKind()), Inputs: u.Object,
+		Outputs: map[string]any{"__fieldManager": "pulumi-kubernetes-abc"},
+	}}
+}
+
+// mergeInto is a stand-in for the API server's apply: declared values over live ones.
+func mergeInto(live, declared map[string]any) {
+	for k, v := range declared {
+		if dm, ok := v.(map[string]any); ok {
+			lm, _ := live[k].(map[string]any)
+			if lm == nil {
+				lm = map[string]any{}
+			}
+			mergeInto(lm, dm)
+			live[k] = lm
+			continue
+		}
+		live[k] = v
+	}
+}
+
+func TestCompareLive(t *testing.T) {
+	ns := obj("v1", "Namespace", "", "agents-a", nil)
+	ns.SetLabels(map[string]string{model.PlatformLabel: "demo", "pod-security.kubernetes.io/enforce": "restricted"})
+	deny := obj("networking.k8s.io/v1", "NetworkPolicy", "agents-a", "default-deny", map[string]any{"spec": map[string]any{"podSelector": map[string]any{}}})
+	same := obj("v1", "ConfigMap", "agents-a", "same", map[string]any{"data": map[string]any{"k": "v"}})
+	// An object the spec does not label is found by a GET.
+	unlabelled := obj("v1", "ConfigMap", "agents-a", "unlabelled", map[string]any{"data": map[string]any{"k": "v"}})
+	unlabelled.SetLabels(nil)
+	going := obj("v1", "ConfigMap", "agents-a", "going", map[string]any{"data": map[string]any{"k": "v"}})
+	quirk := obj("v1", "ConfigMap", "agents-a", "quirk", map[string]any{"data": map[string]any{"k": "v"}})
+
+	liveNS := ns.DeepCopy()
+	liveNS.SetLabels(map[string]string{model.PlatformLabel: "demo"}) // the PSS label removed
+	liveUnlabelled := unlabelled.DeepCopy()
+	liveGoing := going.DeepCopy()
+	now := metav1.NewTime(time.Now())
+	liveGoing.SetDeletionTimestamp(&now)
+	liveGoing.SetFinalizers([]string{"example.com/hold"})
+	liveQuirk := quirk.DeepCopy()
+	liveQuirk.Object["data"] = map[string]any{"k": "v "} // differs, yet the server would leave it
+
+	scheme := runtime.NewScheme()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{nsGVR: "NamespaceList", npGVR: "NetworkPolicyList", cmGVR: "ConfigMapList"},
+		liveNS, same.DeepCopy(), liveUnlabelled, liveGoing, liveQuirk)
+	var managers []string
+	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pa := a.(k8stesting.PatchAction)
+		managers = append(managers, pa.GetResource().Resource+"/"+pa.GetName())
+		cur, err := dyn.Tracker().Get(pa.GetResource(), pa.GetNamespace(), pa.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		live := cur.(*unstructured.Unstructured).DeepCopy()
+		var body map[string]any
+		if err := json.Unmarshal(pa.GetPatch(), &body); err != nil {
+			return true, nil, err
+		}
+		if pa.GetName() == "quirk" {
+			return true, live, nil // the server normalises the value: no change
+		}
+		mergeInto(live.Object, body)
+		return true, live, nil
+	})
+
+	objs := []*fastObject{fastObj(ns), fastObj(deny), fastObj(same), fastObj(unlabelled), fastObj(going), fastObj(quirk)}
+	res, err := compareLive(context.Background(), dyn, "demo", objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lists != 3 {
+		t.Errorf("%d lists, want one per kind (3)", res.Lists)
+	}
+	// default-deny (gone), unlabelled (found by GET); going is listed.
+	if res.Gets != 2 {
+		t.Errorf("%d gets, want 2 (only objects missing from their list)", res.Gets)
+	}
+	if res.DryRuns != 2 || len(managers) != 2 {
+		t.Errorf("%d dry-runs (%v), want the two suspects", res.DryRuns, managers)
+	}
+	if res.Report.Checked != 6 {
+		t.Errorf("checked %d, want 6", res.Report.Checked)
+	}
+	got := map[string]drift.Resource{}
+	for _, r := range res.Report.Resources {
+		got[r.Kind+" "+r.Name] = r
+	}
+	if len(got) != 3 {
+		t.Fatalf("reported %+v, want the namespace, default-deny and the terminating config map", res.Report.Resources)
+	}
+	r := got["Namespace agents-a"]
+	if r.Change != drift.Modified || r.Cause != drift.CauseCluster || r.Repair == "" || len(r.Fields) != 1 ||
+		r.Fields[0].Path != `metadata.labels["pod-security.kubernetes.io/enforce"]` || r.Fields[0].Declared != "restricted" || r.Fields[0].Live != nil {
+		t.Errorf("namespace: %+v", r)
+	}
+	if r.URN == "" || r.Type != "kubernetes:core/v1:Namespace" {
+		t.Errorf("namespace URN/type: %q %q", r.URN, r.Type)
+	}
+	if r := got["NetworkPolicy agents-a/default-deny"]; r.Change != drift.Missing || r.Repair != "`paddock up` recreates it" {
+		t.Errorf("deleted policy: %+v", r)
+	}
+	if r := got["ConfigMap agents-a/going"]; r.Change != drift.Missing {
+		t.Errorf("terminating object: %+v", r)
+	}
+}
+
+func TestFieldManager(t *testing.T) {
+	o := fastObj(obj("v1", "ConfigMap", "a", "b", nil))
+	if m := fieldManager(o); m != "pulumi-kubernetes-abc" {
+		t.Fatalf("from the state: %q", m)
+	}
+	o.state.Outputs = nil
+	o.live = obj("v1", "ConfigMap", "a", "b", nil)
+	o.live.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate},
+		{Manager: "pulumi-kubernetes-xyz", Operation: metav1.ManagedFieldsOperationApply},
+	})
+	if m := fieldManager(o); m != "pulumi-kubernetes-xyz" {
+		t.Fatalf("from the live object: %q", m)
+	}
+}
+
+// --- when the fast path must leave it to the engine ---
+
+// fakeStack writes a file-backend state for p as `up` would leave it, and
+// returns an engine on that backend and the state file.
+func fakeStack(t testing.TB, p *model.Platform, edit func(res []map[string]any) []map[string]any) (*Engine, string) {
+	t.Helper()
+	root := t.TempDir()
+	t.Setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
+	e := New(Options{Backend: "file://" + root, Stack: "s"})
+	prov := "urn:pulumi:s::paddock::pulumi:providers:kubernetes::kubernetes"
+	res := []map[string]any{
+		{"urn": "urn:pulumi:s::paddock::pulumi:pulumi:Stack::paddock-s", "type": "pulumi:pulumi:Stack", "outputs": map[string]any{"platform": p.Name}},
+		{"urn": prov, "custom": true, "id": "id-1", "type": "pulumi:providers:kubernetes",
+			"inputs": map[string]any{"kubeconfig": p.Target.Kubeconfig, "enableServerSideApply": "true", "version": "4.25.0"}},
+	}
+	objs, err := manifests.Build(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range objs.Groups() {
+		for _, u := range g.Objects {
+			typ := typeToken(u.GetAPIVersion(), u.GetKind())
+			in := normalizeInputs(u.DeepCopy().Object)
+			res = append(res, map[string]any{
+				"urn": "urn:pulumi:s::paddock::paddock:index:Platform$" + typ + "::" + objectKey(u), "custom": true, "type": typ,
+				"id": objectKey(u), "inputs": in, "outputs": in, "provider": prov + "::id-1",
+			})
+		}
+	}
+	if edit != nil {
+		res = edit(res)
+	}
+	cp := map[string]any{"version": 3, "checkpoint": map[string]any{"stack": "s", "latest": map[string]any{
+		"manifest":  map[string]any{},
+		"resources": res,
+	}}}
+	b, _ := json.Marshal(cp)
+	dir := filepath.Join(root, ".pulumi", "stacks", "paddock")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return e, file
+}
+
+func localPlatform(t testing.TB) *model.Platform {
+	t.Helper()
+	var report bytes.Buffer
+	p, err := specload.Load("../examples/local", specload.Options{}, &report)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, report.String())
+	}
+	p.Target.Kubeconfig = "/tmp/kubeconfig-of-the-test"
+	return p
+}
+
+func findKind(res []map[string]any, kind string) map[string]any {
+	for _, r := range res {
+		if strings.HasSuffix(r["type"].(string), ":"+kind) {
+			return r
+		}
+	}
+	return nil
+}
+
+func TestFastPlanAcceptsTheStateUpLeft(t *testing.T) {
+	p := localPlatform(t)
+	e, _ := fakeStack(t, p, nil)
+	objs, outputs, reason := e.fastPlan(context.Background(), p, "s")
+	if reason != "" {
+		t.Fatalf("fell back: %s", reason)
+	}
+	if len(objs) < 30 || outputs["platform"] != p.Name {
+		t.Fatalf("%d objects, outputs %v", len(objs), outputs)
+	}
+	for _, o := range objs {
+		if o.state == nil {
+			t.Fatalf("%s has no state", objectKey(o.desired))
+		}
+	}
+}
+
+func TestFastPlanFallsBack(t *testing.T) {
+	p := localPlatform(t)
+	type edit func(res []map[string]any) []map[string]any
+	for _, tc := range []struct {
+		name, want string
+		edit       edit
+		platform   func(p *model.Platform)
+		setup      func(t *testing.T, e *Engine, file string)
+	}{
+		{name: "spec changed", want: "the spec changed NetworkPolicy", edit: func(res []map[string]any) []map[string]any {
+			r := findKind(res, "NetworkPolicy")
+			r["inputs"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)["extra"] = "x"
+			return res
+		}},
+		{name: "spec adds an object", want: "the spec adds", edit: func(res []map[string]any) []map[string]any {
+			r := findKind(res, "NetworkPolicy")
+			out := res[:0]
+			for _, x := range res {
+				if x["urn"] != r["urn"] {
+					out = append(out, x)
+				}
+			}
+			return out
+		}},
+		{name: "spec drops an object", want: "the spec no longer declares ConfigMap agents-team-a/old", edit: func(res []map[string]any) []map[string]any {
+			r := findKind(res, "NetworkPolicy")
+			return append(res, map[string]any{"urn": "urn:pulumi:s::paddock::kubernetes:core/v1:ConfigMap::agents-team-a/old",
+				"type": "kubernetes:core/v1:ConfigMap", "custom": true, "inputs": map[string]any{}, "provider": r["provider"]})
+		}},
+		{name: "pending operations", want: "never finished", edit: nil, setup: func(t *testing.T, e *Engine, file string) {
+			rewrite(t, file, func(cp map[string]any) {
+				cp["checkpoint"].(map[string]any)["latest"].(map[string]any)["pending_operations"] = []any{map[string]any{"type": "creating"}}
+			})
+		}},
+		{name: "locked", want: "locked", setup: func(t *testing.T, e *Engine, file string) {
+			root := strings.TrimSuffix(file, filepath.Join(".pulumi", "stacks", "paddock", "s.json"))
+			dir := filepath.Join(root, ".pulumi", "locks", "organization", "paddock", "s")
+			os.MkdirAll(dir, 0o700)
+			os.WriteFile(filepath.Join(dir, "l.json"), []byte(`{"pid":1,"hostname":"elsewhere","timestamp":"2026-12-01T00:00:00Z"}`), 0o600)
+		}},
+		{name: "provider settings", want: "provider's settings", edit: func(res []map[string]any) []map[string]any {
+			findKind(res, "kubernetes")["inputs"].(map[string]any)["context"] = "other"
+			return res
+		}},
+		{name: "GCP resources", want: "GCP", edit: func(res []map[string]any) []map[string]any {
+			return append(res, map[string]any{"urn": "urn:pulumi:s::paddock::gcp:container/cluster:Cluster::c", "type": "gcp:container/cluster:Cluster", "custom": true})
+		}},
+		{name: "secret does not decrypt", want: "does not decrypt", edit: func(res []map[string]any) []map[string]any {
+			findKind(res, "Namespace")["inputs"].(map[string]any)["metadata"].(map[string]any)["name"] = map[string]any{sig.Key: sig.Secret, "ciphertext": "v1:AAAA:BBBB"}
+			return res
+		}, setup: func(t *testing.T, e *Engine, file string) {
+			rewrite(t, file, func(cp map[string]any) {
+				c := config.NewSymmetricCrypterFromPassphrase("another passphrase", []byte("salt-salt-salt-s"))
+				check, _ := c.EncryptValue(context.Background(), "pulumi")
+				cp["checkpoint"].(map[string]any)["latest"].(map[string]any)["secrets_providers"] = map[string]any{
+					"type": "passphrase", "state": map[string]any{"salt": "v1:" + base64Std([]byte("salt-salt-salt-s")) + ":" + check}}
+			})
+		}},
+		{name: "GKE target", want: "GKE", platform: func(p *model.Platform) { p.Target.Kind = model.TargetGKE }},
+		{name: "no kubeconfig", want: "no kubeconfig", platform: func(p *model.Platform) { p.Target.Kubeconfig = "" }},
+		{name: "no stack", want: "does not exist", setup: func(t *testing.T, e *Engine, file string) { os.Remove(file) }},
+		{name: "not a file backend", want: "not a file backend", setup: func(t *testing.T, e *Engine, file string) {
+			e.opts.Backend = "s3://bucket/state"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pp := *p
+			e, file := fakeStack(t, &pp, tc.edit)
+			if tc.platform != nil {
+				tc.platform(&pp)
+			}
+			if tc.setup != nil {
+				tc.setup(t, e, file)
+			}
+			_, _, reason := e.fastPlan(context.Background(), &pp, "s")
+			if !strings.Contains(reason, tc.want) {
+				t.Fatalf("reason %q, want it to say %q", reason, tc.want)
+			}
+		})
+	}
+}
+
+func rewrite(t *testing.T, file string, edit func(cp map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp map[string]any
+	if err := json.Unmarshal(b, &cp); err != nil {
+		t.Fatal(err)
+	}
+	edit(cp)
+	b, _ = json.Marshal(cp)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// BenchmarkFastPlan is the fast path's work before the cluster: read and
+// decode the state, build the spec's objects and compare them with the
+// recorded inputs (examples/local, one tenant).
+func BenchmarkFastPlan(b *testing.B) {
+	p := localPlatform(b)
+	e, _ := fakeStack(b, p, nil)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, reason := e.fastPlan(context.Background(), p, "s"); reason != "" {
+			b.Fatal(reason)
+		}
+	}
+}

@@ -296,8 +296,8 @@ func providerChanged(ctx context.Context, r *stateResource, p *model.Platform, n
 	}
 	got := map[string]any{}
 	for k, v := range in.(map[string]any) {
-		if k == "version" {
-			continue // the plugin's version, pinned with the CLI
+		if k == "version" || strings.HasPrefix(k, "__") {
+			continue // the plugin's version, pinned with the CLI; the engine's own keys
 		}
 		if s, ok := v.(secret); ok {
 			v = s.value

@@ -330,7 +330,7 @@ func fakeStack(t testing.TB, p *model.Platform, edit func(res []map[string]any) 
 	res := []map[string]any{
 		{"urn": "urn:pulumi:s::paddock::pulumi:pulumi:Stack::paddock-s", "type": "pulumi:pulumi:Stack", "outputs": map[string]any{"platform": p.Name}},
 		{"urn": prov, "custom": true, "id": "id-1", "type": "pulumi:providers:kubernetes",
-			"inputs": map[string]any{"kubeconfig": p.Target.Kubeconfig, "enableServerSideApply": "true", "version": "4.25.0"}},
+			"inputs": map[string]any{"__internal": map[string]any{}, "kubeconfig": p.Target.Kubeconfig, "enableServerSideApply": true, "version": "4.25.0"}},
 	}
 	objs, err := manifests.Build(p)
 	if err != nil {

@@ -140,6 +140,9 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 	}
 	start := time.Now()
 	e.prepare("destroy", s)
+	if res, done, err := e.destroyDirect(ctx, p, s); err != nil || done {
+		return res, err
+	}
 	var res auto.DestroyResult
 	err = e.withLock(ctx, "destroy", s.Name(), func() error {
 		if err := e.clearPending(ctx, "destroy", s); err != nil {

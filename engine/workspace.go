@@ -61,6 +61,9 @@ type Options struct {
 	// the state. The next up adopts those objects (creates are server-side
 	// applies) and drift's S05 sweep reports any the spec no longer declares.
 	Checkpoints string
+	// Full forces Pulumi's own engine: destroy goes through Pulumi's destroy
+	// instead of deleting the stack's objects directly (destroy.go).
+	Full bool
 }
 
 // Checkpoint modes, and the environment variable that sets the default.

@@ -27,6 +27,8 @@ type specFlags struct {
 	lockWait   time.Duration
 	// checkpoints is "every-step" or "final" (engine.Options.Checkpoints).
 	checkpoints string
+	// full forces Pulumi's own engine (engine.Options.Full).
+	full bool
 }
 
 func (f *specFlags) register(cmd *cobra.Command) {
@@ -44,7 +46,7 @@ func (f *specFlags) registerLockWait(cmd *cobra.Command) {
 }
 
 func (f *specFlags) engine(out io.Writer) *engine.Engine {
-	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait, Checkpoints: f.checkpoints})
+	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait, Checkpoints: f.checkpoints, Full: f.full})
 }
 
 // loadSpec decodes the spec in dir (a directory of .hcl files or one file),
@@ -118,6 +120,7 @@ func newDestroyCmd() *cobra.Command {
 	}
 	f.register(cmd)
 	f.registerLockWait(cmd)
+	cmd.Flags().BoolVar(&f.full, "full", false, "go through Pulumi's destroy (a refresh, then one deletion per resource along the dependency graph) instead of deleting the objects directly, namespaces whole, and emptying the state once they are gone")
 	return cmd
 }
 

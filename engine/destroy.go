@@ -730,3 +730,93 @@ func (e *Engine) lockStack(name string) (func(), error) {
 	}
 	return release, nil
 }
+
+// awaitKilledDestroy readies an up of stack name after a destroy of it
+// died: that destroy may have left namespaces and CRDs being deleted,
+// which still read back as present, so the up would leave them be and
+// then fail to create anything in them. It waits for those to go (the up
+// then creates them again). Without a dead destroy it costs nothing.
+func (e *Engine) awaitKilledDestroy(ctx context.Context, p *model.Platform, name string) error {
+	runs, err := e.deadRuns(name)
+	if err != nil {
+		return err
+	}
+	killed := false
+	for _, r := range runs {
+		killed = killed || r.Op == "destroy"
+	}
+	if !killed || p.Target.Kubeconfig == "" {
+		return nil
+	}
+	inStack, _, err := e.Inventory(name)
+	if err != nil {
+		return err
+	}
+	var objs []destroyObject
+	for _, o := range inStack {
+		if o.Kind == "Namespace" || o.Kind == "CustomResourceDefinition" {
+			gv, err := schema.ParseGroupVersion(o.APIVersion)
+			if err != nil {
+				continue
+			}
+			objs = append(objs, destroyObject{GVK: gv.WithKind(o.Kind), Namespace: o.Namespace, Name: o.Name})
+		}
+	}
+	client, mapper, err := destroyClients(p)
+	if err != nil {
+		return err
+	}
+	d := &directDeleter{client: client, mapper: mapper, out: e.opts.Out, workers: directDestroyWorkers, timeout: directDestroyTimeout, poll: 100 * time.Millisecond}
+	n, err := d.waitDeleting(ctx, objs)
+	if err != nil {
+		return fmt.Errorf("up of stack %q: a destroy that died left objects being deleted: %w", name, err)
+	}
+	if n > 0 {
+		fmt.Fprintf(e.opts.Out, "paddock up: %d namespace(s) and CRD(s) a dead destroy left being deleted are gone\n", n)
+	}
+	return nil
+}
+
+// waitDeleting waits until those of objs being deleted are gone, and
+// returns how many were. Objects not being deleted are left alone.
+func (d *directDeleter) waitDeleting(ctx context.Context, objs []destroyObject) (int, error) {
+	targets, err := d.resolve(objs)
+	if err != nil {
+		return 0, err
+	}
+	var mu sync.Mutex
+	var deleting []target
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(d.workers)
+	for _, t := range targets {
+		g.Go(func() error {
+			ri := d.client.Resource(t.gvr)
+			var o *metav1.PartialObjectMetadata
+			var err error
+			if t.namespaced {
+				o, err = ri.Namespace(t.obj.Namespace).Get(gctx, t.obj.Name, metav1.GetOptions{})
+			} else {
+				o, err = ri.Get(gctx, t.obj.Name, metav1.GetOptions{})
+			}
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", t.obj, err)
+			}
+			if o.DeletionTimestamp != nil {
+				mu.Lock()
+				deleting = append(deleting, t)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	if len(deleting) > 0 {
+		fmt.Fprintf(d.out, "  waiting for %d object(s) a dead destroy left being deleted\n", len(deleting))
+	}
+	return len(deleting), d.waitGone(ctx, "a dead destroy", awaited{objects: deleting})
+}

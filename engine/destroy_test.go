@@ -303,6 +303,7 @@ func newFakeCluster(t *testing.T) *fakeCluster {
 	}
 	c.client.PrependReactor("delete", "*", c.deleteReaction)
 	c.client.PrependReactor("list", "*", c.listReaction)
+	c.client.PrependReactor("get", "*", c.getReaction)
 	go c.controller()
 	t.Cleanup(func() { close(c.stop) })
 	return c
@@ -393,6 +394,26 @@ func (c *fakeCluster) listReaction(a k8stesting.Action) (bool, runtime.Object, e
 		}
 	}
 	return true, list, nil
+}
+
+func (c *fakeCluster) getReaction(a k8stesting.Action) (bool, runtime.Object, error) {
+	g := a.(k8stesting.GetAction)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.objects[g.GetResource().Resource+"/"+g.GetNamespace()+"/"+g.GetName()]
+	if !ok {
+		return true, nil, apierrors.NewNotFound(g.GetResource().GroupResource(), g.GetName())
+	}
+	return true, o.DeepCopy(), nil
+}
+
+// markDeleting marks an object as being deleted, with finalizers.
+func (c *fakeCluster) markDeleting(kind, ns, name string, finalizers ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.objects[c.resourceOf(kind)+"/"+ns+"/"+name]
+	now := metav1.Now()
+	o.DeletionTimestamp, o.Finalizers = &now, finalizers
 }
 
 // controller is the Agent Sandbox controller and the namespace controller.
@@ -555,6 +576,38 @@ func TestDirectDestroyDeletesEveryNamespaceBeforeWaiting(t *testing.T) {
 	for _, entry := range c.log {
 		if strings.HasPrefix(entry, "delete configmaps/") {
 			t.Errorf("%s deleted one by one", entry)
+		}
+	}
+}
+
+func TestWaitDeletingWaitsOnlyForWhatIsBeingDeleted(t *testing.T) {
+	c := newFakeCluster(t)
+	c.add("Namespace", "", "agent-sandbox-system")
+	// What a killed destroy left: a tenant namespace held by a sandbox the
+	// controller has yet to finalize; another one it never reached.
+	c.add("Namespace", "", "agents-team-a")
+	c.add("Sandbox", "agents-team-a", "agent-1", controllerFinalizer)
+	c.markDeleting("Sandbox", "agents-team-a", "agent-1", controllerFinalizer)
+	c.markDeleting("Namespace", "", "agents-team-a", "kubernetes")
+	c.add("Namespace", "", "agents-team-b")
+	ns := schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	n, err := c.deleter(5*time.Second).waitDeleting(context.Background(), []destroyObject{
+		{GVK: ns, Name: "agents-team-a"}, {GVK: ns, Name: "agents-team-b"}, {GVK: ns, Name: "agents-team-gone"},
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("waited for %d, err %v; want 1 (agents-team-a)", n, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.objects["namespaces//agents-team-a"]; ok {
+		t.Error("returned while agents-team-a was still being deleted")
+	}
+	if _, ok := c.objects["namespaces//agents-team-b"]; !ok {
+		t.Error("agents-team-b, not being deleted, is gone")
+	}
+	for _, entry := range c.log {
+		if strings.HasPrefix(entry, "delete ") {
+			t.Errorf("waiting deleted something: %s", entry)
 		}
 	}
 }

@@ -78,6 +78,9 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	if err := guardReplacements(ctx, "up", p, s.Export, e.opts.Out); err != nil {
 		return nil, err
 	}
+	if err := e.awaitKilledDestroy(ctx, p, s.Name()); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	e.prepare("up", s)
 	var res auto.UpResult

@@ -524,6 +524,9 @@ func (d *directDeleter) run(ctx context.Context, plan *destroyPlan) error {
 		tenantNamespaces[ns.Name] = true
 	}
 
+	// Each step says when it ended, so the next bottleneck is named.
+	start := time.Now()
+	since := func() string { return time.Since(start).Round(10 * time.Millisecond).String() }
 	// 1. The tenants, all at once.
 	fmt.Fprintf(d.out, "  deleting %d tenant namespace(s) and %d other tenant object(s)\n", len(plan.Tenants.Namespaces), len(plan.Tenants.Objects))
 	if err := d.deleteAll(ctx, tenants); err != nil {
@@ -541,7 +544,7 @@ func (d *directDeleter) run(ctx context.Context, plan *destroyPlan) error {
 		return err
 	}
 	// 3. The release, while the tenant namespaces finish.
-	fmt.Fprintf(d.out, "  deleting the Agent Sandbox release: %d namespace(s) and %d other object(s)\n", len(plan.Release.Namespaces), len(plan.Release.Objects))
+	fmt.Fprintf(d.out, "  %s: the tenants' sandbox objects are gone; deleting the Agent Sandbox release: %d namespace(s) and %d other object(s)\n", since(), len(plan.Release.Namespaces), len(plan.Release.Objects))
 	if err := d.deleteAll(ctx, release); err != nil {
 		return err
 	}
@@ -549,10 +552,15 @@ func (d *directDeleter) run(ctx context.Context, plan *destroyPlan) error {
 	if err := d.waitGone(ctx, "the tenants", awaited{objects: tenants}); err != nil {
 		return err
 	}
+	fmt.Fprintf(d.out, "  %s: the tenants are gone; deleting %d runtime class(es)\n", since(), len(runtimeClasses))
 	if err := d.deleteAll(ctx, runtimeClasses); err != nil {
 		return err
 	}
-	return d.waitGone(ctx, "the release and runtime classes", awaited{objects: append(release, runtimeClasses...)})
+	if err := d.waitGone(ctx, "the release and runtime classes", awaited{objects: append(release, runtimeClasses...)}); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "  %s: the release and runtime classes are gone\n", since())
+	return nil
 }
 
 // destroyDirect is Destroy's direct path. It reports done=false, having
@@ -622,6 +630,7 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 	}
 	fmt.Fprintf(e.opts.Out, "paddock destroy: deleting the %d objects of stack %q directly; the state is emptied once they are all gone\n", plan.Resources, name)
 	d := &directDeleter{client: client, mapper: mapper, out: e.opts.Out, workers: directDestroyWorkers, timeout: directDestroyTimeout, poll: 100 * time.Millisecond}
+	fmt.Fprintf(e.opts.Out, "  %s: state exported and read\n", time.Since(start).Round(10*time.Millisecond))
 	if err := d.run(ctx, plan); err != nil {
 		return nil, false, fmt.Errorf("destroy of stack %q: %w", name, err)
 	}

@@ -60,14 +60,13 @@ func TestPruneSelection(t *testing.T) {
 }
 
 var (
-	nsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	quotaGVR = schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"}
 	vapGVR   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
 )
 
-// fakeCluster is a cluster of fakes whose discovery knows namespaces,
+// fakeClusterClients is a cluster of fakes whose discovery knows namespaces,
 // quotas, admission policies and CRDs.
-func fakeCluster(t *testing.T, kubeObjs []runtime.Object, objs ...runtime.Object) (*clusterClients, *dynamicfake.FakeDynamicClient) {
+func fakeClusterClients(t *testing.T, kubeObjs []runtime.Object, objs ...runtime.Object) (*clusterClients, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	kube := fake.NewSimpleClientset(kubeObjs...)
 	kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{
@@ -100,7 +99,7 @@ func object(apiVersion, kind, ns, name string, finalizers ...string) *unstructur
 }
 
 func TestDeleteLeftovers(t *testing.T) {
-	c, dyn := fakeCluster(t, nil,
+	c, dyn := fakeClusterClients(t, nil,
 		object("v1", "Namespace", "", "agents-t1"),
 		object("v1", "ResourceQuota", "agents-t1", "tenant-quota"),
 		object("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "paddock-t1"),
@@ -127,7 +126,7 @@ func TestDeleteLeftovers(t *testing.T) {
 }
 
 func TestDeleteLeftoversNamesWhatStays(t *testing.T) {
-	c, dyn := fakeCluster(t, nil, object("v1", "Namespace", "", "agents-t1", "kubernetes"))
+	c, dyn := fakeClusterClients(t, nil, object("v1", "Namespace", "", "agents-t1", "kubernetes"))
 	// A finalizer nobody removes: the delete is accepted, the object stays.
 	dyn.PrependReactor("delete", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, nil
@@ -152,14 +151,14 @@ func TestWaitTerminating(t *testing.T) {
 	crd.SetDeletionTimestamp(&now)
 
 	// Nothing of the platform being deleted: no wait, no output.
-	c, _ := fakeCluster(t, []runtime.Object{live, otherPlatform})
+	c, _ := fakeClusterClients(t, []runtime.Object{live, otherPlatform})
 	var out bytes.Buffer
 	if err := waitTerminating(context.Background(), c, &out, "up", "fault", time.Second); err != nil || out.Len() != 0 {
 		t.Fatalf("waited for nothing: %v %q", err, out.String())
 	}
 
 	// Still there after the bound: a clear error, nothing applied.
-	c, _ = fakeCluster(t, []runtime.Object{terminating, live}, crd)
+	c, _ = fakeClusterClients(t, []runtime.Object{terminating, live}, crd)
 	out.Reset()
 	err := waitTerminating(context.Background(), c, &out, "up", "fault", 50*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "CRD sandboxes.agents.x-k8s.io, namespace agents-t1 still being deleted") || !strings.Contains(err.Error(), "nothing was applied") {
@@ -170,7 +169,7 @@ func TestWaitTerminating(t *testing.T) {
 	}
 
 	// Gone meanwhile: the wait ends.
-	c, dyn := fakeCluster(t, []runtime.Object{terminating}, crd)
+	c, dyn := fakeClusterClients(t, []runtime.Object{terminating}, crd)
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		_ = c.kube.CoreV1().Namespaces().Delete(context.Background(), "agents-t1", metav1.DeleteOptions{})

@@ -165,6 +165,12 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	if res, done, err := e.destroyDirect(ctx, p, s, rec); err != nil || done {
+		if err == nil {
+			err = e.finishRun(ctx, "destroy", p, s.Name(), rec, dead)
+		}
+		return res, err
+	}
 	var res auto.DestroyResult
 	err = e.journaled(ctx, "destroy", s.Name(), rec, func() error {
 		if err := e.clearPending(ctx, "destroy", s); err != nil {

@@ -65,7 +65,8 @@ type Options struct {
 	// deletes the rest (prune.go); the next destroy deletes all of it.
 	Checkpoints string
 	// Full makes Up and Drift always go through the Pulumi engine, never the
-	// fast comparison of the live cluster (fast.go).
+	// fast comparison of the live cluster (fast.go), and Destroy through
+	// Pulumi's destroy instead of deleting the objects directly (destroy.go).
 	Full bool
 }
 

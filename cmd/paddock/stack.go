@@ -27,7 +27,8 @@ type specFlags struct {
 	lockWait   time.Duration
 	// checkpoints is "final" or "every-step" (engine.Options.Checkpoints).
 	checkpoints string
-	// full forces the Pulumi engine on up and drift (engine.Options.Full).
+	// full forces Pulumi's own engine: up and drift refresh and diff every
+	// resource, destroy runs Pulumi's destroy (engine.Options.Full).
 	full bool
 }
 
@@ -126,6 +127,7 @@ func newDestroyCmd() *cobra.Command {
 	}
 	f.register(cmd)
 	f.registerLockWait(cmd)
+	cmd.Flags().BoolVar(&f.full, "full", false, "go through Pulumi's destroy (a refresh, then one deletion per resource along the dependency graph) instead of deleting the objects directly, namespaces whole, and emptying the state once they are gone")
 	return cmd
 }
 

@@ -121,13 +121,14 @@ func findField(r *drift.Resource, pathPart string) *drift.Field {
 }
 
 // destroyAndWait destroys a stack and waits until its namespaces are gone, so
-// the next test's platform does not meet a terminating namespace.
-func (e *env) destroyAndWait(t *testing.T, extraEnv []string, namespaces []string, args ...string) {
+// the next test's platform does not meet a terminating namespace. It
+// returns the destroy's run.
+func (e *env) destroyAndWait(t *testing.T, extraEnv []string, namespaces []string, args ...string) run {
 	t.Helper()
 	r := e.runPaddock(t, extraEnv, append([]string{"destroy"}, args...)...)
 	if r.code != 0 {
 		t.Errorf("paddock destroy %s: exit %d\n%s\n%s", strings.Join(args, " "), r.code, r.stdout, tail(r.stderr, 20))
-		return
+		return r
 	}
 	t.Logf("paddock destroy %s: %s", strings.Join(args, " "), r.took)
 	for _, ns := range append(namespaces, "agent-sandbox-system") {
@@ -138,6 +139,45 @@ func (e *env) destroyAndWait(t *testing.T, extraEnv []string, namespaces []strin
 			}
 			return fmt.Errorf("namespace %s still exists (%v)", ns, err)
 		})
+	}
+	return r
+}
+
+// assertDestroyedDirectly checks a destroy of stack (platform platform, in
+// the isolated home's file backend) that printed out: it deleted the
+// objects directly rather than through Pulumi's destroy, and when it
+// returned no object labelled with the platform was left and the state
+// held no resource.
+func (e *env) assertDestroyedDirectly(t *testing.T, out, stack, platform string) {
+	t.Helper()
+	if !strings.Contains(out, "directly") || strings.Contains(out, "Pulumi's destroy, because") {
+		t.Errorf("destroy of stack %s did not delete directly:\n%s", stack, out)
+	}
+	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, platform)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range labelled {
+		t.Errorf("left after destroy returned: %s %s/%s labelled with platform %s", o.Kind, o.Namespace, o.Name, platform)
+	}
+	raw, err := os.ReadFile(filepath.Join(e.home, "state", ".pulumi", "stacks", "paddock", stack+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Checkpoint struct {
+			Latest apitype.DeploymentV3 `json:"latest"`
+		} `json:"checkpoint"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	latest := file.Checkpoint.Latest
+	if n := len(latest.Resources) + len(latest.PendingOperations); n != 0 {
+		t.Errorf("the state of stack %s holds %d resources and %d pending operations after destroy", stack, len(latest.Resources), len(latest.PendingOperations))
+	}
+	if latest.SecretsProviders == nil || latest.SecretsProviders.Type != "passphrase" {
+		t.Errorf("the emptied state of stack %s lost its secrets provider: %+v", stack, latest.SecretsProviders)
 	}
 }
 
@@ -153,7 +193,10 @@ func TestDrift(t *testing.T) {
 		t.Fatalf("paddock up: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 30))
 	}
 	t.Logf("paddock up %s --stack %s (create): %s", example, driftStack, r.took)
-	defer e.destroyAndWait(t, nil, []string{namespace}, example, "--stack", driftStack)
+	defer func() {
+		r := e.destroyAndWait(t, nil, []string{namespace}, example, "--stack", driftStack)
+		e.assertDestroyedDirectly(t, r.stdout, driftStack, "local-demo")
+	}()
 	eventually(t, "warm pool ready", 120*time.Second, func() error { return poolReady(e, replicas) })
 
 	t.Run("no drift on the untouched platform, run after run", func(t *testing.T) {

@@ -221,6 +221,7 @@ func TestLocalPlatform(t *testing.T) {
 	t.Run("destroy leaves nothing paddock created", func(t *testing.T) {
 		out, took := e.mustPaddock(t, "destroy", example)
 		t.Logf("paddock destroy %s: %s (%s)", example, took, summary(t, out))
+		e.assertDestroyedDirectly(t, out, "local-demo", "local-demo")
 		eventually(t, "tenant namespace gone", 120*time.Second, func() error {
 			_, err := e.kube.CoreV1().Namespaces().Get(ctxT(t, 5*time.Second), namespace, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {

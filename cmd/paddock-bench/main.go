@@ -104,16 +104,20 @@ func run() error {
 	// The "before" is read now: the first save below replaces the file.
 	var before *bench.Baseline
 	noBefore := "No before/after table: there were no results in -out to replace."
-	if *baseline != "" {
+	// The results being replaced: the "before", and the claims a run that
+	// skips them carries over rather than drops.
+	old, oldErr := bench.ReadResults(filepath.Join(*outDir, "results.json"))
+	switch {
+	case *baseline != "":
 		if before, err = baselineFrom(*baseline); err != nil {
 			return err
 		}
-	} else if old, err := bench.ReadResults(filepath.Join(*outDir, "results.json")); err == nil {
+	case oldErr == nil:
 		if before = bench.BaselineOf(old); before == nil {
 			noBefore = "No before/after table: the results this run replaced did not name the binary they measured, or held no provisioning figures."
 		}
-	} else if !os.IsNotExist(err) {
-		return fmt.Errorf("the results to be replaced: %w (they are the report's \"before\": move them away, or name others with -baseline)", err)
+	case !os.IsNotExist(oldErr):
+		return fmt.Errorf("the results to be replaced: %w (they are the report's \"before\": move them away, or name others with -baseline)", oldErr)
 	}
 	full, err := hasFlag(bin, "up", "--full")
 	if err != nil {
@@ -252,6 +256,9 @@ func run() error {
 			return err
 		}
 		res.Claims, res.ClaimsNodes = claims, *claimNode
+	} else if oldErr == nil && len(old.Claims) > 0 && old.Paddock != nil {
+		res.Claims, res.ClaimsNodes = old.Claims, old.ClaimsNodes
+		res.Notes = append(res.Notes, fmt.Sprintf("Sandbox start through claims: not measured by this run (-skip-claims); the figures below are carried over from the results of binary %.12s.", old.Paddock.Commit))
 	}
 	if err := save(); err != nil {
 		return err

@@ -29,11 +29,16 @@ type clusterClients struct {
 // GKE cluster it creates), so nothing can be done on it beside Pulumi.
 var errNoKubeconfig = errors.New("the platform's target has no kubeconfig")
 
-// clientsFor builds clients for p's target from its kubeconfig and context,
-// as the target was resolved (targets.Resolve). The rate limit is raised: a
-// delete or wait touches every object of a platform, and client-go's default
-// of 5 requests a second would queue them for minutes.
-func clientsFor(p *model.Platform) (*clusterClients, error) {
+// clusterQPS is the client rate limit of every request the engine makes
+// beside Pulumi (the fast comparison, direct destroy, prune, waits): they
+// touch every object of a platform, and client-go's default of 5 requests a
+// second would queue them for minutes.
+const clusterQPS = 500
+
+// restConfigFor is the one place the engine reads p's target for its own
+// clients: the kubeconfig and context the target was resolved to
+// (targets.Resolve), with clusterQPS.
+func restConfigFor(p *model.Platform) (*rest.Config, error) {
 	if p.Target.Kubeconfig == "" {
 		return nil, errNoKubeconfig
 	}
@@ -43,8 +48,17 @@ func clientsFor(p *model.Platform) (*clusterClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", p.Target.Kubeconfig, err)
 	}
-	cfg.QPS, cfg.Burst = 100, 200
+	cfg.QPS, cfg.Burst = clusterQPS, 2*clusterQPS
 	cfg.WarningHandler = rest.NoWarnings{}
+	return cfg, nil
+}
+
+// clientsFor builds clients for p's target (restConfigFor).
+func clientsFor(p *model.Platform) (*clusterClients, error) {
+	cfg, err := restConfigFor(p)
+	if err != nil {
+		return nil, err
+	}
 	return clientsFromConfig(cfg)
 }
 

@@ -26,9 +26,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddock-platform/paddock/model"
 )
@@ -65,11 +63,10 @@ var componentLayers = map[string]string{
 	"paddock:runtime:RuntimeClass": layerRuntimeClass,
 }
 
-// Direct destroy's bounds. The client rate limit is far above what the
-// deletes and polls need, so client-go never queues them.
+// Direct destroy's bounds. The client rate limit (clusterQPS) is far above
+// what the deletes and polls need, so client-go never queues them.
 const (
 	directDestroyWorkers = 32
-	directDestroyQPS     = 500
 	directDestroyTimeout = 5 * time.Minute
 	directDestroyMaxPoll = time.Second
 )
@@ -274,17 +271,14 @@ type directDeleter struct {
 }
 
 // destroyClients builds the metadata client and REST mapper direct destroy
-// uses for the platform's cluster, from its kubeconfig and context, with a
-// rate limit that never queues the deletes.
+// uses for the platform's cluster: metadata only, since it deletes and
+// lists without needing object bodies (the Agent Sandbox CRDs alone are
+// over 1 MB).
 func destroyClients(p *model.Platform) (metadata.Interface, meta.RESTMapper, error) {
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: p.Target.Kubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: p.Target.Context}).ClientConfig()
+	cfg, err := restConfigFor(p)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %s: %w", p.Target.Kubeconfig, err)
+		return nil, nil, err
 	}
-	cfg.QPS, cfg.Burst = directDestroyQPS, 2*directDestroyQPS
-	cfg.WarningHandler = rest.NoWarnings{}
 	client, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err

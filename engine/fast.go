@@ -21,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/manifests"
@@ -96,12 +94,9 @@ func (e *Engine) fastDrift(ctx context.Context, p *model.Platform) *drift.Report
 	return res.Report
 }
 
-// Fast-path tuning: requests in flight, and a client rate limit high enough
-// that one LIST per kind plus the dry-runs are never throttled.
-const (
-	fastWorkers = 16
-	fastQPS     = 500
-)
+// fastWorkers bounds the fast path's requests in flight (one LIST per kind
+// plus the dry-runs; the rate limit is clusterQPS).
+const fastWorkers = 16
 
 // fastObject is one declared object with its state and live counterparts.
 type fastObject struct {
@@ -765,17 +760,12 @@ func quantityText(v any) (string, bool) {
 	return "", false
 }
 
-// fastClient is a dynamic client for the platform's cluster, its rate limit
-// raised so a LIST per kind and the dry-runs are never throttled.
+// fastClient is a dynamic client for the platform's cluster (restConfigFor).
 func fastClient(p *model.Platform) (dynamic.Interface, error) {
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: p.Target.Kubeconfig},
-		&clientcmd.ConfigOverrides{CurrentContext: p.Target.Context}).ClientConfig()
+	cfg, err := restConfigFor(p)
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = fastQPS, 2*fastQPS
-	cfg.WarningHandler = rest.NoWarnings{}
 	return dynamic.NewForConfig(cfg)
 }
 

@@ -38,24 +38,34 @@ func Stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unst
 	return first, rest
 }
 
+// floorClients are the floors' clients: no client-side rate limit, as
+// fast as the API server answers. Building them is part of the time
+// measured, as it is part of any tool's.
+func floorClients(cfg *rest.Config) (dynamic.Interface, *restmapper.DeferredDiscoveryRESTMapper, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	cfg.WarningHandler = rest.NoWarnings{}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dyn, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), nil
+}
+
 // Floor applies objs with server-side apply as fast as a client can: no
 // client-side rate limit, FloorWorkers in flight, the dependency order of
 // Stages and nothing else (no state, no diff, no wait for readiness). It is
 // the lower bound any tool that applies these objects is compared against.
 func Floor(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) (time.Duration, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
-	cfg.WarningHandler = rest.NoWarnings{}
 	start := time.Now()
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, mapper, err := floorClients(cfg)
 	if err != nil {
 		return 0, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return 0, err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	first, rest := Stages(objs)
 	if err := applyAll(ctx, dyn, mapper, first); err != nil {
 		return 0, err
@@ -157,19 +167,11 @@ func established(u *unstructured.Unstructured) bool {
 // every namespace and CRD of objs is gone: the lower bound paddock destroy
 // is compared against, on the same cluster.
 func FloorDestroy(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) (time.Duration, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
-	cfg.WarningHandler = rest.NoWarnings{}
 	start := time.Now()
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, mapper, err := floorClients(cfg)
 	if err != nil {
 		return 0, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return 0, err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	if err := deleteAll(ctx, dyn, mapper, DirectDeletes(objs)); err != nil {
 		return 0, err
 	}

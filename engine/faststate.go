@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -51,25 +49,11 @@ type fullCheckpoint struct {
 // comparison sees its value, the report only "[secret]".
 type secret struct{ value any }
 
-// readFullCheckpoint parses a stack file (plain or gzipped JSON), numbers as
+// readFullCheckpoint parses a stack file (decodeStackFile), numbers as
 // float64 as the engine's events give them.
 func readFullCheckpoint(file string) (*fullCheckpoint, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(file, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, err
-		}
-		defer gz.Close()
-		r = gz
-	}
 	var c fullCheckpoint
-	if err := json.NewDecoder(r).Decode(&c); err != nil {
+	if err := decodeStackFile(file, &c); err != nil {
 		return nil, err
 	}
 	return &c, nil

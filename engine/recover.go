@@ -91,26 +91,32 @@ func (c *CorruptStateError) Error() string {
 
 // readCheckpoint parses a stack file (plain or gzipped JSON).
 func readCheckpoint(file string) (*checkpoint, error) {
+	var c checkpoint
+	if err := decodeStackFile(file, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// decodeStackFile decodes a file backend's stack file, plain or gzipped
+// JSON, into v: the one reader of the backend's files, whichever part of
+// them the caller needs.
+func decodeStackFile(file string, v any) error {
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	var r io.Reader = f
 	if strings.HasSuffix(file, ".gz") {
 		gz, err := gzip.NewReader(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer gz.Close()
 		r = gz
 	}
-	var c checkpoint
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&c); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return json.NewDecoder(r).Decode(v)
 }
 
 // checkState reads the stack file of a file backend: a corrupt one is a

@@ -41,6 +41,24 @@ type Run struct {
 	Stdout string `json:"-"`
 }
 
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // clusterPrograms are sampled system-wide during a run, not only in the tree.
 var clusterPrograms = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller", "agent-sandbox-controller"}
 
@@ -87,12 +105,15 @@ const sampleEvery = 25 * time.Millisecond
 // process group, but are still its children). A non-zero exit is an error
 // that carries the output's tail.
 func Measure(ctx context.Context, cmd *exec.Cmd) (*Run, error) {
-	var out, stdout bytes.Buffer
+	// exec copies stdout and stderr in two goroutines: the buffer they
+	// share takes one write at a time, or a line is lost.
+	var stdout bytes.Buffer
+	out := &lockedBuffer{}
 	if cmd.Stdout == nil {
-		cmd.Stdout = io.MultiWriter(&out, &stdout)
+		cmd.Stdout = io.MultiWriter(out, &stdout)
 	}
 	if cmd.Stderr == nil {
-		cmd.Stderr = &out
+		cmd.Stderr = out
 	}
 	before := clusterCPU()
 	start := time.Now()

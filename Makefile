@@ -82,7 +82,7 @@ unit: ## unit tests (no cluster)
 .PHONY: e2e
 e2e: tools build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)
 	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./localcluster/
-	PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 60m -v ./test/e2e/...
+	PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 75m -v ./test/e2e/...
 
 .PHONY: test
 test: tools build ## everything CI runs: vet, unit tests, live end-to-end tests
@@ -91,7 +91,7 @@ test: tools build ## everything CI runs: vet, unit tests, live end-to-end tests
 	go vet -tags gke ./components/gcp/ ./program/
 	go test -count=1 ./...
 	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./localcluster/
-	PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 60m -v ./test/e2e/...
+	PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 75m -v ./test/e2e/...
 
 .PHONY: local-down
 local-down: ## stop the local cluster and remove its state

@@ -74,8 +74,9 @@ func changes(m *map[string]int) map[string]int {
 }
 
 // Up refreshes the stack against the live cluster and converges it on the
-// platform: whatever drifted on objects Paddock owns is put back. It first
-// waits for the platform's namespaces and CRDs still being deleted, and after
+// platform: whatever drifted on objects Paddock owns is put back. A platform
+// whose spec and cluster both match the state is confirmed without the
+// engine (fastUp, fast.go). Otherwise it first waits for the platform's namespaces and CRDs still being deleted, and after
 // a run that did not finish (journal.go) it deletes what that run created
 // that the spec no longer declares (prune.go).
 func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {

@@ -533,21 +533,35 @@ func TestFaultAPIServerStopped(t *testing.T) {
 	e.mustPaddock(t, "up", small)
 	defer e.destroyAndWait(t, nil, faultNamespaces(3), small)
 
-	// Killed as the engine starts creating the new tenants, not at a
-	// fixed time that may land in the refresh before them.
+	// Killed while the engine creates the new tenants: the API server's
+	// create of the second tenant's namespace is held in a webhook until the
+	// kill has landed, so the kill cannot race the run (on an idle machine
+	// the whole up can end between two polls of its event log).
+	heldNS := faultNamespaces(3)[1]
+	hold := holdNamespaceCreate(t, e, heldNS)
 	events := filepath.Join(t.TempDir(), "up.events.jsonl")
 	run := e.startPaddock(t, []string{"PADDOCK_EVENT_LOG=" + events}, "up", large)
-	first, err, changing := waitForChange(t, events, run.done, 5*time.Minute)
-	if !changing {
-		t.Fatalf("up ended (%v) before creating anything:\n%s", err, tail(run.out.String(), 20))
+	var err error
+	select {
+	case <-hold.held:
+	case err = <-run.done:
+		t.Fatalf("up ended (%v) without creating namespace %s:\n%s", err, heldNS, tail(run.out.String(), 20))
+	case <-time.After(5 * time.Minute):
+		_ = syscall.Kill(-run.cmd.Process.Pid, syscall.SIGKILL)
+		<-run.done
+		t.Fatalf("up did not create namespace %s within 5m:\n%s", heldNS, tail(run.out.String(), 20))
 	}
 	pid := killLocal(t, e, "kube-apiserver")
-	log := readEngineLog(events)
-	done, inFlight := log.progress()
-	t.Logf("killed kube-apiserver (pid %d) once up started %s %s: %d change(s) done, %d in flight", pid, first.Op, describeURN(first.Type, first.URN), done, len(inFlight))
-	if log.Summary || first.Op != "create" {
-		t.Fatalf("the kill did not land while up created tenants (first change %s, summary reported: %v)", first.Op, log.Summary)
-	}
+	defer e.restoreLocal(t) // before the deferred destroy: it needs the API server
+	eventually(t, "the killed API server exited", 30*time.Second, func() error {
+		if processRunning(pid) {
+			return fmt.Errorf("pid %d still running", pid)
+		}
+		return nil
+	})
+	hold.Release() // only now: the held create can no longer complete; the recovering up creates it again
+	done, inFlight := readEngineLog(events).progress()
+	t.Logf("killed kube-apiserver (pid %d) while it held the create of namespace %s: %d change(s) done, %d in flight %v", pid, heldNS, done, len(inFlight), inFlight)
 	select {
 	case err = <-run.done:
 	case <-time.After(5 * time.Minute):
@@ -579,9 +593,7 @@ func TestFaultAPIServerStopped(t *testing.T) {
 		}
 	}
 
-	if out, err := e.paddockRaw("local", "up"); err != nil {
-		t.Fatalf("local up did not repair the API server: %v\n%s", err, out)
-	}
+	e.restoreLocal(t)
 	r := e.runPaddock(t, nil, "up", large, "--lock-wait", "2m")
 	if r.code != 0 {
 		t.Fatalf("up after the API server came back: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 30))
@@ -667,6 +679,7 @@ func TestFaultControllerKilled(t *testing.T) {
 	}
 	_ = syscall.Kill(sup.Self.PID, syscall.SIGKILL)
 	_ = syscall.Kill(sup.Controller.PID, syscall.SIGKILL)
+	defer e.restoreLocal(t) // before the deferred destroy, whatever fails below
 	t.Logf("killed the supervisor (pid %d) and the controller (pid %d)", sup.Self.PID, sup.Controller.PID)
 
 	rep, code := verifyReport(t, e, small)
@@ -702,9 +715,7 @@ func TestFaultControllerKilled(t *testing.T) {
 		t.Errorf("verify reads the dead controller's stale pool status as ready: V07 %+v", v07)
 	}
 
-	if out, err := e.paddockRaw("local", "up"); err != nil {
-		t.Fatalf("local up did not restart the controller: %v\n%s", err, out)
-	}
+	e.restoreLocal(t)
 	eventually(t, "warm pool refilled after the controller restarted", 2*time.Minute, func() error {
 		names, err := poolSandboxes()
 		if err == nil && len(names) != 1 {

@@ -54,6 +54,23 @@ type Field struct {
 	Live     any `json:"live"`
 	// Cause is where the difference comes from.
 	Cause Cause `json:"cause"`
+	// Writers are who wrote the live value, from the object's managedFields:
+	// other managers first, newest first, then Paddock's own. Empty where
+	// nobody owns the live value (a field removed, or one only the server set).
+	Writers []Writer `json:"writers,omitempty"`
+}
+
+// By is "kubectl-edit (update at 2026-12-02T06:00:00Z)", the writers that
+// are not Paddock's, or "".
+func (f Field) By() string {
+	var parts []string
+	for _, w := range f.Writers {
+		if isPaddockManager(w.Manager) {
+			continue
+		}
+		parts = append(parts, w.String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Resource is one resource of the stack that differs from the cluster.
@@ -197,6 +214,9 @@ func (r *Report) WriteText(w io.Writer) error {
 				if f.Cause == CauseSpec {
 					b.WriteString("  [spec changed]")
 				}
+				if by := f.By(); by != "" {
+					b.WriteString("  by " + by)
+				}
 				b.WriteString("\n")
 			}
 			fmt.Fprintf(&b, "       repair: %s\n", res.Repair)
@@ -240,11 +260,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "%s. Target `%s`; %d resources compared in %.1fs, sweep %.1fs.\n", capitalize(r.Summary()), r.Target, r.Checked, r.Compare.Seconds(), r.Sweep.Seconds())
 	if len(r.Resources) > 0 {
 		b.WriteString("\n### Resources that differ from the cluster\n\n")
-		b.WriteString("| Resource | Change | Field | Declared | Live |\n|---|---|---|---|---|\n")
+		b.WriteString("| Resource | Change | Field | Declared | Live | Written by |\n|---|---|---|---|---|---|\n")
 		for _, res := range r.Resources {
 			change := changeText[res.Change]
 			if len(res.Fields) == 0 {
-				fmt.Fprintf(&b, "| %s | %s | | | |\n", mdCode(res.Title()), change)
+				fmt.Fprintf(&b, "| %s | %s | | | | |\n", mdCode(res.Title()), change)
 				continue
 			}
 			for i, f := range res.Fields {
@@ -255,7 +275,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				if f.Cause == CauseSpec {
 					ch = strings.TrimSpace(ch + " (spec changed)")
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", title, ch, mdCode(f.Path), mdCode(Value(f.Declared)), mdCode(Value(f.Live)))
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", title, ch, mdCode(f.Path), mdCode(Value(f.Declared)), mdCode(Value(f.Live)), mdEscape(f.By()))
 			}
 		}
 		b.WriteString("\n`paddock up` puts each of these back to what the stack declares.\n")

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -43,9 +45,52 @@ func (e *Engine) Drift(ctx context.Context, p *model.Platform) (*drift.Report, e
 	if err != nil {
 		return nil, opError("drift check", s.Name(), err)
 	}
-	rep := &drift.Report{Platform: p.Name, Stack: s.Name(), Target: string(p.Target.Kind), Compare: time.Since(start)}
+	rep := &drift.Report{Platform: p.Name, Stack: s.Name(), Target: string(p.Target.Kind)}
 	rep.Resources, rep.Checked = c.resources()
+	e.addWholeObjectDrift(ctx, p, s.Name(), rep)
+	rep.Compare = time.Since(start)
 	return rep, nil
+}
+
+// addWholeObjectDrift adds to an engine's drift report what only the
+// whole-object comparison sees: Pulumi's diff trims the live object to the
+// inputs it recorded, so a field another manager added is invisible to it.
+// It runs when the spec is what the stack last applied (otherwise a spec
+// change would read as a change in the cluster), and says when it cannot.
+func (e *Engine) addWholeObjectDrift(ctx context.Context, p *model.Platform, name string, rep *drift.Report) {
+	objs, _, reason := e.fastPlan(ctx, p, name)
+	var res *fastResult
+	if reason == "" {
+		c, err := clientsFor(p)
+		if err == nil {
+			res, err = e.compareWhole(ctx, c, p, name, objs, formsCached)
+		}
+		if err != nil {
+			reason = oneLine(err)
+		}
+	}
+	if reason != "" {
+		fmt.Fprintf(e.opts.Out, "paddock drift: fields outside the spec not compared: %s\n", reason)
+		return
+	}
+	mergeDrift(rep, res.Report.Resources)
+}
+
+// mergeDrift adds the whole-object comparison's resources and fields that a
+// report does not hold yet.
+func mergeDrift(rep *drift.Report, whole []drift.Resource) {
+	for _, w := range whole {
+		i := slices.IndexFunc(rep.Resources, func(r drift.Resource) bool { return r.Kind == w.Kind && r.Name == w.Name })
+		if i < 0 {
+			rep.Resources = append(rep.Resources, w)
+			continue
+		}
+		for _, f := range w.Fields {
+			if !slices.ContainsFunc(rep.Resources[i].Fields, func(g drift.Field) bool { return g.Path == f.Path }) {
+				rep.Resources[i].Fields = append(rep.Resources[i].Fields, f)
+			}
+		}
+	}
 }
 
 // driftCollector gathers the steps of a refresh-and-preview run.

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/paddock-platform/paddock/drift"
@@ -45,34 +43,56 @@ type fastResult struct {
 	// Outputs are the stack's outputs as the last up left them, secrets
 	// redacted.
 	Outputs map[string]any
+
+	objs    []*fastObject
+	clients *clusterClients
 }
 
-// fastUp answers a no-op up without the engine: nil when the fast path may
-// not answer or found a difference (it says which), and the engine runs.
-func (e *Engine) fastUp(ctx context.Context, p *model.Platform) *Result {
+// fastUp answers an up whose spec is what the stack last applied without
+// the engine: a platform that matches is confirmed, and objects changed out
+// of band are repaired in place (repairLive). It returns nil when the engine
+// must run (it says why): a spec change, or an object deleted out of band.
+func (e *Engine) fastUp(ctx context.Context, p *model.Platform) (*Result, error) {
 	if e.opts.Full {
-		return nil
+		return nil, nil
 	}
 	start := time.Now()
 	res, reason, err := e.fastCheck(ctx, p)
 	if err != nil {
-		return nil // cancelled: the engine's run reports it
+		return nil, nil // cancelled: the engine's run reports it
 	}
-	if reason == "" && len(res.Report.Resources) > 0 {
-		reason = fmt.Sprintf("%d object(s) differ from the cluster, the first %s", len(res.Report.Resources), res.Report.Resources[0].Title())
+	if reason == "" {
+		for _, r := range res.Report.Resources {
+			if r.Change == drift.Missing {
+				reason = r.Title() + " was deleted from the cluster"
+				break
+			}
+		}
 	}
 	if reason != "" {
 		fmt.Fprintf(e.opts.Out, "paddock up: full run: %s\n", reason)
-		return nil
+		return nil, nil
+	}
+	repaired, err := e.repairLive(ctx, "up", res)
+	if err == nil && repaired > 0 {
+		err = e.confirmRepaired(ctx, res.clients, p, e.stackName(p), res)
+	}
+	if err != nil {
+		return nil, err
 	}
 	took := time.Since(start)
-	return &Result{
+	out := &Result{
 		Stack:    e.stackName(p),
-		Changes:  map[string]int{"same": res.Report.Checked},
+		Changes:  map[string]int{"same": res.Report.Checked - repaired},
 		Duration: took,
 		Outputs:  res.Outputs,
 		Message:  fmt.Sprintf("nothing changed: %d unchanged, checked live in %.1fs", res.Report.Checked, took.Seconds()),
 	}
+	if repaired > 0 {
+		out.Changes["repaired"] = repaired
+		out.Message = fmt.Sprintf("repaired %d object(s) changed out of band, %d unchanged, checked live in %.1fs", repaired, res.Report.Checked-repaired, took.Seconds())
+	}
+	return out, nil
 }
 
 // fastDrift answers drift without the engine, or returns nil (saying why)
@@ -104,7 +124,12 @@ type fastObject struct {
 	state   *stateResource
 	gvr     schema.GroupVersionResource
 	live    *unstructured.Unstructured // nil: missing or being deleted
-	diffs   []drift.Field
+	// expected is the desired object as the server stores it; diffs how
+	// live differs from it; immutable, when set, why it cannot be updated
+	// in place.
+	expected  map[string]any
+	diffs     []drift.Field
+	immutable string
 }
 
 // fastCheck decides whether the fast path may answer for platform p and, if
@@ -117,11 +142,11 @@ func (e *Engine) fastCheck(ctx context.Context, p *model.Platform) (*fastResult,
 	if reason != "" {
 		return nil, reason, ctx.Err()
 	}
-	dyn, err := fastClient(p)
+	c, err := clientsFor(p)
 	if err != nil {
 		return nil, "the cluster's kubeconfig does not load: " + oneLine(err), nil
 	}
-	res, err := compareLive(ctx, dyn, p.Name, objs)
+	res, err := e.compareWhole(ctx, c, p, name, objs, formsCached)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
@@ -132,6 +157,35 @@ func (e *Engine) fastCheck(ctx context.Context, p *model.Platform) (*fastResult,
 	res.Report.Compare = time.Since(start)
 	res.Outputs = outputs
 	return res, "", nil
+}
+
+// formsUse says how a comparison uses the cache of stored forms.
+type formsUse int
+
+const (
+	formsCached    formsUse = iota // every declared object: cached forms, the cache keeps only theirs
+	formsRecompute                 // every declared object: ask the server for every form
+	formsSubset                    // some objects: cached forms, the cache keeps the others too
+)
+
+// compareWhole compares the live objects with objs whole (compareLive),
+// with the stack's cache of stored forms. It keeps the objects and client on
+// the result for a repair.
+func (e *Engine) compareWhole(ctx context.Context, c *clusterClients, p *model.Platform, name string, objs []*fastObject, use formsUse) (*fastResult, error) {
+	v, err := c.disco.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("the API server's version: %w", err)
+	}
+	forms := e.loadStoredForms(name, v.GitVersion, use == formsRecompute, use != formsSubset)
+	res, err := compareLive(ctx, c.dyn, p.Name, objs, forms, p.SensitiveValues())
+	if err != nil {
+		return nil, err
+	}
+	if err := forms.save(); err != nil {
+		fmt.Fprintf(e.opts.Out, "paddock: the cache of stored forms was not saved (%s); the next run asks the server again\n", oneLine(err))
+	}
+	res.objs, res.clients = objs, c
+	return res, nil
 }
 
 // fastPlan checks everything that can be checked without the cluster and
@@ -452,10 +506,10 @@ func inputsEqualIn(a, b any, quantities bool) bool {
 	return scalarEqual(a, b, quantities)
 }
 
-// compareLive reads the live platform with one LIST per kind, compares the
-// declared fields, and confirms each suspect with a server-side-apply
-// dry-run.
-func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, objs []*fastObject) (*fastResult, error) {
+// compareLive reads the live platform with one LIST per kind and compares
+// every object whole with its desired form as the server stores it
+// (drift.Compare; forms answers that form from its cache or a dry-run).
+func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, objs []*fastObject, forms *storedForms, sensitive []string) (*fastResult, error) {
 	res := &fastResult{Report: &drift.Report{}}
 	var mu sync.Mutex
 	count := func(n *int) { mu.Lock(); *n++; mu.Unlock() }
@@ -521,21 +575,28 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 	g, gctx = errgroup.WithContext(ctx)
 	g.SetLimit(fastWorkers)
 	for _, o := range objs {
+		o.diffs, o.expected, o.immutable = nil, nil, ""
 		if o.live == nil || o.live.GetDeletionTimestamp() != nil {
 			o.live = nil
 			continue
 		}
-		o.diffs = compareDeclared(o.desired.Object, o.live.Object, o.state.Inputs)
-		if len(o.diffs) == 0 {
-			continue
-		}
 		g.Go(func() error {
-			count(&res.DryRuns)
-			after, err := dryRunApply(gctx, dyn, o)
-			if err != nil {
-				return fmt.Errorf("dry-run apply of %s %s: %w", o.desired.GetKind(), objectKey(o.desired), err)
+			expected, asked, err := forms.get(gctx, dyn, o, sensitive)
+			if asked {
+				count(&res.DryRuns)
 			}
-			o.diffs = confirmed(o.diffs, o.live.Object, after.Object)
+			if apierrors.IsInvalid(err) {
+				// The live object can no longer take the desired one in
+				// place (an immutable field was changed by recreating it):
+				// compare with the desired object as built, and say so.
+				o.immutable = oneLine(err)
+				expected, err = o.desired.Object, nil
+			}
+			if err != nil {
+				return fmt.Errorf("the stored form of %s %s (a dry-run update): %w", o.desired.GetKind(), objectKey(o.desired), err)
+			}
+			o.expected = expected
+			o.diffs = drift.Fields(drift.Compare(expected, o.live, drift.Options{}), sensitive)
 			return nil
 		})
 	}
@@ -544,12 +605,17 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 	}
 
 	for _, o := range objs {
-		r := drift.Resource{URN: o.state.URN, Type: o.state.Type, Kind: o.desired.GetKind(), Name: objectKey(o.desired), Cause: drift.CauseCluster}
+		r := drift.Resource{Type: typeToken(o.desired.GetAPIVersion(), o.desired.GetKind()), Kind: o.desired.GetKind(), Name: objectKey(o.desired), Cause: drift.CauseCluster}
+		if o.state != nil {
+			r.URN, r.Type = o.state.URN, o.state.Type
+		}
 		switch {
 		case o.live == nil:
 			r.Change, r.Repair = drift.Missing, "`paddock up` recreates it"
+		case o.immutable != "":
+			r.Change, r.Repair, r.Fields = drift.Replaced, "`paddock up` replaces it ("+o.immutable+")", o.diffs
 		case len(o.diffs) > 0:
-			r.Change, r.Repair, r.Fields = drift.Modified, "`paddock up` sets the declared values back", o.diffs
+			r.Change, r.Repair, r.Fields = drift.Modified, "`paddock up` puts the object back as Paddock applies it, removing what was added", o.diffs
 		default:
 			continue
 		}
@@ -559,137 +625,6 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 	return res, nil
 }
 
-// fieldManager is the name the kubernetes provider applies an object under:
-// the one it recorded in the state, else the one that applied it live.
-func fieldManager(o *fastObject) string {
-	if m, ok := o.state.Outputs["__fieldManager"].(string); ok && m != "" {
-		return m
-	}
-	for _, mf := range o.live.GetManagedFields() {
-		if mf.Operation == metav1.ManagedFieldsOperationApply && strings.HasPrefix(mf.Manager, "pulumi-kubernetes") {
-			return mf.Manager
-		}
-	}
-	return "pulumi-kubernetes"
-}
-
-// dryRunApply is what `up` would make of the object: a forced server-side
-// apply of the declared object under the provider's field manager, not
-// persisted.
-func dryRunApply(ctx context.Context, dyn dynamic.Interface, o *fastObject) (*unstructured.Unstructured, error) {
-	body, err := o.desired.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	force := true
-	return resourceFor(dyn, o).Patch(ctx, o.desired.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
-		DryRun: []string{metav1.DryRunAll}, Force: &force, FieldManager: fieldManager(o),
-	})
-}
-
-// confirmed keeps the suspect fields that the dry-run would change. When the
-// dry-run changes the object elsewhere than the suspects, the suspects stand:
-// the object drifted either way.
-func confirmed(suspects []drift.Field, live, after map[string]any) []drift.Field {
-	if sameObject(live, after) {
-		return nil
-	}
-	var out []drift.Field
-	for _, f := range suspects {
-		lv, _ := lookup(live, f.Path)
-		av, _ := lookup(after, f.Path)
-		if !reflect.DeepEqual(normalizeInputs(lv), normalizeInputs(av)) {
-			out = append(out, f)
-		}
-	}
-	if len(out) == 0 {
-		return suspects
-	}
-	return out
-}
-
-// sameObject compares two versions of an object, ignoring what every write
-// changes (resourceVersion, generation, managedFields) and the status.
-func sameObject(a, b map[string]any) bool {
-	strip := func(m map[string]any) map[string]any {
-		out := make(map[string]any, len(m))
-		for k, v := range m {
-			if k == "status" {
-				continue
-			}
-			out[k] = v
-		}
-		if md, ok := m["metadata"].(map[string]any); ok {
-			c := make(map[string]any, len(md))
-			for k, v := range md {
-				switch k {
-				case "resourceVersion", "generation", "managedFields":
-					continue
-				}
-				c[k] = v
-			}
-			out["metadata"] = c
-		}
-		return normalizeInputs(out).(map[string]any)
-	}
-	return reflect.DeepEqual(strip(a), strip(b))
-}
-
-// compareDeclared lists the declared fields whose live value differs, leaf
-// by leaf: fields the spec does not declare are the cluster's business.
-// recorded (the state's inputs) tells which values are secret.
-func compareDeclared(declared, live map[string]any, recorded map[string]any) []drift.Field {
-	var out []drift.Field
-	var walk func(path resource.PropertyPath, d, l any, lok, quantities bool)
-	walk = func(path resource.PropertyPath, d, l any, lok, quantities bool) {
-		switch dv := d.(type) {
-		case map[string]any:
-			lm, _ := l.(map[string]any)
-			if len(dv) == 0 {
-				if lok && l != nil && lm == nil {
-					out = append(out, field(path, d, l, recorded))
-				}
-				return
-			}
-			if lm == nil && lok && l != nil {
-				out = append(out, field(path, d, l, recorded))
-				return
-			}
-			for _, k := range sortedKeys(dv) {
-				if dv[k] == nil {
-					continue
-				}
-				lv, ok := lm[k]
-				walk(append(append(resource.PropertyPath{}, path...), k), dv[k], lv, ok, quantities || quantityField[k])
-			}
-		case []any:
-			la, isArr := l.([]any)
-			if !isArr || len(la) != len(dv) {
-				if len(dv) == 0 && (!lok || l == nil) {
-					return
-				}
-				out = append(out, field(path, d, l, recorded))
-				return
-			}
-			for i := range dv {
-				walk(append(append(resource.PropertyPath{}, path...), i), dv[i], la[i], true, quantities)
-			}
-		default:
-			if !lok || !scalarEqual(d, l, quantities) {
-				out = append(out, field(path, d, l, recorded))
-			}
-		}
-	}
-	for _, k := range sortedKeys(declared) {
-		if k == "status" || declared[k] == nil {
-			continue // the cluster's to write, never applied
-		}
-		lv, ok := live[k]
-		walk(resource.PropertyPath{k}, declared[k], lv, ok, false)
-	}
-	return out
-}
-
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -697,25 +632,6 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// field is one differing field as the report shows it: JSON values, and
-// "[secret]" for a value the state keeps secret.
-func field(path resource.PropertyPath, declared, live any, recorded map[string]any) drift.Field {
-	p := path.String()
-	f := drift.Field{Path: p, Cause: drift.CauseCluster, Declared: jsonValue(declared), Live: jsonValue(live)}
-	if v, _ := lookup(recorded, p); v == secretValue {
-		f.Declared, f.Live = secretValue, secretValue
-	}
-	return f
-}
-
-// jsonValue is v as a JSON decoder would give it.
-func jsonValue(v any) any {
-	if v == nil {
-		return nil
-	}
-	return normalizeInputs(v)
 }
 
 // scalarEqual compares two leaf values as Kubernetes means them: numbers by
@@ -758,15 +674,6 @@ func quantityText(v any) (string, bool) {
 		return fmt.Sprint(x), true
 	}
 	return "", false
-}
-
-// fastClient is a dynamic client for the platform's cluster (restConfigFor).
-func fastClient(p *model.Platform) (dynamic.Interface, error) {
-	cfg, err := restConfigFor(p)
-	if err != nil {
-		return nil, err
-	}
-	return dynamic.NewForConfig(cfg)
 }
 
 func resourceFor(dyn dynamic.Interface, o *fastObject) dynamic.ResourceInterface {

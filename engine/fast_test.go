@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,73 +27,9 @@ import (
 	"github.com/paddock-platform/paddock/specload"
 )
 
-func TestCompareDeclaredNormalises(t *testing.T) {
-	declared := map[string]any{
-		"spec": map[string]any{
-			"hard":     map[string]any{"requests.memory": "1Gi", "requests.cpu": "500m"},
-			"replicas": int64(2),
-			"ratio":    int32(3),
-			"empty":    map[string]any{},
-			"none":     []any{},
-		},
-		// A release's CRDs carry a status no apply sets.
-		"status": map[string]any{"acceptedNames": map[string]any{"kind": ""}},
-	}
-	live := map[string]any{
-		"spec": map[string]any{
-			"hard":     map[string]any{"requests.memory": "1073741824", "requests.cpu": "0.5", "pods": "10"},
-			"replicas": float64(2),
-			"ratio":    float64(3),
-			"other":    "the cluster's own field",
-		},
-		"status": map[string]any{"ready": true},
-	}
-	if d := compareDeclared(declared, live, nil); len(d) != 0 {
-		t.Fatalf("equal values reported as drift: %+v", d)
-	}
-}
-
-func TestCompareDeclaredChangedAndRemovedFields(t *testing.T) {
-	declared := map[string]any{
-		"metadata": map[string]any{"name": "agents-a", "labels": map[string]any{
-			"pod-security.kubernetes.io/enforce": "restricted", "paddock.dev/platform": "demo"}},
-		"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"spec": map[string]any{
-			"containers": []any{map[string]any{"name": "c", "image": "good:1"}}}}},
-	}
-	live := map[string]any{
-		"metadata": map[string]any{"name": "agents-a", "labels": map[string]any{"paddock.dev/platform": "demo"}},
-		"spec": map[string]any{"replicas": int64(5), "template": map[string]any{"spec": map[string]any{
-			"containers": []any{map[string]any{"name": "c", "image": "evil:latest"}}}}},
-	}
-	got := map[string][2]any{}
-	for _, f := range compareDeclared(declared, live, nil) {
-		if f.Cause != drift.CauseCluster {
-			t.Errorf("%s: cause %s", f.Path, f.Cause)
-		}
-		got[f.Path] = [2]any{f.Declared, f.Live}
-	}
-	want := map[string][2]any{
-		`metadata.labels["pod-security.kubernetes.io/enforce"]`: {"restricted", nil},
-		"spec.replicas":                          {2.0, 5.0},
-		"spec.template.spec.containers[0].image": {"good:1", "evil:latest"},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("fields %v, want %v", got, want)
-	}
-	for p, w := range want {
-		if got[p] != w {
-			t.Errorf("%s: %v, want %v", p, got[p], w)
-		}
-	}
-}
-
-// Outside the fields that hold quantities, strings compare exactly.
-func TestCompareDeclaredQuantitiesOnlyWhereKubernetesHasThem(t *testing.T) {
-	declared := map[string]any{"metadata": map[string]any{"labels": map[string]any{"version": "1.0"}}}
-	live := map[string]any{"metadata": map[string]any{"labels": map[string]any{"version": "1"}}}
-	if d := compareDeclared(declared, live, nil); len(d) != 1 || d[0].Path != "metadata.labels.version" {
-		t.Fatalf("a label changed from 1.0 to 1: %+v", d)
-	}
+// The provider's canonical quantities are the same input; a changed label,
+// or a value that stopped being secret, is not.
+func TestInputsEqual(t *testing.T) {
 	if !inputsEqual(map[string]any{"hard": map[string]any{"cpu": "1000m"}}, map[string]any{"hard": map[string]any{"cpu": "1"}}) {
 		t.Error("the provider's canonical quantity taken for a spec change")
 	}
@@ -101,29 +38,6 @@ func TestCompareDeclaredQuantitiesOnlyWhereKubernetesHasThem(t *testing.T) {
 	}
 	if inputsEqual(map[string]any{"a": secret{"x"}}, map[string]any{"a": "x"}) {
 		t.Error("a value that stopped being secret taken for the same input")
-	}
-}
-
-func TestCompareDeclaredListLength(t *testing.T) {
-	declared := map[string]any{"rules": []any{map[string]any{"a": "1"}, map[string]any{"a": "2"}}}
-	live := map[string]any{"rules": []any{map[string]any{"a": "1"}}}
-	d := compareDeclared(declared, live, nil)
-	if len(d) != 1 || d[0].Path != "rules" {
-		t.Fatalf("a removed list element: %+v", d)
-	}
-}
-
-func TestCompareDeclaredRedactsSecrets(t *testing.T) {
-	recorded := map[string]any{"data": map[string]any{"token": map[string]any{sig.Key: sig.Secret, "ciphertext": "v1:x:y"}}}
-	declared := map[string]any{"data": map[string]any{"token": "s3cret-value"}}
-	live := map[string]any{"data": map[string]any{"token": "changed-value"}}
-	d := compareDeclared(declared, live, recorded)
-	if len(d) != 1 || d[0].Declared != secretValue || d[0].Live != secretValue {
-		t.Fatalf("secret shown: %+v", d)
-	}
-	b, _ := json.Marshal(d)
-	if bytes.Contains(b, []byte("s3cret")) || bytes.Contains(b, []byte("changed-value")) {
-		t.Fatalf("a secret value reached the report: %s", b)
 	}
 }
 
@@ -199,69 +113,68 @@ func fastObj(u *unstructured.Unstructured) *fastObject {
 	}}
 }
 
-// mergeInto is a stand-in for the API server's apply: declared values over live ones.
-func mergeInto(live, declared map[string]any) {
-	for k, v := range declared {
-		if dm, ok := v.(map[string]any); ok {
-			lm, _ := live[k].(map[string]any)
-			if lm == nil {
-				lm = map[string]any{}
-			}
-			mergeInto(lm, dm)
-			live[k] = lm
-			continue
+// fakeServer is a dynamic fake whose updates behave as the API server's: a
+// dry-run persists nothing and returns the object as it would be stored
+// (here with a defaulted field), a real update stores the body.
+type fakeServer struct {
+	dyn     *dynamicfake.FakeDynamicClient
+	dryRuns []string
+	updates []string
+}
+
+func newFakeServer(objects ...runtime.Object) *fakeServer {
+	f := &fakeServer{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{nsGVR: "NamespaceList", npGVR: "NetworkPolicyList", cmGVR: "ConfigMapList"}, objects...)}
+	f.dyn.PrependReactor("update", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ua := a.(k8stesting.UpdateActionImpl)
+		body := ua.GetObject().(*unstructured.Unstructured).DeepCopy()
+		if body.GetKind() == "NetworkPolicy" {
+			// A server default the desired object does not spell.
+			_ = unstructured.SetNestedStringSlice(body.Object, []string{"Ingress"}, "spec", "policyTypes")
 		}
-		live[k] = v
-	}
+		if len(ua.GetUpdateOptions().DryRun) > 0 {
+			f.dryRuns = append(f.dryRuns, body.GetName())
+			return true, body, nil
+		}
+		f.updates = append(f.updates, body.GetName())
+		return true, body, f.dyn.Tracker().Update(ua.GetResource(), body, ua.GetNamespace())
+	})
+	return f
+}
+
+// testEngine is an engine whose caches live in a throwaway PADDOCK_HOME.
+func testEngine(t *testing.T) *Engine {
+	t.Setenv("PADDOCK_HOME", t.TempDir())
+	return New(Options{Backend: "file://" + t.TempDir(), Stack: "s", Out: io.Discard})
 }
 
 func TestCompareLive(t *testing.T) {
 	ns := obj("v1", "Namespace", "", "agents-a", nil)
 	ns.SetLabels(map[string]string{model.PlatformLabel: "demo", "pod-security.kubernetes.io/enforce": "restricted"})
 	deny := obj("networking.k8s.io/v1", "NetworkPolicy", "agents-a", "default-deny", map[string]any{"spec": map[string]any{"podSelector": map[string]any{}}})
+	open := obj("networking.k8s.io/v1", "NetworkPolicy", "agents-a", "dns", map[string]any{"spec": map[string]any{"podSelector": map[string]any{}}})
 	same := obj("v1", "ConfigMap", "agents-a", "same", map[string]any{"data": map[string]any{"k": "v"}})
 	// An object the spec does not label is found by a GET.
 	unlabelled := obj("v1", "ConfigMap", "agents-a", "unlabelled", map[string]any{"data": map[string]any{"k": "v"}})
 	unlabelled.SetLabels(nil)
 	going := obj("v1", "ConfigMap", "agents-a", "going", map[string]any{"data": map[string]any{"k": "v"}})
-	quirk := obj("v1", "ConfigMap", "agents-a", "quirk", map[string]any{"data": map[string]any{"k": "v"}})
 
 	liveNS := ns.DeepCopy()
 	liveNS.SetLabels(map[string]string{model.PlatformLabel: "demo"}) // the PSS label removed
-	liveUnlabelled := unlabelled.DeepCopy()
 	liveGoing := going.DeepCopy()
 	now := metav1.NewTime(time.Now())
 	liveGoing.SetDeletionTimestamp(&now)
 	liveGoing.SetFinalizers([]string{"example.com/hold"})
-	liveQuirk := quirk.DeepCopy()
-	liveQuirk.Object["data"] = map[string]any{"k": "v "} // differs, yet the server would leave it
+	// Stored with the server's default, and an ingress rule nobody declared.
+	liveOpen := open.DeepCopy()
+	_ = unstructured.SetNestedStringSlice(liveOpen.Object, []string{"Ingress"}, "spec", "policyTypes")
+	_ = unstructured.SetNestedSlice(liveOpen.Object, []any{map[string]any{}}, "spec", "ingress")
 
-	scheme := runtime.NewScheme()
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
-		map[schema.GroupVersionResource]string{nsGVR: "NamespaceList", npGVR: "NetworkPolicyList", cmGVR: "ConfigMapList"},
-		liveNS, same.DeepCopy(), liveUnlabelled, liveGoing, liveQuirk)
-	var managers []string
-	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		pa := a.(k8stesting.PatchAction)
-		managers = append(managers, pa.GetResource().Resource+"/"+pa.GetName())
-		cur, err := dyn.Tracker().Get(pa.GetResource(), pa.GetNamespace(), pa.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		live := cur.(*unstructured.Unstructured).DeepCopy()
-		var body map[string]any
-		if err := json.Unmarshal(pa.GetPatch(), &body); err != nil {
-			return true, nil, err
-		}
-		if pa.GetName() == "quirk" {
-			return true, live, nil // the server normalises the value: no change
-		}
-		mergeInto(live.Object, body)
-		return true, live, nil
-	})
-
-	objs := []*fastObject{fastObj(ns), fastObj(deny), fastObj(same), fastObj(unlabelled), fastObj(going), fastObj(quirk)}
-	res, err := compareLive(context.Background(), dyn, "demo", objs)
+	srv := newFakeServer(liveNS, liveOpen, same.DeepCopy(), unlabelled.DeepCopy(), liveGoing)
+	e := testEngine(t)
+	objs := []*fastObject{fastObj(ns), fastObj(deny), fastObj(open), fastObj(same), fastObj(unlabelled), fastObj(going)}
+	forms := e.loadStoredForms("s", "v1.35.4", false, true)
+	res, err := compareLive(context.Background(), srv.dyn, "demo", objs, forms, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,18 +185,15 @@ func TestCompareLive(t *testing.T) {
 	if res.Gets != 2 {
 		t.Errorf("%d gets, want 2 (only objects missing from their list)", res.Gets)
 	}
-	if res.DryRuns != 2 || len(managers) != 2 {
-		t.Errorf("%d dry-runs (%v), want the two suspects", res.DryRuns, managers)
-	}
-	if res.Report.Checked != 6 {
-		t.Errorf("checked %d, want 6", res.Report.Checked)
+	if res.DryRuns != 4 {
+		t.Errorf("%d dry-runs (%v), want one per live object (4) on an empty cache", res.DryRuns, srv.dryRuns)
 	}
 	got := map[string]drift.Resource{}
 	for _, r := range res.Report.Resources {
 		got[r.Kind+" "+r.Name] = r
 	}
-	if len(got) != 3 {
-		t.Fatalf("reported %+v, want the namespace, default-deny and the terminating config map", res.Report.Resources)
+	if len(got) != 4 {
+		t.Fatalf("reported %+v, want the namespace, default-deny, dns and the terminating config map", res.Report.Resources)
 	}
 	r := got["Namespace agents-a"]
 	if r.Change != drift.Modified || r.Cause != drift.CauseCluster || r.Repair == "" || len(r.Fields) != 1 ||
@@ -293,17 +203,80 @@ func TestCompareLive(t *testing.T) {
 	if r.URN == "" || r.Type != "kubernetes:core/v1:Namespace" {
 		t.Errorf("namespace URN/type: %q %q", r.URN, r.Type)
 	}
+	// The defaulted policyTypes is no drift; the added ingress is.
+	if r := got["NetworkPolicy agents-a/dns"]; r.Change != drift.Modified || len(r.Fields) != 1 || r.Fields[0].Path != "spec.ingress" || r.Fields[0].Declared != nil {
+		t.Errorf("opened policy: %+v", r)
+	}
 	if r := got["NetworkPolicy agents-a/default-deny"]; r.Change != drift.Missing || r.Repair != "`paddock up` recreates it" {
 		t.Errorf("deleted policy: %+v", r)
 	}
 	if r := got["ConfigMap agents-a/going"]; r.Change != drift.Missing {
 		t.Errorf("terminating object: %+v", r)
 	}
+	if err := forms.save(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next comparison answers from the cache: no dry-run at all.
+	forms = e.loadStoredForms("s", "v1.35.4", false, true)
+	res, err = compareLive(context.Background(), srv.dyn, "demo", objs, forms, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DryRuns != 0 || len(res.Report.Resources) != 4 {
+		t.Errorf("from the cache: %d dry-runs, %d resources; want 0 and the same 4", res.DryRuns, len(res.Report.Resources))
+	}
+	// Another server version starts afresh.
+	forms = e.loadStoredForms("s", "v1.36.0", false, true)
+	if res, _ = compareLive(context.Background(), srv.dyn, "demo", objs, forms, nil); res.DryRuns != 4 {
+		t.Errorf("another server version reused the cache: %d dry-runs", res.DryRuns)
+	}
 }
 
-func TestFieldManager(t *testing.T) {
+// The repair writes each drifted object whole over the live one: the rule
+// nobody declared is gone, the removed label is back, and a second
+// comparison is clean.
+func TestRepairLive(t *testing.T) {
+	ns := obj("v1", "Namespace", "", "agents-a", nil)
+	ns.SetLabels(map[string]string{model.PlatformLabel: "demo", "pod-security.kubernetes.io/enforce": "restricted"})
+	open := obj("networking.k8s.io/v1", "NetworkPolicy", "agents-a", "dns", map[string]any{"spec": map[string]any{"podSelector": map[string]any{}}})
+	liveNS := ns.DeepCopy()
+	liveNS.SetLabels(map[string]string{model.PlatformLabel: "demo", "pod-security.kubernetes.io/enforce": "privileged"})
+	liveOpen := open.DeepCopy()
+	_ = unstructured.SetNestedStringSlice(liveOpen.Object, []string{"Ingress"}, "spec", "policyTypes")
+	_ = unstructured.SetNestedSlice(liveOpen.Object, []any{map[string]any{}}, "spec", "ingress")
+	srv := newFakeServer(liveNS, liveOpen)
+
+	e := testEngine(t)
+	var out bytes.Buffer
+	e.opts.Out = &out
+	objs := []*fastObject{fastObj(ns), fastObj(open)}
+	res, err := compareLive(context.Background(), srv.dyn, "demo", objs, e.loadStoredForms("s", "v", false, true), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.objs, res.clients = objs, &clusterClients{dyn: srv.dyn}
+	n, err := e.repairLive(context.Background(), "up", res)
+	if err != nil || n != 2 {
+		t.Fatalf("repaired %d (%v), want 2", n, err)
+	}
+	for _, want := range []string{"repaired NetworkPolicy agents-a/dns", "removed spec.ingress", "repaired Namespace agents-a", `set metadata.labels["pod-security.kubernetes.io/enforce"] back: "privileged" → "restricted"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the repair does not say %q:\n%s", want, out.String())
+		}
+	}
+	after, err := compareLive(context.Background(), srv.dyn, "demo", []*fastObject{fastObj(ns), fastObj(open)}, e.loadStoredForms("s", "v", false, true), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Report.Resources) != 0 {
+		t.Fatalf("still drifted after the repair: %+v", after.Report.Resources)
+	}
+}
+
+func TestProviderManager(t *testing.T) {
 	o := fastObj(obj("v1", "ConfigMap", "a", "b", nil))
-	if m := fieldManager(o); m != "pulumi-kubernetes-abc" {
+	if m := providerManager(o); m != "pulumi-kubernetes-abc" {
 		t.Fatalf("from the state: %q", m)
 	}
 	o.state.Outputs = nil
@@ -312,7 +285,7 @@ func TestFieldManager(t *testing.T) {
 		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate},
 		{Manager: "pulumi-kubernetes-xyz", Operation: metav1.ManagedFieldsOperationApply},
 	})
-	if m := fieldManager(o); m != "pulumi-kubernetes-xyz" {
+	if m := providerManager(o); m != "pulumi-kubernetes-xyz" {
 		t.Fatalf("from the live object: %q", m)
 	}
 }

@@ -80,8 +80,8 @@ func changes(m *map[string]int) map[string]int {
 // a run that did not finish (journal.go) it deletes what that run created
 // that the spec no longer declares (prune.go).
 func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
-	if res := e.fastUp(ctx, p); res != nil {
-		return res, nil
+	if res, err := e.fastUp(ctx, p); err != nil || res != nil {
+		return res, err
 	}
 	s, err := e.stack(ctx, p)
 	if err != nil {
@@ -118,7 +118,14 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	if err := e.finishRun(ctx, "up", p, s.Name(), rec, dead); err != nil {
 		return nil, err
 	}
+	repaired, err := e.repairAfterUp(ctx, p, s.Name())
+	if err != nil {
+		return nil, fmt.Errorf("up of stack %q applied the spec, but an object changed out of band was not put back: %w", s.Name(), err)
+	}
 	out := &Result{Stack: s.Name(), Changes: changes(res.Summary.ResourceChanges), Duration: time.Since(start), Outputs: map[string]any{}}
+	if repaired > 0 {
+		out.Changes["repaired"] = repaired
+	}
 	for k, v := range res.Outputs {
 		if v.Secret {
 			out.Outputs[k] = "[secret]"

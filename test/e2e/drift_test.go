@@ -303,7 +303,7 @@ func TestDrift(t *testing.T) {
 			{"RuntimeClass", "gvisor", `scheduling.nodeSelector["sandbox.gke.io/runtime"]`, drift.Modified, "gvisor", "runc"},
 			{"SandboxTemplate", namespace + "/" + templateName, "securityContext.allowPrivilegeEscalation", drift.Modified, false, true},
 			{"SandboxTemplate", namespace + "/" + templateName, "securityContext.readOnlyRootFilesystem", drift.Modified, true, false},
-			{"Deployment", "agent-sandbox-system/agent-sandbox-controller", "containers[0].image", drift.Modified, origImage, evilImage},
+			{"Deployment", "agent-sandbox-system/agent-sandbox-controller", "].image", drift.Modified, origImage, evilImage},
 		} {
 			res := findResource(rep, w.kind, w.name)
 			if res == nil {

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -9,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 )
 
 // This file is the one home of "how does a live object differ from what
@@ -578,4 +581,25 @@ func ownsPath(tree map[string]any, p Path) bool {
 		node = child
 	}
 	return true
+}
+
+// StoredForm is desired as the API server would store it over live: a
+// server-side dry-run update (nothing is persisted) under live's
+// resourceVersion, re-read on a conflict. It is the reference Compare needs.
+func StoredForm(ctx context.Context, res dynamic.ResourceInterface, desired, live *unstructured.Unstructured) (map[string]any, error) {
+	for attempt := 0; ; attempt++ {
+		body := desired.DeepCopy()
+		body.SetResourceVersion(live.GetResourceVersion())
+		u, err := res.Update(ctx, body, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: RepairManager})
+		if apierrors.IsConflict(err) && attempt < 3 {
+			if live, err = res.Get(ctx, desired.GetName(), metav1.GetOptions{}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return u.Object, nil
+	}
 }

@@ -52,11 +52,12 @@ func (e *Engine) Drift(ctx context.Context, p *model.Platform) (*drift.Report, e
 	return rep, nil
 }
 
-// addWholeObjectDrift adds to an engine's drift report what only the
-// whole-object comparison sees: Pulumi's diff trims the live object to the
-// inputs it recorded, so a field another manager added is invisible to it.
-// It runs when the spec is what the stack last applied (otherwise a spec
-// change would read as a change in the cluster), and says when it cannot.
+// addWholeObjectDrift makes the whole-object comparison the answer for
+// what changed in the cluster, as on the fast path: Pulumi's diff trims the
+// live object to the inputs it recorded, so a field another manager added is
+// invisible to it. It runs when the spec is what the stack last applied
+// (otherwise a spec change would read as a change in the cluster), and says
+// when it cannot.
 func (e *Engine) addWholeObjectDrift(ctx context.Context, p *model.Platform, name string, rep *drift.Report) {
 	objs, _, reason := e.fastPlan(ctx, p, name)
 	var res *fastResult
@@ -73,24 +74,23 @@ func (e *Engine) addWholeObjectDrift(ctx context.Context, p *model.Platform, nam
 		fmt.Fprintf(e.opts.Out, "paddock drift: fields outside the spec not compared: %s\n", reason)
 		return
 	}
-	mergeDrift(rep, res.Report.Resources)
+	rep.Resources = mergeDrift(res.Report.Resources, rep.Resources)
 }
 
-// mergeDrift adds the whole-object comparison's resources and fields that a
-// report does not hold yet.
-func mergeDrift(rep *drift.Report, whole []drift.Resource) {
-	for _, w := range whole {
-		i := slices.IndexFunc(rep.Resources, func(r drift.Resource) bool { return r.Kind == w.Kind && r.Name == w.Name })
-		if i < 0 {
-			rep.Resources = append(rep.Resources, w)
-			continue
-		}
-		for _, f := range w.Fields {
-			if !slices.ContainsFunc(rep.Resources[i].Fields, func(g drift.Field) bool { return g.Path == f.Path }) {
-				rep.Resources[i].Fields = append(rep.Resources[i].Fields, f)
-			}
+// mergeDrift is the whole-object comparison's resources, with Pulumi's
+// word on which must be replaced, and any resource only Pulumi reports.
+func mergeDrift(whole, engine []drift.Resource) []drift.Resource {
+	out := append([]drift.Resource(nil), whole...)
+	for _, r := range engine {
+		i := slices.IndexFunc(out, func(w drift.Resource) bool { return w.Kind == r.Kind && w.Name == r.Name })
+		switch {
+		case i < 0:
+			out = append(out, r)
+		case r.Change == drift.Replaced:
+			out[i].Change, out[i].Repair = drift.Replaced, r.Repair
 		}
 	}
+	return out
 }
 
 // driftCollector gathers the steps of a refresh-and-preview run.

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
@@ -96,7 +94,7 @@ func (s *storedForms) get(ctx context.Context, dyn dynamic.Interface, o *fastObj
 			return obj, false, nil
 		}
 	}
-	obj, err := dryRunStored(ctx, dyn, o)
+	obj, err := drift.StoredForm(ctx, resourceFor(dyn, o), o.desired, o.live)
 	if err != nil {
 		return nil, true, err
 	}
@@ -110,27 +108,6 @@ func (s *storedForms) get(ctx context.Context, dyn dynamic.Interface, o *fastObj
 		s.mu.Unlock()
 	}
 	return obj, true, nil
-}
-
-// dryRunStored is a server-side dry-run update of the desired object over
-// the live one: what the server would store if Paddock wrote it whole.
-func dryRunStored(ctx context.Context, dyn dynamic.Interface, o *fastObject) (map[string]any, error) {
-	live := o.live
-	for attempt := 0; ; attempt++ {
-		body := o.desired.DeepCopy()
-		body.SetResourceVersion(live.GetResourceVersion())
-		u, err := resourceFor(dyn, o).Update(ctx, body, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: drift.RepairManager})
-		if apierrors.IsConflict(err) && attempt < 3 {
-			if live, err = resourceFor(dyn, o).Get(ctx, o.desired.GetName(), metav1.GetOptions{}); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return u.Object, nil
-	}
 }
 
 // save writes the cache when it changed, owner-only. After a comparison of

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,16 +19,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 )
 
 var (
-	claimsGVR     = agentsandbox.SandboxClaims
-	warmPoolsGVR  = agentsandbox.SandboxWarmPools
-	sandboxesGVR  = agentsandbox.Sandboxes
-	ciliumCRDName = "ciliumnetworkpolicies.cilium.io"
+	claimsGVR          = agentsandbox.SandboxClaims
+	warmPoolsGVR       = agentsandbox.SandboxWarmPools
+	sandboxesGVR       = agentsandbox.Sandboxes
+	networkPoliciesGVR = networkingv1.SchemeGroupVersion.WithResource("networkpolicies")
+	ciliumCRDName      = "ciliumnetworkpolicies.cilium.io"
 )
 
 // checks run in this order; IDs are stable so reports can be compared over time.
@@ -670,6 +671,10 @@ func probeRuntimeClass(p *model.Platform, t model.Tenant) *string {
 }
 
 func checkNetworkPolicies(ctx context.Context, v *Verifier) []Result {
+	built, err := manifests.Build(v.p)
+	if err != nil {
+		return []Result{fail("platform", "building the expected objects: %v", err)}
+	}
 	var out []Result
 	for _, t := range v.p.Tenants {
 		if t.Egress.Unrestricted {
@@ -694,60 +699,51 @@ func checkNetworkPolicies(ctx context.Context, v *Verifier) []Result {
 			out = append(out, fail(t.Namespace, "no default-deny (ingress+egress, all pods) policy among %d", len(pols.Items)))
 			continue
 		}
-		// The policies the spec declares, exactly: the same expected specs
-		// `paddock drift` compares with.
-		want, err := manifests.NetworkPolicySpecs(v.p, t)
-		if err != nil {
-			out = append(out, fail(t.Namespace, "building the expected policies: %v", err))
-			continue
-		}
+		// The policies the spec declares, whole: the same comparison
+		// `paddock drift` and `up` make (drift.Compare against the policy as
+		// the server stores it), so a rule added to one is a failure too.
 		var bad []string
-		for _, name := range slices.Sorted(maps.Keys(want)) {
-			got, ok := live[name]
-			switch {
-			case !ok:
-				bad = append(bad, "missing "+name)
-			case !equality.Semantic.DeepEqual(normalizedPolicy(got), normalizedPolicy(want[name])):
-				bad = append(bad, name+" differs from the spec")
+		want := 0
+		for _, d := range declaredObjects(built, "NetworkPolicy", t.Namespace) {
+			want++
+			got, err := v.dyn.Resource(networkPoliciesGVR).Namespace(t.Namespace).Get(ctx, d.GetName(), metav1.GetOptions{})
+			if err != nil {
+				bad = append(bad, "missing "+d.GetName()+" ("+shortErr(err)+")")
+				continue
+			}
+			expected, err := drift.StoredForm(ctx, v.dyn.Resource(networkPoliciesGVR).Namespace(t.Namespace), d, got)
+			if err != nil {
+				bad = append(bad, d.GetName()+": "+shortErr(err))
+				continue
+			}
+			for _, f := range drift.Fields(drift.Compare(expected, got, drift.Options{}), nil) {
+				msg := fmt.Sprintf("%s: %s is %s, the spec says %s", d.GetName(), f.Path, drift.Value(f.Live), drift.Value(f.Declared))
+				if by := f.By(); by != "" {
+					msg += " (written by " + by + ")"
+				}
+				bad = append(bad, msg)
 			}
 		}
 		if len(bad) > 0 {
 			out = append(out, fail(t.Namespace, "%s", joinMax(bad, 3)))
 			continue
 		}
-		out = append(out, pass(t.Namespace, "%d policies incl. default-deny ingress+egress; the spec's %d as declared", len(pols.Items), len(want)))
+		out = append(out, pass(t.Namespace, "%d policies incl. default-deny ingress+egress; the spec's %d as declared", len(pols.Items), want))
 	}
 	return out
 }
 
-// normalizedPolicy fills what the API server defaults in a NetworkPolicy
-// spec, so a stored policy compares equal to the one Paddock declared: a
-// port's protocol (TCP) and the policy types (Ingress, plus Egress when
-// there are egress rules).
-func normalizedPolicy(s networkingv1.NetworkPolicySpec) networkingv1.NetworkPolicySpec {
-	s = *s.DeepCopy()
-	tcp := corev1.ProtocolTCP
-	for i := range s.Egress {
-		for j := range s.Egress[i].Ports {
-			if s.Egress[i].Ports[j].Protocol == nil {
-				s.Egress[i].Ports[j].Protocol = &tcp
+// declaredObjects are the objects of kind in namespace that Paddock builds.
+func declaredObjects(built *manifests.Objects, kind, namespace string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, g := range built.Groups() {
+		for _, u := range g.Objects {
+			if u.GetKind() == kind && u.GetNamespace() == namespace {
+				out = append(out, u)
 			}
 		}
 	}
-	for i := range s.Ingress {
-		for j := range s.Ingress[i].Ports {
-			if s.Ingress[i].Ports[j].Protocol == nil {
-				s.Ingress[i].Ports[j].Protocol = &tcp
-			}
-		}
-	}
-	if len(s.PolicyTypes) == 0 {
-		s.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
-		if len(s.Egress) > 0 {
-			s.PolicyTypes = append(s.PolicyTypes, networkingv1.PolicyTypeEgress)
-		}
-	}
-	return s
+	return out
 }
 
 func checkController(ctx context.Context, v *Verifier) []Result {

@@ -44,9 +44,10 @@ func localPlatform(t *testing.T) *model.Platform {
 }
 
 var listKinds = map[schema.GroupVersionResource]string{
-	warmPoolsGVR: "SandboxWarmPoolList",
-	sandboxesGVR: "SandboxList",
-	claimsGVR:    "SandboxClaimList",
+	networkPoliciesGVR: "NetworkPolicyList",
+	warmPoolsGVR:       "SandboxWarmPoolList",
+	sandboxesGVR:       "SandboxList",
+	claimsGVR:          "SandboxClaimList",
 }
 
 // fakeVerifier runs checks against fabricated objects.
@@ -67,6 +68,50 @@ func fakeVerifier(t *testing.T, p *model.Platform, kubeObjs []runtime.Object, dy
 			t.Fatal(err)
 		}
 	}
+	// NetworkPolicies are read both ways (V09 compares whole objects
+	// through the dynamic client): they are in both fakes.
+	for _, o := range kubeObjs {
+		np, ok := o.(*networkingv1.NetworkPolicy)
+		if !ok {
+			continue
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(np)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetAPIVersion("networking.k8s.io/v1")
+		u.SetKind("NetworkPolicy")
+		if _, err := dyn.Resource(networkPoliciesGVR).Namespace(np.Namespace).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A dry-run update answers as the API server would store the object:
+	// a port's protocol defaults to TCP.
+	dyn.PrependReactor("update", "networkpolicies", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ua := a.(k8stesting.UpdateActionImpl)
+		u := ua.GetObject().(*unstructured.Unstructured).DeepCopy()
+		var np networkingv1.NetworkPolicy
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &np); err != nil {
+			return true, nil, err
+		}
+		tcp := corev1.ProtocolTCP
+		for i := range np.Spec.Egress {
+			for j := range np.Spec.Egress[i].Ports {
+				if np.Spec.Egress[i].Ports[j].Protocol == nil {
+					np.Spec.Egress[i].Ports[j].Protocol = &tcp
+				}
+			}
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&np)
+		if err != nil {
+			return true, nil, err
+		}
+		out := &unstructured.Unstructured{Object: m}
+		out.SetAPIVersion("networking.k8s.io/v1")
+		out.SetKind("NetworkPolicy")
+		return true, out, nil
+	})
 	// The runtime checks have fakes of their own (runtime_test.go).
 	return &Verifier{p: p, kube: kube, dyn: dyn, opts: Options{NoProbes: true}}, kube, dyn
 }
@@ -576,8 +621,9 @@ func TestV09DefaultDenyPresent(t *testing.T) {
 	wantStatus(t, only(t, v, "V09"), Fail, "waived")
 }
 
-// V09 compares the live policies with the ones the spec declares: a missing
-// or changed policy fails, a stored default (TCP) does not.
+// V09 compares the live policies whole with the ones the spec declares: a
+// missing or changed policy fails, and so does a rule the spec never spells
+// (ingress added to a policy); a stored default (TCP) does not.
 func TestV09ComparesWithTheSpec(t *testing.T) {
 	p := localPlatform(t)
 	pols, err := manifests.NetworkPolicies(p, p.Tenants[0])
@@ -609,15 +655,7 @@ func TestV09ComparesWithTheSpec(t *testing.T) {
 		}
 		return out
 	}
-	v, _, _ := fakeVerifier(t, p, with(func(np *networkingv1.NetworkPolicy) {
-		for i := range np.Spec.Egress {
-			for j := range np.Spec.Egress[i].Ports {
-				if pr := np.Spec.Egress[i].Ports[j].Protocol; pr != nil && *pr == corev1.ProtocolTCP {
-					np.Spec.Egress[i].Ports[j].Protocol = nil // as the API server defaults it
-				}
-			}
-		}
-	}))
+	v, _, _ := fakeVerifier(t, p, with(func(*networkingv1.NetworkPolicy) {}))
 	wantStatus(t, only(t, v, "V09"), Pass, "as declared")
 	v, _, _ = fakeVerifier(t, p, with(nil))
 	wantStatus(t, only(t, v, "V09"), Fail, "missing "+withPorts.Name)
@@ -625,7 +663,11 @@ func TestV09ComparesWithTheSpec(t *testing.T) {
 		port := intstr.FromInt32(1)
 		np.Spec.Egress[0].Ports = append(np.Spec.Egress[0].Ports, networkingv1.NetworkPolicyPort{Port: &port})
 	}))
-	wantStatus(t, only(t, v, "V09"), Fail, withPorts.Name+" differs from the spec")
+	wantStatus(t, only(t, v, "V09"), Fail, withPorts.Name+": spec.egress")
+	v, _, _ = fakeVerifier(t, p, with(func(np *networkingv1.NetworkPolicy) {
+		np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}}
+	}))
+	wantStatus(t, only(t, v, "V09"), Fail, withPorts.Name+": spec.ingress is [{}], the spec says (absent)")
 }
 
 func TestV11ControllerHealth(t *testing.T) {

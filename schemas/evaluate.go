@@ -86,6 +86,7 @@ func (e *evaluator) exprValue(name string, expr hcl.Expression, ty cty.Type) (ct
 	if diags.HasErrors() {
 		return cty.NilVal, invalid
 	}
+	marked := val
 	val, marks := val.UnmarkDeep()
 	if _, broken := marks[brokenMark]; broken {
 		return cty.NilVal, invalid
@@ -111,6 +112,11 @@ func (e *evaluator) exprValue(name string, expr hcl.Expression, ty cty.Type) (ct
 	}
 	if sensitive {
 		e.markSensitive(conv)
+		// Keys only when the value is sensitive as a whole: in
+		// { LOG_TAG = var.key } the key is the spec's own, public text.
+		if _, whole := marked.Marks()[sensitiveMark]; whole {
+			e.markSensitiveKeys(conv)
+		}
 	}
 	return conv, set
 }
@@ -152,8 +158,9 @@ func (e *evaluator) markSensitive(v cty.Value) {
 	})
 }
 
-// markSensitivePaths records the strings under every sensitive path of a
-// value that still carries its marks (a variable or local).
+// markSensitivePaths records the strings and map keys under every
+// sensitive path of a value that still carries its marks (a variable or
+// local).
 func (e *evaluator) markSensitivePaths(v cty.Value) {
 	unmarked, pvms := v.UnmarkDeepWithPaths()
 	for _, pvm := range pvms {
@@ -162,8 +169,33 @@ func (e *evaluator) markSensitivePaths(v cty.Value) {
 		}
 		if sub, err := pvm.Path.Apply(unmarked); err == nil {
 			e.markSensitive(sub)
+			e.markSensitiveKeys(sub)
 		}
 	}
+}
+
+// markSensitiveKeys records the keys of every map inside v, a sensitive
+// value. A key built from a sensitive value ({ "${lower(var.x)}/pool" = "y" })
+// is a string no variable holds as it is, and HCL marks the whole object for
+// it: without its keys, a label key made from a secret would pass for
+// public. Object attribute names (a type's schema, not data) are left out.
+func (e *evaluator) markSensitiveKeys(v cty.Value) {
+	if e.sensitive == nil {
+		e.sensitive = map[string]struct{}{}
+	}
+	_ = cty.Walk(v, func(_ cty.Path, v cty.Value) (bool, error) {
+		v, _ = v.Unmark()
+		if !v.IsKnown() || v.IsNull() || !v.Type().IsMapType() {
+			return true, nil
+		}
+		for it := v.ElementIterator(); it.Next(); {
+			k, _ := it.Element()
+			if s := k.AsString(); s != "" {
+				e.sensitive[s] = struct{}{}
+			}
+		}
+		return true, nil
+	})
 }
 
 var (

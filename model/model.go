@@ -27,6 +27,8 @@ type Platform struct {
 	AuditSinks []AuditSink
 	// Src is where the platform block is.
 	Src Range
+	// Attrs are the source ranges of the platform block's arguments.
+	Attrs Attrs
 
 	// sensitive holds the string values that came from sensitive variables
 	// (MarkSensitive, Redact).

@@ -80,6 +80,11 @@ type Rule struct {
 	Language bool
 	// Meta rules are about waivers themselves and cannot be waived.
 	Meta bool
+	// Unwaivable static rules guard what no reason can excuse (a secret
+	// shown in every listing of the cluster's objects): their findings block
+	// `paddock up` whatever the spec says, and a waiver that names one is
+	// invalid (PDK-002).
+	Unwaivable bool
 	// SupersededBy are the rules (GCP validity rules) that say the same about
 	// the same spec argument, and more strongly: a finding of this rule at
 	// the same place as one of theirs is dropped from the report. The GCP
@@ -98,7 +103,7 @@ type Rule struct {
 }
 
 // Waivable reports whether a waiver may name the rule.
-func (r *Rule) Waivable() bool { return r.Kind == Static && !r.Meta }
+func (r *Rule) Waivable() bool { return r.Kind == Static && !r.Meta && !r.Unwaivable }
 
 var registry = map[string]*Rule{}
 
@@ -118,6 +123,8 @@ func register(r Rule) {
 		panic("policy: rule " + r.ID + ": static rules, and only they, have a check")
 	case (r.Kind == Live) != (len(r.Verify) > 0):
 		panic("policy: rule " + r.ID + ": live rules, and only they, name the verify checks that prove them")
+	case r.Unwaivable && (r.Kind != Static || r.Meta):
+		panic("policy: rule " + r.ID + ": only static rules that are not meta rules are marked unwaivable (the others never are)")
 	}
 	registry[r.ID] = &r
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -77,13 +79,36 @@ func (r *Report) Summary() string {
 	if len(r.Waivers) > 0 || len(r.Waived) > 0 {
 		s += fmt.Sprintf("; %d finding%s waived by %d waiver%s", len(r.Waived), plural(len(r.Waived)), len(r.Waivers), plural(len(r.Waivers)))
 	}
-	if r.Blocking() {
-		for _, f := range r.Findings {
-			if f.Severity == Error && f.Rule() != nil && f.Rule().Kind == Validity {
-				return s + ". Errors block `paddock up`: fix them, or waive them with a reason (GCP-xxx errors cannot be waived: GKE would refuse the spec)."
-			}
+	if !r.Blocking() {
+		return s + "."
+	}
+	// Say which of the errors no waiver silences, so nobody writes one.
+	var gcp bool
+	var unwaivable []string
+	for _, f := range r.Findings {
+		rule := f.Rule()
+		switch {
+		case f.Severity != Error || rule == nil:
+		case rule.Kind == Validity:
+			gcp = true
+		case rule.Unwaivable && !slices.Contains(unwaivable, rule.ID):
+			unwaivable = append(unwaivable, rule.ID)
 		}
-		return s + ". Errors block `paddock up`: fix them, or waive them with a reason."
+	}
+	var why []string
+	if gcp {
+		why = append(why, "GCP-xxx errors cannot be waived: GKE would refuse the spec")
+	}
+	if len(unwaivable) > 0 {
+		sort.Strings(unwaivable)
+		why = append(why, strings.Join(unwaivable, ", ")+" errors cannot be waived either")
+	}
+	if len(why) == 1 {
+		why[0] = strings.TrimSuffix(why[0], " either")
+	}
+	s += ". Errors block `paddock up`: fix them, or waive them with a reason"
+	if len(why) > 0 {
+		s += " (" + strings.Join(why, "; ") + ")"
 	}
 	return s + "."
 }
@@ -221,5 +246,18 @@ func WriteRules(w io.Writer, verbose bool) error {
 	fmt.Fprintln(bw, "organisational controls no tool can check, listed so every checklist item is covered;")
 	fmt.Fprintln(bw, "validity rules (GCP-xxx) are the GCP layer's: checked from a target \"gke\" spec like static")
 	fmt.Fprintln(bw, "rules, errors that no waiver silences (GKE would refuse the spec, or it would not do what it says).")
+	var meta, unwaivable []string
+	for _, r := range Rules() {
+		switch {
+		case r.Kind == Static && r.Meta:
+			meta = append(meta, r.ID)
+		case r.Unwaivable:
+			unwaivable = append(unwaivable, r.ID)
+		}
+	}
+	if len(unwaivable) > 0 && len(meta) > 0 {
+		fmt.Fprintln(bw, wordwrap.WrapString(fmt.Sprintf("Static rules no waiver silences either: %s, and the meta rules (%s to %s: the spec and its waivers).",
+			strings.Join(unwaivable, ", "), meta[0], meta[len(meta)-1]), 96))
+	}
 	return bw.Flush()
 }

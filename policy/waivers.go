@@ -80,6 +80,9 @@ func applyWaivers(rep *Report, p *model.Platform, findings []Finding, now time.T
 		case !known:
 			st.State = WaiverInvalid
 			meta(ruleWaiverInvalid, "The waiver names rule %q, which does not exist.%s", w.Rule, suggestRule(w.Rule))
+		case r.Unwaivable:
+			st.State = WaiverInvalid
+			meta(ruleWaiverInvalid, "The waiver names %s (%s), which no waiver can silence: fix what it reports.", r.ID, r.Title)
 		case !r.Waivable():
 			st.State = WaiverInvalid
 			why := "is about waivers themselves"

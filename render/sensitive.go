@@ -3,10 +3,7 @@ package render
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
@@ -29,9 +26,10 @@ func (s SensitiveValue) String() string {
 }
 
 // Sensitive lists every field of the objects render writes for p that holds a
-// sensitive value of p: fields of object specs first, then names and labels,
-// each in file and object order. The paths name fields,
-// never values (a key that is itself sensitive shows redacted).
+// sensitive value of p: fields of object specs first, then names and labels
+// (manifests.SensitiveField.NameOrLabel), each in file and object order. The
+// paths name fields, never values (a key that is itself sensitive shows
+// redacted).
 func Sensitive(p *model.Platform) ([]SensitiveValue, error) {
 	values := p.SensitiveValues()
 	if len(values) == 0 {
@@ -41,71 +39,33 @@ func Sensitive(p *model.Platform) ([]SensitiveValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []SensitiveValue
+	type place struct {
+		SensitiveValue
+		nameOrLabel bool
+	}
+	var places []place
 	for _, g := range groups {
 		for _, u := range g.Objects {
-			out = append(out, sensitiveIn(p, g.Name+".yaml", Clean(u), values)...)
+			object := u.GetKind() + " " + u.GetName()
+			if ns := u.GetNamespace(); ns != "" {
+				object = u.GetKind() + " " + ns + "/" + u.GetName()
+			}
+			for _, f := range manifests.SensitiveFields(Clean(u), values) {
+				places = append(places, place{
+					SensitiveValue: SensitiveValue{File: g.Name + ".yaml", Object: p.Redact(object), Path: p.Redact(f.Path)},
+					nameOrLabel:    f.NameOrLabel,
+				})
+			}
 		}
 	}
 	// Values in object specs (an env value, an image) first: they are what
 	// a secret usually is; names and labels, repeated in every object, after.
-	sort.SliceStable(out, func(i, j int) bool {
-		return !strings.HasPrefix(out[i].Path, "metadata.") && strings.HasPrefix(out[j].Path, "metadata.")
-	})
+	sort.SliceStable(places, func(i, j int) bool { return !places[i].nameOrLabel && places[j].nameOrLabel })
+	out := make([]SensitiveValue, len(places))
+	for i, pl := range places {
+		out[i] = pl.SensitiveValue
+	}
 	return out, nil
-}
-
-func sensitiveIn(p *model.Platform, file string, u *unstructured.Unstructured, values []string) []SensitiveValue {
-	object := u.GetKind() + " " + u.GetName()
-	if ns := u.GetNamespace(); ns != "" {
-		object = u.GetKind() + " " + ns + "/" + u.GetName()
-	}
-	var out []SensitiveValue
-	found := func(path string) {
-		out = append(out, SensitiveValue{File: file, Object: p.Redact(object), Path: p.Redact(path)})
-	}
-	var walk func(path string, v any)
-	walk = func(path string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				sub := k
-				if strings.ContainsAny(k, "./[]") {
-					sub = "[" + strconv.Quote(k) + "]"
-				} else if path != "" {
-					sub = "." + k
-				}
-				if containsAny(k, values) {
-					found(path + sub)
-				}
-				walk(path+sub, x[k])
-			}
-		case []any:
-			for i, e := range x {
-				walk(fmt.Sprintf("%s[%d]", path, i), e)
-			}
-		case string:
-			if containsAny(x, values) {
-				found(path)
-			}
-		}
-	}
-	walk("", u.Object)
-	return out
-}
-
-func containsAny(s string, values []string) bool {
-	for _, v := range values {
-		if v != "" && strings.Contains(s, v) {
-			return true
-		}
-	}
-	return false
 }
 
 // SensitiveError refuses to render sensitive values in plain text.

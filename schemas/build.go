@@ -74,7 +74,7 @@ func (b *builder) build(cfg *config) *model.Platform {
 	}
 
 	if pc := cfg.Platform; pc != nil {
-		p.Src = pc.src()
+		p.Src, p.Attrs = pc.src(), pc.attrs()
 		name, st := b.str(pc.attr(argName))
 		if b.required(st, pc.attr(argName), pc.blockMeta, argName, "a name", `name = "my-platform"`) == set {
 			b.checkLabel(pc.attr(argName), name, "platform name")

@@ -222,6 +222,7 @@ func (b *builder) nodePool(n *node) (model.NodePool, bool) {
 
 // labels checks label keys and values and returns them as a map.
 func (b *builder) labels(entries []entry, what string) map[string]string {
+	b.markLabelKeys(entries)
 	out := map[string]string{}
 	for _, en := range entries {
 		if problem := labelKeyProblem(en.Key); problem != "" {

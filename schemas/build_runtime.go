@@ -74,6 +74,7 @@ func (b *builder) runtimeClass(rc *node) model.RuntimeClass {
 		out.Handler = handler
 	}
 	if entries, st := b.strMap(rc.attr(argNodeSelector)); st == set {
+		b.markLabelKeys(entries)
 		for _, en := range entries {
 			if problem := labelKeyProblem(en.Key); problem != "" {
 				b.errorf(en.KeyRange, "Invalid node selector key", "The node label key %q %s", en.Key, problem)

@@ -52,8 +52,11 @@
 // redacted to "(sensitive value)", a diagnostic about a sensitive value given
 // in a vars file points at the variable's declaration instead of the file,
 // and a validation error_message that includes the value is withheld. The
-// model records them (model.Platform.MarkSensitive), so policy reports and
-// later stages can redact and treat them as secrets.
+// model records them (model.Platform.MarkSensitive): every string of a
+// sensitive argument, and the keys of a label map that is sensitive as a
+// whole (a key may be built from a sensitive value), so policy reports and
+// later stages can redact and treat them as secrets, and policy can refuse
+// one that reaches a name or label (PDK-610).
 //
 // # Resource bounds
 //

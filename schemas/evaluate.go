@@ -80,39 +80,50 @@ func (e *evaluator) value(attr *hcl.Attribute, ty cty.Type) (cty.Value, state) {
 }
 
 func (e *evaluator) exprValue(name string, expr hcl.Expression, ty cty.Type) (cty.Value, state) {
+	v, st, _ := e.exprValueWhole(name, expr, ty)
+	return v, st
+}
+
+// exprValueWhole is exprValue, and whether the value is sensitive as a
+// whole (not only some element of it): a map is, for one, when a key of
+// its literal is built from a sensitive value, since HCL then marks the
+// whole map.
+func (e *evaluator) exprValueWhole(name string, expr hcl.Expression, ty cty.Type) (cty.Value, state, bool) {
 	val, diags := expr.Value(e.ctx)
 	e.refine(diags)
 	e.diags = append(e.diags, diags...)
 	if diags.HasErrors() {
-		return cty.NilVal, invalid
+		return cty.NilVal, invalid, false
 	}
+	marked := val
 	val, marks := val.UnmarkDeep()
 	if _, broken := marks[brokenMark]; broken {
-		return cty.NilVal, invalid
+		return cty.NilVal, invalid, false
 	}
 	_, sensitive := marks[sensitiveMark]
 	if val.IsNull() {
-		return cty.NilVal, unset
+		return cty.NilVal, unset, false
 	}
 	if !val.IsWhollyKnown() {
 		e.errorf(expr.Range(), "Value not known at load time",
 			"The value of %s can only be known later, but the spec must be fully known when it is loaded. Use a literal value or one computed from literals.", name)
-		return cty.NilVal, invalid
+		return cty.NilVal, invalid, false
 	}
 	if containsHugeNumber(val) {
 		e.diags = append(e.diags, numberRangeDiag(expr.Range()))
-		return cty.NilVal, invalid
+		return cty.NilVal, invalid, false
 	}
 	conv, err := convert.Convert(val, ty)
 	if err != nil {
 		e.errorf(expr.Range(), "Incorrect value type",
 			"Inappropriate value for %s: %s Expected %s.", name, convertError(err), friendlyType(ty))
-		return cty.NilVal, invalid
+		return cty.NilVal, invalid, false
 	}
 	if sensitive {
 		e.markSensitive(conv)
 	}
-	return conv, set
+	_, whole := marked.Marks()[sensitiveMark]
+	return conv, set, whole
 }
 
 // containsHugeNumber reports whether v holds a number beyond the spec's
@@ -162,6 +173,23 @@ func (e *evaluator) markSensitivePaths(v cty.Value) {
 		}
 		if sub, err := pvm.Path.Apply(unmarked); err == nil {
 			e.markSensitive(sub)
+		}
+	}
+}
+
+// markLabelKeys records the keys of label entries (node labels, a node
+// selector, pod labels) that came from a map sensitive as a whole. A key
+// built from a sensitive value ("${lower(var.org)}/pool") is a string no
+// variable holds as it is, so it must be recorded itself, or a label key
+// made from a secret would pass for public. Written out in the argument,
+// each key is evaluated on its own and marked like any value; a map built
+// elsewhere (a local, merge()) carries one mark for all its keys, which
+// then all count as sensitive: a label may not risk it. Other maps (env)
+// keep their keys public: they name nothing Kubernetes lists.
+func (e *evaluator) markLabelKeys(entries []entry) {
+	for _, en := range entries {
+		if en.SensitiveKey {
+			e.markSensitive(cty.StringVal(en.Key))
 		}
 	}
 }
@@ -332,6 +360,10 @@ func (e *evaluator) intList(attr *hcl.Attribute, min, max int64) ([]int64, state
 type entry struct {
 	Key, Value           string
 	KeyRange, ValueRange hcl.Range
+	// SensitiveKey: the key comes from a map evaluated whole that is
+	// sensitive as a whole, so the key may be made of a sensitive value
+	// (markLabelKeys).
+	SensitiveKey bool
 }
 
 // strMap evaluates attr as an object (or map) of strings, keeping the pairs
@@ -386,7 +418,7 @@ func (e *evaluator) strMap(attr *hcl.Attribute) ([]entry, state) {
 }
 
 func (e *evaluator) strMapWhole(attr *hcl.Attribute) ([]entry, state) {
-	v, st := e.value(attr, cty.Map(cty.String))
+	v, st, whole := e.exprValueWhole(attr.Name, attr.Expr, cty.Map(cty.String))
 	if st != set {
 		return nil, st
 	}
@@ -398,7 +430,7 @@ func (e *evaluator) strMapWhole(attr *hcl.Attribute) ([]entry, state) {
 			e.errorf(rng, "Invalid value", "The value of %q in %s is null. Set a string, or leave the key out.", k.AsString(), attr.Name)
 			return nil, invalid
 		}
-		out = append(out, entry{Key: k.AsString(), Value: ev.AsString(), KeyRange: rng, ValueRange: rng})
+		out = append(out, entry{Key: k.AsString(), Value: ev.AsString(), KeyRange: rng, ValueRange: rng, SensitiveKey: whole})
 	}
 	return out, set
 }

@@ -474,7 +474,7 @@ var variableSpec = &blockSpec{
 		{Name: argType, Kind: kType, Default: "any", Doc: "A type constraint: string, number, bool, list(string), map(string), object({...})."},
 		{Name: argDefault, Kind: kAny, Doc: "The value when none is given; without it the variable is required."},
 		{Name: argDescription, Kind: kString, Doc: "What the variable is for."},
-		{Name: argSensitive, Kind: kBool, Default: "false", Doc: "Never show the value in diagnostics, reports or output."},
+		{Name: argSensitive, Kind: kBool, Default: "false", Doc: "Never show the value in diagnostics, reports or output. A sensitive value must not reach a name, namespace or label, which Kubernetes shows everywhere.", Rules: []string{"PDK-610"}},
 	},
 	Blocks: []*blockSpec{{
 		Type: blockValidation, Repeat: true,

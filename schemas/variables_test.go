@@ -433,6 +433,58 @@ tenant "t" {
 	}
 }
 
+// A label key built from a sensitive value is marked, whether the map is
+// written out in the argument or built in a local; the keys of a map whose
+// values alone are sensitive stay public, and so do env names, even of a
+// map that a sensitive condition chose (they label nothing).
+func TestSensitiveMapKeysMarked(t *testing.T) {
+	spec := `variable "org" {
+  type      = string
+  sensitive = true
+}
+variable "cfg" {
+  type      = object({ region = string })
+  sensitive = true
+}
+locals {
+  proxy_labels = { "${lower(var.org)}.example.com/role" = "proxy" }
+}
+platform { name = "p" }
+target "local" {}
+agent_sandbox { version = "v0.5.6" }
+runtime_class "kata" {
+  handler       = "kata"
+  node_selector = { "${lower(var.org)}.example.com/pool" = "kata" }
+}
+tenant "a" {
+  egress {
+    proxy {
+      url        = "http://squid.egress.svc.cluster.local:3128"
+      namespace  = "egress"
+      pod_labels = local.proxy_labels
+    }
+  }
+  template "t" {
+    image = "r.example.com/a:1"
+    env   = var.cfg.region == "" ? {} : { LOG_TAG = var.cfg.region }
+  }
+}
+`
+	p := mustLoad(t, func(l *Loader) (*model.Platform, hcl.Diagnostics) {
+		return l.LoadSource("spec.hcl", []byte(spec), LoadOptions{Vars: map[string]string{"org": "Initech", "cfg": `{ region = "eu-9" }`}, Environ: []string{}})
+	})
+	for _, v := range []string{"initech.example.com/pool", "initech.example.com/role", "eu-9"} {
+		if !p.IsSensitive(v) {
+			t.Errorf("%q is not marked sensitive", v)
+		}
+	}
+	for _, v := range []string{"LOG_TAG", "region", "kata"} {
+		if p.IsSensitive(v) {
+			t.Errorf("%q is marked sensitive", v)
+		}
+	}
+}
+
 // A vars file may hold secrets before any variable says so: a diagnostic
 // about it names the position, never prints the line.
 func TestVarsFileSnippetsNeverShown(t *testing.T) {

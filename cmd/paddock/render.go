@@ -22,7 +22,9 @@ func newRenderCmd() *cobra.Command {
 			"Rendered YAML is meant to be committed, so render refuses to write values of sensitive\n" +
 			"variables (or Pulumi config secrets) in plain text and names every field that would hold\n" +
 			"one. Read secrets from a Secret with secret_env instead; --allow-sensitive writes them\n" +
-			"anyway, warns with the same list, and writes such files readable by their owner only.",
+			"anyway, warns with the same list, and writes such files readable by their owner only.\n" +
+			"A sensitive value in a name, namespace or label is a policy error (PDK-610) that stops\n" +
+			"render before it writes anything, whatever the flags: Kubernetes shows those everywhere.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := loadSpec(specArg(args), &f, cmd.ErrOrStderr())

@@ -121,7 +121,18 @@ tenant "team-a" {
   }
 }
 
+# A customer's name the team must not disclose: sensitive, so every report
+# redacts it. But a namespace named after it shows in every `kubectl get
+# namespaces`, event and audit record, where nothing redacts it.
+variable "customer" {
+  type      = string
+  default   = "initech"
+  sensitive = true
+}
+
 tenant "team-b" {
+  namespace = "team-b-${var.customer}" # PDK-610 (no waiver can silence it)
+
   quota {
     pods = 1 # PDK-104: the pool below needs 5
   }

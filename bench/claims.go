@@ -58,8 +58,9 @@ type ClaimsOptions struct {
 	// Burst is how many claims the burst mode makes at once (0 = twice the
 	// pool's replicas plus one).
 	Burst int
-	// TTL is the claims' ttlSecondsAfterFinished, MaxTTL their lifetime:
-	// the tenant's admission guardrails require both.
+	// TTL is the claims' ttlSecondsAfterFinished, MaxTTL the tenant's
+	// max_ttl, which bounds their spec.lifecycle.shutdownTime: the tenant's
+	// admission guardrails require both.
 	TTL, MaxTTL time.Duration
 	// Timeout bounds the wait for one claim to become Ready.
 	Timeout time.Duration
@@ -273,24 +274,33 @@ func claimReady(u *unstructured.Unstructured) bool {
 	return false
 }
 
+// claim is the claim named name on pool, made at now, with the lifecycle
+// the tenant's guardrail requires: its TTL (at most max_ttl), shutdown
+// Delete and a shutdownTime within max_ttl of now. The API server measures max_ttl from
+// the claim's creation by its own clock, so the shutdownTime keeps a margin
+// (a minute, or half of a shorter max_ttl) for this machine's running ahead.
+func (c *claimer) claim(name, pool string, now time.Time) *unstructured.Unstructured {
+	margin := min(c.o.MaxTTL/2, time.Minute)
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": claimsGVR.GroupVersion().String(),
+		"kind":       "SandboxClaim",
+		"metadata":   map[string]any{"name": name, "namespace": c.o.Namespace, "labels": map[string]any{benchRunLabel: c.run}},
+		"spec": map[string]any{
+			"warmPoolRef": map[string]any{"name": pool},
+			"lifecycle": map[string]any{
+				"shutdownPolicy":          "Delete",
+				"ttlSecondsAfterFinished": int64(min(c.o.TTL, c.o.MaxTTL).Seconds()),
+				"shutdownTime":            now.Add(c.o.MaxTTL - margin).UTC().Format(time.RFC3339),
+			},
+		},
+	}}
+}
+
 // one makes a claim and waits for it to be Ready: how long it took and
 // whether its sandbox came from the pool.
 func (c *claimer) one(ctx context.Context, suffix, pool string) (time.Duration, bool, error) {
 	name := fmt.Sprintf("bench-%s-%s", c.run, suffix)
-	spec := map[string]any{
-		"warmPoolRef": map[string]any{"name": pool},
-		"lifecycle": map[string]any{
-			"shutdownPolicy":          "Delete",
-			"ttlSecondsAfterFinished": int64(c.o.TTL.Seconds()),
-			"shutdownTime":            time.Now().Add(c.o.MaxTTL).UTC().Format(time.RFC3339),
-		},
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": claimsGVR.GroupVersion().String(),
-		"kind":       "SandboxClaim",
-		"metadata":   map[string]any{"name": name, "namespace": c.o.Namespace, "labels": map[string]any{benchRunLabel: c.run}},
-		"spec":       spec,
-	}}
+	u := c.claim(name, pool, time.Now())
 	ch := make(chan struct{})
 	c.mu.Lock()
 	c.ready[name] = ch

@@ -386,11 +386,14 @@ func TestGuardrailsHoldAfterPaddockExits(t *testing.T) {
 	claims := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "paddock-demo-team-a-claims")
 	wantString(t, claims, "spec.failurePolicy", "Fail")
 	exprs := fmt.Sprint(get(t, claims, "spec.validations").Mappable())
-	for _, want := range []string{"ttlSecondsAfterFinished", "shutdownPolicy == 'Delete'", "<= 14400"} {
+	for _, want := range []string{"ttlSecondsAfterFinished", "shutdownPolicy == 'Delete'", "<= 14400", "variables.shutdownTime != ''", "+ duration('14400s')"} {
 		if !strings.Contains(exprs, want) {
 			t.Errorf("claims policy lacks %q: %s", want, exprs)
 		}
 	}
+	// The max_ttl rules read the policy's variables: they must be registered too.
+	wantString(t, claims, "spec.variables.0.name", "shutdownTime")
+	wantString(t, claims, "spec.variables.2.expression", "oldObject == null || variables.shutdownTime != variables.previousShutdownTime")
 	rt := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "paddock-demo-team-a-pod-runtime")
 	wantString(t, rt, "spec.validations.0.expression", "has(object.spec.runtimeClassName) && object.spec.runtimeClassName in ['gvisor']")
 	wp := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "paddock-demo-team-a-warmpools")

@@ -69,32 +69,14 @@ func rule(group, version string, resources ...string) admissionv1.NamedRuleWithO
 
 // Guardrails are the tenant's admission policies:
 //   - claims must set a lifecycle TTL no longer than the spec's maximum, and
-//     shutdown policy Delete (the CRD defaults to Retain);
+//     shutdown policy Delete (the CRD defaults to Retain), and, unless max_ttl
+//     is none, a shutdownTime no later than max_ttl after their creation;
 //   - pods, sandboxes and templates may only use the platform's runtime classes;
 //   - a warm pool may only reference one of its own tenant's templates.
 func Guardrails(p *model.Platform, t model.Tenant) []Guardrail {
 	var out []Guardrail
 
-	maxTTL := int64(t.Claims.MaxTTL.Seconds())
-	claimChecks := []admissionv1.Validation{
-		{
-			Expression: "has(object.spec.lifecycle) && has(object.spec.lifecycle.ttlSecondsAfterFinished)",
-			Message:    fmt.Sprintf("claims in tenant %s must set spec.lifecycle.ttlSecondsAfterFinished (sessions expire by default)", t.Name),
-		},
-		{
-			Expression: "has(object.spec.lifecycle) && has(object.spec.lifecycle.shutdownPolicy) && object.spec.lifecycle.shutdownPolicy == 'Delete'",
-			Message:    fmt.Sprintf("claims in tenant %s must set spec.lifecycle.shutdownPolicy: Delete (a claimed sandbox is never kept or reused)", t.Name),
-		},
-	}
-	if maxTTL > 0 {
-		claimChecks = append(claimChecks, admissionv1.Validation{
-			Expression: fmt.Sprintf("!has(object.spec.lifecycle) || !has(object.spec.lifecycle.ttlSecondsAfterFinished) || object.spec.lifecycle.ttlSecondsAfterFinished <= %d", maxTTL),
-			Message:    fmt.Sprintf("claims in tenant %s may set ttlSecondsAfterFinished to at most %d", t.Name, maxTTL),
-		})
-	}
-	out = append(out, guardrail(p, t, "claims", []admissionv1.NamedRuleWithOperations{
-		rule(agentsandbox.SandboxClaims.Group, "*", agentsandbox.SandboxClaims.Resource),
-	}, claimChecks))
+	out = append(out, claimsGuardrail(p, t))
 
 	var allowed []string
 	for _, rc := range p.RuntimeClasses {

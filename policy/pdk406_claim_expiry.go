@@ -5,7 +5,9 @@ import "github.com/paddock-platform/paddock/model"
 func init() {
 	register(Rule{
 		ID: "PDK-406", Title: "Claims never expire", Severity: Error, Kind: Static,
-		Control:   "Every session has a hard expiry enforced by the claim controller, even if the orchestrator crashes: finished claims are reaped and sessions have a maximum lifetime",
+		Control: "Every session has a hard expiry, even if the orchestrator crashes: admission refuses a claim without spec.lifecycle.ttlSecondsAfterFinished " +
+			"(finished claims are reaped) and, unless max_ttl is none, one without spec.lifecycle.shutdownTime or with one later than max_ttl after " +
+			"its metadata.creationTimestamp; the claim controller ends the session at that time",
 		Checklist: []string{"H15", "L8", "L9"},
 		Fix:       `Set claims.ttl and claims.max_ttl to durations (defaults "10m" and "4h") instead of "none".`,
 		check: func(c *checker) {
@@ -17,7 +19,7 @@ func init() {
 				}
 				if t.Claims.MaxTTL == 0 {
 					c.report(tenantAddr(t), t.Claims.Attrs.At("max_ttl", src),
-						"Sessions of tenant %q have no maximum lifetime: an agent stuck in a loop runs forever.", t.Name)
+						"Sessions of tenant %q have no maximum lifetime: claims need no spec.lifecycle.shutdownTime and may set any, so an agent stuck in a loop runs forever.", t.Name)
 				}
 			})
 		},

@@ -98,7 +98,7 @@
 //	    workload_identity "orchestrator" | "agent" { roles = ["roles/storage.objectViewer"] }   # gke only; "agent" is flagged (PDK-207)
 //	  }
 //	  egress       { dns = true, fqdns = [...], allow { cidr, ports, protocol }, proxy { url, namespace, pod_labels, cidr }, default_deny }
-//	  claims       { ttl = "10m", max_ttl = "4h", shutdown_policy = "Delete" }
+//	  claims       { ttl = "10m", max_ttl = "4h", shutdown_policy = "Delete" }   # every claim must set spec.lifecycle.shutdownTime (RFC 3339) at most max_ttl after its metadata.creationTimestamp; max_ttl = "none" (waiver of PDK-406) drops the maximum and the requirement
 //	  template "python" {
 //	    image, command, args, runtime_class, run_as_user, tmp_size, env = {...}
 //	    resources { requests = {...}, limits = {...}, unbounded = [...] }

@@ -341,7 +341,7 @@ var claimsSpec = &blockSpec{
 	Doc:  "Lifecycle of every SandboxClaim of the tenant: sessions expire even if the orchestrator forgets.",
 	Attrs: []attrSpec{
 		{Name: argTtl, Kind: kDuration, Default: "10m", Doc: "How long a finished claim is kept (ttlSecondsAfterFinished); \"none\" LOOSENS.", Rules: []string{"PDK-406"}},
-		{Name: argMaxTtl, Kind: kDuration, Default: "4h", Doc: "Maximum session lifetime; \"none\" LOOSENS.", Rules: []string{"PDK-406"}},
+		{Name: argMaxTtl, Kind: kDuration, Default: "4h", Doc: "A session's hard maximum: admission refuses a claim without spec.lifecycle.shutdownTime (RFC 3339) or with one later than max_ttl after its metadata.creationTimestamp, on create and on every update that changes it, and caps spec.lifecycle.ttlSecondsAfterFinished at max_ttl; \"none\" LOOSENS: no maximum and no shutdownTime required.", Rules: []string{"PDK-406"}},
 		{Name: argShutdownPolicy, Kind: kString, Enum: shutdownPolicies, Default: "Delete", Doc: "What happens at expiry; anything but Delete LOOSENS.", Rules: []string{"PDK-407"}},
 	},
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +43,7 @@ var checks = []check{
 	{"V05", "runtime classes match the spec", checkRuntimeClasses},
 	{"V06", "sandbox pods run on sandbox nodes", checkSandboxPlacement},
 	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
-	{"V08", "claim without TTL is rejected (server-side dry-run)", checkClaimWithoutTTLRejected},
+	{"V08", "claims are held to their lifecycle: without TTL, without shutdownTime or beyond max_ttl rejected (server-side dry-run)", checkClaimLifecycleEnforced},
 	{"V09", "network policies as the spec declares them", checkNetworkPolicies},
 	{"V10", "network policy enforced: a probe pod is refused by a pod of its namespace and reaches the cluster resolver", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},
@@ -547,8 +548,8 @@ func conditionTrue(u *unstructured.Unstructured, condType string) bool {
 	return false
 }
 
-// claimsGuardrail is the admission policy that holds a tenant's claims to a
-// TTL and shutdown Delete.
+// claimsGuardrail is the admission policy that holds a tenant's claims to
+// their lifecycle: a TTL, shutdown Delete and a shutdownTime within max_ttl.
 func claimsGuardrail(p *model.Platform, t model.Tenant) (manifests.Guardrail, bool) {
 	name := manifests.GuardrailName(p, t, "claims")
 	for _, g := range manifests.Guardrails(p, t) {
@@ -560,8 +561,11 @@ func claimsGuardrail(p *model.Platform, t model.Tenant) (manifests.Guardrail, bo
 }
 
 // probeClaim is a claim the tenant's guardrail admits: the first warm pool,
-// the tenant's TTL (capped by its maximum) and shutdown Delete.
-func probeClaim(t model.Tenant, name string) *unstructured.Unstructured {
+// the tenant's TTL (capped by its maximum), shutdown Delete and, unless
+// max_ttl is none, a shutdownTime half of max_ttl after now. The API server
+// measures from its own clock; the other half is room for this machine's
+// running ahead of it.
+func probeClaim(t model.Tenant, name string, now time.Time) *unstructured.Unstructured {
 	ttl := int64(t.Claims.TTL.Seconds())
 	if ttl <= 0 {
 		ttl = 600
@@ -569,23 +573,69 @@ func probeClaim(t model.Tenant, name string) *unstructured.Unstructured {
 	if max := int64(t.Claims.MaxTTL.Seconds()); max > 0 && ttl > max {
 		ttl = max
 	}
+	lifecycle := map[string]any{"ttlSecondsAfterFinished": ttl, "shutdownPolicy": "Delete"}
+	if t.Claims.MaxTTL > 0 {
+		lifecycle["shutdownTime"] = now.Add(t.Claims.MaxTTL / 2).UTC().Format(time.RFC3339)
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": claimsGVR.GroupVersion().String(),
 		"kind":       "SandboxClaim",
 		"metadata":   map[string]any{"name": name, "namespace": t.Namespace},
 		"spec": map[string]any{
 			"warmPoolRef": map[string]any{"name": t.WarmPools[0].Name},
-			"lifecycle":   map[string]any{"ttlSecondsAfterFinished": ttl, "shutdownPolicy": "Delete"},
+			"lifecycle":   lifecycle,
 		},
 	}}
 }
 
-// checkClaimWithoutTTLRejected dry-runs two claims: one the guardrail admits,
-// and the same claim without its TTL. The first must be accepted and the
-// second refused by the tenant's claims policy with one of the spec's
-// messages: a refusal from anywhere else (RBAC, another policy, the schema)
-// or a policy that refuses every claim proves nothing about the TTL rule.
-func checkClaimWithoutTTLRejected(ctx context.Context, v *Verifier) []Result {
+// beyondMaxTTLMargin is how far past max_ttl the probe that must be refused
+// sets its shutdownTime: room for this machine's clock running behind the
+// API server's.
+const beyondMaxTTLMargin = time.Hour
+
+// claimProbe is a claim that breaks one rule of the claims guardrail: the
+// valid probe with its lifecycle changed.
+type claimProbe struct {
+	name   string
+	what   string // how it breaks the rule, as the report says it
+	want   string // the message of the rule that must refuse it
+	change func(lifecycle map[string]any)
+}
+
+// claimProbes break, one rule each, the rules of the tenant's guardrail
+// that bound a session: the TTL after it finishes and, unless max_ttl is
+// none, its shutdownTime.
+func claimProbes(t model.Tenant, now time.Time) []claimProbe {
+	msg := manifests.ClaimsGuardrailMessages(t)
+	probes := []claimProbe{{
+		name: "paddock-verify-no-ttl", what: "without lifecycle TTL (spec.lifecycle.ttlSecondsAfterFinished)", want: msg.TTLRequired,
+		change: func(l map[string]any) { delete(l, "ttlSecondsAfterFinished") },
+	}}
+	if t.Claims.MaxTTL <= 0 {
+		return probes
+	}
+	beyond := now.Add(t.Claims.MaxTTL + beyondMaxTTLMargin).UTC().Format(time.RFC3339)
+	return append(probes,
+		claimProbe{
+			name: "paddock-verify-no-shutdown-time", what: "without spec.lifecycle.shutdownTime", want: msg.ShutdownTimeRequired,
+			change: func(l map[string]any) { delete(l, "shutdownTime") },
+		},
+		claimProbe{
+			name: "paddock-verify-beyond-max-ttl", what: fmt.Sprintf("with spec.lifecycle.shutdownTime %s past max_ttl (%s)", beyondMaxTTLMargin, t.Claims.MaxTTL),
+			want:   msg.ShutdownTimeMax,
+			change: func(l map[string]any) { l["shutdownTime"] = beyond },
+		},
+	)
+}
+
+// checkClaimLifecycleEnforced dry-runs a claim the guardrail admits and, for
+// each rule that bounds a session, the same claim breaking that rule only
+// (no TTL; no shutdownTime; a shutdownTime beyond max_ttl). The first must
+// be accepted, and each other refused by the tenant's claims policy with
+// that rule's message: a refusal from anywhere else (RBAC, another policy,
+// the schema), by another rule, or a policy that refuses every claim proves
+// nothing about the rule.
+func checkClaimLifecycleEnforced(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	for _, t := range v.p.Tenants {
 		if len(t.WarmPools) == 0 {
@@ -598,22 +648,40 @@ func checkClaimWithoutTTLRejected(ctx context.Context, v *Verifier) []Result {
 		}
 		claims := v.dyn.Resource(claimsGVR).Namespace(t.Namespace)
 		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-		valid := probeClaim(t, "paddock-verify-valid")
-		if _, err := claims.Create(ctx, valid, dry); err != nil {
-			out = append(out, fail(t.Namespace, "a valid claim (TTL and shutdown Delete) is refused too, so the TTL rule cannot be told apart: %s", shortErr(err)))
+		now := time.Now()
+		if _, err := claims.Create(ctx, probeClaim(t, "paddock-verify-valid", now), dry); err != nil {
+			out = append(out, fail(t.Namespace, "a valid claim (TTL, shutdown Delete and a shutdownTime within max_ttl) is refused too, so the lifecycle rules cannot be told apart: %s", shortErr(err)))
 			continue
 		}
-		noTTL := probeClaim(t, "paddock-verify-no-ttl")
-		unstructured.RemoveNestedField(noTTL.Object, "spec", "lifecycle", "ttlSecondsAfterFinished")
-		_, err := claims.Create(ctx, noTTL, dry)
-		if err == nil {
-			out = append(out, fail(t.Namespace, "a claim without lifecycle TTL was accepted"))
-			continue
+		var problems, refused []string
+		for _, probe := range claimProbes(t, now) {
+			claim := probeClaim(t, probe.name, now)
+			lifecycle, _, _ := unstructured.NestedMap(claim.Object, "spec", "lifecycle")
+			probe.change(lifecycle)
+			if err := unstructured.SetNestedMap(claim.Object, lifecycle, "spec", "lifecycle"); err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			_, err := claims.Create(ctx, claim, dry)
+			msg, byPolicy := deniedByPolicy(err, g)
+			switch {
+			case err == nil:
+				problems = append(problems, fmt.Sprintf("a claim %s was accepted", probe.what))
+			case !byPolicy:
+				problems = append(problems, fmt.Sprintf("a claim %s was refused, but not by the claims guardrail %s: %s", probe.what, g.Policy.Name, shortErr(err)))
+			case msg != probe.want:
+				problems = append(problems, fmt.Sprintf("a claim %s was refused by another rule of %s (%q), so its own is unproven", probe.what, g.Policy.Name, msg))
+			default:
+				refused = append(refused, probe.what)
+			}
 		}
-		if msg, ok := deniedByPolicy(err, g); ok {
-			out = append(out, pass(t.Namespace, "refused by %s: %s", g.Policy.Name, msg))
-		} else {
-			out = append(out, fail(t.Namespace, "refused, but not by the claims guardrail %s: %s", g.Policy.Name, shortErr(err)))
+		switch {
+		case len(problems) > 0:
+			out = append(out, fail(t.Namespace, "%s", strings.Join(problems, "; ")))
+		case t.Claims.MaxTTL <= 0:
+			out = append(out, pass(t.Namespace, "refused by %s: a claim %s; max_ttl is none, so no shutdownTime is required and sessions have no maximum lifetime", g.Policy.Name, strings.Join(refused, ", ")))
+		default:
+			out = append(out, pass(t.Namespace, "refused by %s, each by its own rule: a claim %s; admitted with a shutdownTime within max_ttl", g.Policy.Name, strings.Join(refused, ", a claim ")))
 		}
 	}
 	return out

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/paddock-platform/paddock/internal/vaptest"
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
@@ -457,36 +462,38 @@ func TestV07CountsReadySandboxesNotTheStatus(t *testing.T) {
 	}
 }
 
-// admission answers dry-run claim creates the way the API server does with
-// the tenant's claims guardrail installed, minus the validations drop
-// removes: each refusal is the policy's Invalid status with its message.
-func admission(dyn *dynamicfake.FakeDynamicClient, g manifests.Guardrail, drop ...int) *[]map[string]any {
-	var seen []map[string]any
-	dropped := map[int]bool{}
-	for _, i := range drop {
-		dropped[i] = true
+// admission answers claim creates the way the API server does with the
+// tenant's claims guardrail installed, minus the validations whose messages
+// drop names: it stamps the claim with a creationTimestamp from the server's
+// clock (this machine's plus skew), evaluates the guardrail's CEL on it and
+// refuses with the first failing rule's message, as the policy's Invalid
+// status. It records every claim sent, and fails the test on one not sent as
+// a dry run.
+func admission(t *testing.T, dyn *dynamicfake.FakeDynamicClient, g manifests.Guardrail, skew time.Duration, drop ...string) *[]map[string]any {
+	t.Helper()
+	policy := g.Policy.DeepCopy()
+	policy.Spec.Validations = slices.DeleteFunc(policy.Spec.Validations, func(v admissionv1.Validation) bool {
+		return slices.Contains(drop, v.Message)
+	})
+	if want := len(g.Policy.Spec.Validations) - len(drop); len(policy.Spec.Validations) != want {
+		t.Fatalf("%d validations left of %d after dropping %q", len(policy.Spec.Validations), len(g.Policy.Spec.Validations), drop)
 	}
+	var seen []map[string]any
 	dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+		create := a.(k8stesting.CreateActionImpl)
+		if !slices.Equal(create.GetCreateOptions().DryRun, []string{metav1.DryRunAll}) {
+			t.Errorf("claim created with dry run %v: verify must never persist one", create.GetCreateOptions().DryRun)
+		}
+		u := create.GetObject().(*unstructured.Unstructured).DeepCopy()
 		seen = append(seen, u.Object)
-		_, hasTTL, _ := unstructured.NestedInt64(u.Object, "spec", "lifecycle", "ttlSecondsAfterFinished")
-		policy, _, _ := unstructured.NestedString(u.Object, "spec", "lifecycle", "shutdownPolicy")
-		for i, val := range g.Policy.Spec.Validations {
-			if dropped[i] {
-				continue
-			}
-			var ok bool
-			switch {
-			case strings.Contains(val.Expression, "shutdownPolicy == 'Delete'"):
-				ok = policy == "Delete"
-			case strings.Contains(val.Expression, "<="):
-				ok = true // the probes stay under the maximum
-			default:
-				ok = hasTTL
-			}
-			if !ok {
-				return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, val.Message)
-			}
+		u.SetCreationTimestamp(metav1.NewTime(time.Now().Add(skew)))
+		r, err := vaptest.Admit(policy, u.Object, nil)
+		if err != nil {
+			t.Errorf("the guardrail does not evaluate: %v", err)
+			return true, nil, err
+		}
+		if r != nil {
+			return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, r.Message)
 		}
 		return true, u, nil
 	})
@@ -504,46 +511,116 @@ func policyDenial(name, policy, binding, msg string) error {
 	}}
 }
 
-func TestV08ClaimWithoutTTLRefusedByTheTTLRule(t *testing.T) {
+// lifecycleOf is a claim's spec.lifecycle.
+func lifecycleOf(t *testing.T, claim map[string]any) map[string]any {
+	t.Helper()
+	l, found, err := unstructured.NestedMap(claim, "spec", "lifecycle")
+	if !found || err != nil {
+		t.Fatalf("claim without lifecycle (%v): %v", err, claim)
+	}
+	return l
+}
+
+func TestV08ClaimLifecycleRefusedByEachRule(t *testing.T) {
 	p := localPlatform(t)
-	g, ok := claimsGuardrail(p, p.Tenants[0])
+	tn := p.Tenants[0]
+	if tn.Claims.MaxTTL != model.DefaultClaimMaxTTL {
+		t.Fatalf("examples/local's max_ttl is %s, the tests assume the default", tn.Claims.MaxTTL)
+	}
+	g, ok := claimsGuardrail(p, tn)
 	if !ok {
 		t.Fatal("no claims guardrail")
 	}
-	ttlRule := -1
-	for i, val := range g.Policy.Spec.Validations {
-		if !strings.Contains(val.Expression, "<=") && !strings.Contains(val.Expression, "shutdownPolicy") {
-			ttlRule = i
-		}
-	}
-	if ttlRule < 0 {
-		t.Fatalf("no TTL rule among %+v", g.Policy.Spec.Validations)
-	}
+	msg := manifests.ClaimsGuardrailMessages(tn)
 
 	t.Run("the guardrail as the spec builds it", func(t *testing.T) {
 		v, _, dyn := fakeVerifier(t, p, nil)
-		seen := admission(dyn, g)
-		wantStatus(t, only(t, v, "V08"), Pass, g.Policy.Name, "ttlSecondsAfterFinished")
-		// The probe differs from the admitted claim in the TTL only.
-		if len(*seen) != 2 {
-			t.Fatalf("%d claims sent, want the valid one and the probe", len(*seen))
+		seen := admission(t, dyn, g, 0)
+		start := time.Now()
+		wantStatus(t, only(t, v, "V08"), Pass, g.Policy.Name, "ttlSecondsAfterFinished", "without spec.lifecycle.shutdownTime",
+			"shutdownTime 1h0m0s past max_ttl (4h0m0s)", "admitted with a shutdownTime within max_ttl")
+		if len(*seen) != 4 {
+			t.Fatalf("%d claims sent, want the valid one and three probes", len(*seen))
 		}
-		valid, probe := (*seen)[0]["spec"].(map[string]any), (*seen)[1]["spec"].(map[string]any)
-		vl, pl := valid["lifecycle"].(map[string]any), probe["lifecycle"].(map[string]any)
-		if _, has := pl["ttlSecondsAfterFinished"]; has || vl["ttlSecondsAfterFinished"] == nil {
-			t.Errorf("probe lifecycle %v, valid %v", pl, vl)
+		// The valid claim's shutdownTime is half of max_ttl away.
+		valid := lifecycleOf(t, (*seen)[0])
+		at, err := time.Parse(time.RFC3339, fmt.Sprint(valid["shutdownTime"]))
+		if err != nil || at.Before(start.Add(2*time.Hour-time.Second)) || at.After(time.Now().Add(2*time.Hour)) {
+			t.Errorf("valid claim's shutdownTime %v (%v), want 2h from now", valid["shutdownTime"], err)
 		}
-		if pl["shutdownPolicy"] != "Delete" || vl["shutdownPolicy"] != "Delete" || fmt.Sprint(valid["warmPoolRef"]) != fmt.Sprint(probe["warmPoolRef"]) {
-			t.Errorf("the probe differs in more than the TTL: valid %v, probe %v", valid, probe)
+		// Each probe differs from the valid claim in its one field.
+		for i, c := range []struct {
+			field string
+			want  any // nil: absent
+		}{
+			{"ttlSecondsAfterFinished", nil},
+			{"shutdownTime", nil},
+			{"shutdownTime", at.Add(-2 * time.Hour).Add(5 * time.Hour).Format(time.RFC3339)},
+		} {
+			probe := lifecycleOf(t, (*seen)[i+1])
+			want := maps.Clone(valid)
+			delete(want, c.field)
+			if c.want != nil {
+				want[c.field] = c.want
+			}
+			if fmt.Sprint(probe) != fmt.Sprint(want) {
+				t.Errorf("probe %d lifecycle %v, want %v", i+1, probe, want)
+			}
+			if fmt.Sprint((*seen)[i+1]["spec"].(map[string]any)["warmPoolRef"]) != fmt.Sprint((*seen)[0]["spec"].(map[string]any)["warmPoolRef"]) {
+				t.Errorf("probe %d claims another pool", i+1)
+			}
 		}
 	})
 
-	// Before, the probe lacked the shutdown policy too, so the shutdown
-	// rule refused it and V08 passed with the TTL rule gone.
-	t.Run("TTL rule removed", func(t *testing.T) {
+	// Within its margins (the API server's clock up to half of max_ttl behind
+	// this machine's, up to an hour ahead) a difference of clocks changes
+	// nothing; beyond them, V08 fails and says which claim the server judged
+	// otherwise.
+	for _, c := range []struct {
+		skew  time.Duration
+		want  Status
+		words string
+	}{
+		{-50 * time.Minute, Pass, g.Policy.Name},
+		{50 * time.Minute, Pass, g.Policy.Name},
+		{-130 * time.Minute, Fail, "valid claim"},
+		{70 * time.Minute, Fail, "past max_ttl (4h0m0s) was accepted"},
+	} {
+		t.Run(fmt.Sprintf("the API server's clock %s off", c.skew), func(t *testing.T) {
+			v, _, dyn := fakeVerifier(t, p, nil)
+			admission(t, dyn, g, c.skew)
+			wantStatus(t, only(t, v, "V08"), c.want, c.words)
+		})
+	}
+
+	// Without one rule the claim that breaks it only is accepted. Before,
+	// the TTL probe lacked the shutdown policy too, so the shutdown rule
+	// refused it and V08 passed with the TTL rule gone.
+	for _, c := range []struct {
+		name, rule, words string
+	}{
+		{"TTL", msg.TTLRequired, "a claim without lifecycle TTL (spec.lifecycle.ttlSecondsAfterFinished) was accepted"},
+		{"shutdownTime", msg.ShutdownTimeRequired, "a claim without spec.lifecycle.shutdownTime was accepted"},
+		{"max_ttl", msg.ShutdownTimeMax, "a claim with spec.lifecycle.shutdownTime 1h0m0s past max_ttl (4h0m0s) was accepted"},
+	} {
+		t.Run("without the "+c.name+" rule", func(t *testing.T) {
+			v, _, dyn := fakeVerifier(t, p, nil)
+			admission(t, dyn, g, 0, c.rule)
+			wantStatus(t, only(t, v, "V08"), Fail, c.words)
+		})
+	}
+
+	t.Run("a probe refused by another rule", func(t *testing.T) {
 		v, _, dyn := fakeVerifier(t, p, nil)
-		admission(dyn, g, ttlRule)
-		wantStatus(t, only(t, v, "V08"), Fail, "without lifecycle TTL was accepted")
+		admission(t, dyn, g, 0)
+		dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
+			if u.GetName() != "paddock-verify-beyond-max-ttl" {
+				return false, nil, nil
+			}
+			return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, msg.ShutdownTimeFormat)
+		})
+		wantStatus(t, only(t, v, "V08"), Fail, "past max_ttl (4h0m0s) was refused by another rule", "its own is unproven")
 	})
 
 	t.Run("verify may not create claims (RBAC)", func(t *testing.T) {
@@ -557,36 +634,58 @@ func TestV08ClaimWithoutTTLRefusedByTheTTLRule(t *testing.T) {
 
 	t.Run("refused by another policy", func(t *testing.T) {
 		v, _, dyn := fakeVerifier(t, p, nil)
+		admission(t, dyn, g, 0)
 		dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
-			if _, has, _ := unstructured.NestedInt64(u.Object, "spec", "lifecycle", "ttlSecondsAfterFinished"); has {
-				return true, u, nil
+			if u.GetName() != "paddock-verify-no-ttl" {
+				return false, nil, nil
 			}
-			return true, nil, policyDenial(u.GetName(), "someone-elses-policy", "someone-elses-policy", g.Policy.Spec.Validations[ttlRule].Message)
+			return true, nil, policyDenial(u.GetName(), "someone-elses-policy", "someone-elses-policy", msg.TTLRequired)
 		})
-		wantStatus(t, only(t, v, "V08"), Fail, "not by the claims guardrail")
+		wantStatus(t, only(t, v, "V08"), Fail, "lifecycle TTL (spec.lifecycle.ttlSecondsAfterFinished) was refused, but not by the claims guardrail")
 	})
 
 	t.Run("the policy refuses every claim", func(t *testing.T) {
 		v, _, dyn := fakeVerifier(t, p, nil)
 		dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
-			return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, g.Policy.Spec.Validations[ttlRule].Message)
+			return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, msg.TTLRequired)
 		})
 		wantStatus(t, only(t, v, "V08"), Fail, "valid claim")
 	})
 
 	t.Run("the policy's message is not the spec's", func(t *testing.T) {
 		v, _, dyn := fakeVerifier(t, p, nil)
+		admission(t, dyn, g, 0)
 		dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			u := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
-			if _, has, _ := unstructured.NestedInt64(u.Object, "spec", "lifecycle", "ttlSecondsAfterFinished"); has {
-				return true, u, nil
+			if u.GetName() != "paddock-verify-no-shutdown-time" {
+				return false, nil, nil
 			}
 			return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, "rewritten by hand")
 		})
-		wantStatus(t, only(t, v, "V08"), Fail, "not by the claims guardrail")
+		wantStatus(t, only(t, v, "V08"), Fail, "without spec.lifecycle.shutdownTime was refused, but not by the claims guardrail")
 	})
+}
+
+// With max_ttl = "none" V08 proves the TTL rule and says that no lifetime is
+// enforced; a claim without shutdownTime is admitted.
+func TestV08WithoutMaxTTL(t *testing.T) {
+	p := localPlatform(t)
+	p.Tenants[0].Claims.MaxTTL = 0
+	g, ok := claimsGuardrail(p, p.Tenants[0])
+	if !ok {
+		t.Fatal("no claims guardrail")
+	}
+	v, _, dyn := fakeVerifier(t, p, nil)
+	seen := admission(t, dyn, g, 0)
+	wantStatus(t, only(t, v, "V08"), Pass, "ttlSecondsAfterFinished", "max_ttl is none", "no maximum lifetime")
+	if len(*seen) != 2 {
+		t.Fatalf("%d claims sent, want the valid one and the TTL probe", len(*seen))
+	}
+	if _, has := lifecycleOf(t, (*seen)[0])["shutdownTime"]; has {
+		t.Errorf("the valid claim carries a shutdownTime without max_ttl: %v", (*seen)[0])
+	}
 }
 
 func TestV09DefaultDenyPresent(t *testing.T) {

@@ -40,8 +40,9 @@ func newBenchClaimsCmd() *cobra.Command {
 			"  cold   one claim at a time on a pool of the tenant with replicas 0 (--cold-pool): every\n" +
 			"         sandbox starts from the template, the path of a claim that finds no warm one;\n" +
 			"  burst  --burst claims at once, more than the pool holds: the warm-pool hit rate.\n" +
-			"Claims carry the tenant's lifecycle (TTL, max TTL, Delete) and a paddock.dev/bench-run\n" +
-			"label, and are deleted before it returns. Run it against a platform you may load.",
+			"Claims carry the tenant's lifecycle (TTL, a shutdownTime within max_ttl, Delete) and a\n" +
+			"paddock.dev/bench-run label, and are deleted before it returns. Run it against a platform\n" +
+			"you may load.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" && format != "markdown" {

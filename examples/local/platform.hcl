@@ -77,7 +77,7 @@ tenant "team-a" {
   # }
   # claims {
   #   ttl             = "10m"     # finished claims are reaped after 10 minutes
-  #   max_ttl         = "4h"      # no session outlives 4 hours
+  #   max_ttl         = "4h"      # no session outlives 4 hours (claims must set spec.lifecycle.shutdownTime)
   #   shutdown_policy = "Delete"  # an expired claim deletes its sandbox
   # }
 

@@ -130,7 +130,7 @@ func TestLocalPlatform(t *testing.T) {
 	})
 
 	var claimed string // the sandbox the claim below binds
-	t.Run("claim with ttl binds a warm sandbox and the pool refills", func(t *testing.T) {
+	t.Run("claim with ttl and shutdownTime binds a warm sandbox and the pool refills", func(t *testing.T) {
 		warm := poolSandboxes(t, e)
 		claim := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "extensions.agents.x-k8s.io/v1beta1",
@@ -138,7 +138,7 @@ func TestLocalPlatform(t *testing.T) {
 			"metadata":   map[string]any{"name": "session-0001", "namespace": namespace},
 			"spec": map[string]any{
 				"warmPoolRef": map[string]any{"name": poolName},
-				"lifecycle":   map[string]any{"ttlSecondsAfterFinished": int64(600), "shutdownPolicy": "Delete"},
+				"lifecycle":   sessionLifecycle(time.Now().Add(time.Hour)),
 			},
 		}}
 		if _, err := e.dyn.Resource(claimsGVR).Namespace(namespace).Create(ctxT(t, 10*time.Second), claim, metav1.CreateOptions{}); err != nil {
@@ -233,6 +233,17 @@ func TestLocalPlatform(t *testing.T) {
 			t.Fatalf("objects labelled managed-by=paddock survive destroy:\n  %s", strings.Join(left, "\n  "))
 		}
 	})
+}
+
+// sessionLifecycle is the spec.lifecycle of a claim the platform's claims
+// guardrail admits: a TTL, shutdown Delete and a shutdownTime, which must be
+// within max_ttl (4h in examples/local) of the claim's creation.
+func sessionLifecycle(shutdownTime time.Time) map[string]any {
+	return map[string]any{
+		"ttlSecondsAfterFinished": int64(600),
+		"shutdownPolicy":          "Delete",
+		"shutdownTime":            shutdownTime.UTC().Format(time.RFC3339),
+	}
 }
 
 func assertHardenedPod(t *testing.T, spec corev1.PodSpec) {

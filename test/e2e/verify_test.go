@@ -203,41 +203,47 @@ func verifySuite(t *testing.T, e *env) {
 		assertVerifyClean(t, e)
 	})
 
-	t.Run("verify catches a claims policy without its TTL rule", func(t *testing.T) {
-		// The policy keeps its shutdown rule: a claim without TTL that
-		// also lacks a shutdown policy would still be refused, and V08
-		// passed on that refusal before.
-		name := "paddock-local-demo-team-a-claims"
-		vap, err := e.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctxT(t, 10*time.Second), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var kept []admissionv1.Validation
-		for _, v := range vap.Spec.Validations {
-			if strings.Contains(v.Message, "must set spec.lifecycle.ttlSecondsAfterFinished") {
-				continue
+	// Each rule that bounds a session, removed from the claims policy, is
+	// caught: V08's probe that breaks it alone is admitted. Before, the TTL
+	// probe also lacked a shutdown policy, so the shutdown rule refused it
+	// and V08 passed with the TTL rule gone.
+	for _, rule := range []struct{ name, message string }{
+		{"TTL", "must set spec.lifecycle.ttlSecondsAfterFinished"},
+		{"max_ttl", "may set spec.lifecycle.shutdownTime at most"},
+	} {
+		t.Run("verify catches a claims policy without its "+rule.name+" rule", func(t *testing.T) {
+			name := "paddock-local-demo-team-a-claims"
+			vap, err := e.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctxT(t, 10*time.Second), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			kept = append(kept, v)
-		}
-		if len(kept) != len(vap.Spec.Validations)-1 {
-			t.Fatalf("no TTL rule to remove among %+v", vap.Spec.Validations)
-		}
-		vap.Spec.Validations = kept
-		if _, err := e.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Update(ctxT(t, 10*time.Second), vap, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		assertCaught(t, e, "V08")
-		e.mustPaddock(t, "up", example)
-		eventually(t, "verify clean after repair", 30*time.Second, func() error {
-			rep, _ := runVerify(t, e)
-			for _, r := range statusOf(rep, "V08") {
-				if r.Status != verify.Pass {
-					return errString(r.Reason)
+			var kept []admissionv1.Validation
+			for _, v := range vap.Spec.Validations {
+				if strings.Contains(v.Message, rule.message) {
+					continue
 				}
+				kept = append(kept, v)
 			}
-			return nil
+			if len(kept) != len(vap.Spec.Validations)-1 {
+				t.Fatalf("no %s rule to remove among %+v", rule.name, vap.Spec.Validations)
+			}
+			vap.Spec.Validations = kept
+			if _, err := e.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Update(ctxT(t, 10*time.Second), vap, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			assertCaught(t, e, "V08")
+			e.mustPaddock(t, "up", example)
+			eventually(t, "verify clean after repair", 30*time.Second, func() error {
+				rep, _ := runVerify(t, e)
+				for _, r := range statusOf(rep, "V08") {
+					if r.Status != verify.Pass {
+						return errString(r.Reason)
+					}
+				}
+				return nil
+			})
 		})
-	})
+	}
 
 	t.Run("verify catches a deleted default-deny policy", func(t *testing.T) {
 		if err := e.kube.NetworkingV1().NetworkPolicies(namespace).Delete(ctxT(t, 10*time.Second), "default-deny", metav1.DeleteOptions{}); err != nil {

@@ -50,6 +50,9 @@ func (w Writer) String() string {
 var controllerFields = map[string][]string{
 	// The deployment controller's revision counter.
 	"Deployment": {`metadata.annotations["deployment.kubernetes.io/revision"]`},
+	// The Agent Sandbox controller, where it manages its webhook
+	// certificates, injects their CA into the CRDs' conversion webhook.
+	"CustomResourceDefinition": {"spec.conversion.webhook.clientConfig.caBundle"},
 }
 
 // CarryControllerFields copies into dst the fields of live that its

@@ -595,8 +595,17 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 			if err != nil {
 				return fmt.Errorf("the stored form of %s %s (a dry-run update): %w", o.desired.GetKind(), objectKey(o.desired), err)
 			}
+			diffs := drift.Compare(expected, o.live, drift.Options{})
+			if len(diffs) > 0 && !asked && o.immutable == "" {
+				// A cached form is believed only when it agrees.
+				count(&res.DryRuns)
+				if expected, err = forms.refresh(gctx, dyn, o, sensitive); err != nil {
+					return fmt.Errorf("the stored form of %s %s (a dry-run update): %w", o.desired.GetKind(), objectKey(o.desired), err)
+				}
+				diffs = drift.Compare(expected, o.live, drift.Options{})
+			}
 			o.expected = expected
-			o.diffs = drift.Fields(drift.Compare(expected, o.live, drift.Options{}), sensitive)
+			o.diffs = drift.Fields(diffs, sensitive)
 			return nil
 		})
 	}

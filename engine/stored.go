@@ -80,6 +80,19 @@ func storedKey(desired *unstructured.Unstructured) (string, error) {
 // server was asked. An object holding a sensitive value is never cached:
 // the cache is a plain file and secrets never go to one.
 func (s *storedForms) get(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string) (map[string]any, bool, error) {
+	return s.getFresh(ctx, dyn, o, sensitive, s.fresh)
+}
+
+// refresh is get asking the server whatever the cache holds: a cached form
+// that differs from the live object is confirmed before it is believed (what
+// the server allocates, such as a Service's cluster IP, can change with the
+// live object).
+func (s *storedForms) refresh(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string) (map[string]any, error) {
+	obj, _, err := s.getFresh(ctx, dyn, o, sensitive, true)
+	return obj, err
+}
+
+func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string, fresh bool) (map[string]any, bool, error) {
 	key, err := storedKey(o.desired)
 	if err != nil {
 		return nil, false, err
@@ -88,7 +101,7 @@ func (s *storedForms) get(ctx context.Context, dyn dynamic.Interface, o *fastObj
 	raw, ok := s.entries[key]
 	s.used[key] = true
 	s.mu.Unlock()
-	if ok && !s.fresh {
+	if ok && !fresh {
 		var obj map[string]any
 		if err := json.Unmarshal(raw, &obj); err == nil {
 			return obj, false, nil

@@ -158,6 +158,14 @@ func plural(n int, one string, many ...string) string {
 	return fmt.Sprintf("%d %ss", n, one)
 }
 
+// listSome names the first n of names, and how many more there are.
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
 var changeSymbol = map[Change]string{Modified: "~", Replaced: "+-", Missing: "+", NotApplied: "+", NoLongerDeclared: "-"}
 
 var changeText = map[Change]string{

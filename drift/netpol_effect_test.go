@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
@@ -545,5 +546,35 @@ func TestLargeLiveRule(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("a large live rule took %s", took)
+	}
+}
+
+// The sweep cannot tell one template's pods from another's: a rule only one
+// template declares covers no template's pods.
+func TestTemplatesShareOnlyCommonRules(t *testing.T) {
+	template := func(name string, rules ...networkingv1.NetworkPolicyEgressRule) netEffect {
+		st := &extv1beta1.SandboxTemplate{TypeMeta: metav1.TypeMeta{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxTemplate"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS}}
+		st.Spec.NetworkPolicy = &extv1beta1.NetworkPolicySpec{Egress: rules}
+		u, err := manifests.ToUnstructured(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := templateEffect(u, testNS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	web := egressTo([]networkingv1.NetworkPolicyPort{tcp(443)}, cidr("0.0.0.0/0"))
+	both := commonToAll([]netEffect{template("a", manifests.DNSEgressRule(), web), template("b", manifests.DNSEgressRule())})
+	for _, e := range both {
+		if len(e.rules) != 1 || e.rules[0].ports.ranges["UDP"] == nil {
+			t.Errorf("kept %d rules, want the DNS rule only: %+v", len(e.rules), e.rules)
+		}
+	}
+	same := commonToAll([]netEffect{template("a", web), template("b", web)})
+	if len(same[0].rules) != 1 || len(same[1].rules) != 1 {
+		t.Errorf("rules both declare were dropped: %+v", same)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/paddock-platform/paddock/manifests"
 )
@@ -57,6 +58,54 @@ func TestExcess(t *testing.T) {
 		if got := strings.Join(excess(c.rules, c.scope, c.declared), "; "); got != c.want {
 			t.Errorf("%s: excess %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+func TestBoundIdentitiesAndWording(t *testing.T) {
+	p := platform()
+	b := p.Tenants[0]
+	b.Name, b.Namespace = "team-b", "agents-team-b"
+	p.Tenants = append(p.Tenants, b)
+	ids := tenantIdentities(p)
+	for _, c := range []struct {
+		subjects []rbacv1.Subject
+		want     int
+	}{
+		{[]rbacv1.Subject{{Kind: "Group", Name: "system:authenticated"}}, 4},
+		{[]rbacv1.Subject{{Kind: "Group", Name: "system:serviceaccounts"}, {Kind: "Group", Name: "system:serviceaccounts:agents-team-b"}}, 4},
+		{[]rbacv1.Subject{{Kind: "Group", Name: "system:serviceaccounts:agents-team-b"}}, 2},
+		{[]rbacv1.Subject{{Kind: "Group", Name: "system:unauthenticated"}, {Kind: "Group", Name: "system:masters"}}, 0},
+		{[]rbacv1.Subject{{Kind: "ServiceAccount", Name: "agent-runtime"}}, 1}, // the binding's namespace
+		{[]rbacv1.Subject{{Kind: "ServiceAccount", Name: "agent-runtime", Namespace: "default"}}, 0},
+		{[]rbacv1.Subject{{Kind: "User", Name: "system:serviceaccount:agents-team-b:agent-orchestrator"}}, 1},
+		{[]rbacv1.Subject{{Kind: "User", Name: "agent-orchestrator"}}, 0},
+		{nil, 0},
+	} {
+		if got, _ := boundIdentities(ids, "agents-team-a", c.subjects); len(got) != c.want {
+			t.Errorf("%v binds %d identities, want %d", c.subjects, len(got), c.want)
+		}
+	}
+
+	// A cluster-wide grant to everyone names every tenant, and belongs to
+	// no one tenant.
+	bound, how := boundIdentities(ids, "", []rbacv1.Subject{{Kind: "Group", Name: "system:authenticated"}})
+	c := bindingCandidate{kind: "ClusterRoleBinding", meta: metav1.ObjectMeta{Name: "x"}, ref: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, bound: bound, how: how}
+	live := rbacReference{clusterRoles: map[string][]rbacv1.PolicyRule{"reader": {{Verbs: []string{"list"}, APIGroups: []string{""}, Resources: []string{"secrets"}}}}}
+	f, ok := judgeBinding(c, live, rbacReference{}, len(p.Tenants))
+	if !ok || f.Tenant != "" || !strings.Contains(f.Reason, "agent-orchestrator and agent-runtime of every tenant {list secrets}") {
+		t.Errorf("finding %v %+v", ok, f)
+	}
+	// A role that is missing live but that Paddock declares is judged by
+	// its declared rules: `up` brings exactly those back.
+	declared := rbacReference{clusterRoles: map[string][]rbacv1.PolicyRule{"reader": manifests.OrchestratorRules()}}
+	c.bound, c.ref.Name = bound[1:2], "reader"
+	declared.grants = map[identity][]scopedRules{bound[1]: {{rules: manifests.OrchestratorRules()}}}
+	if f, ok := judgeBinding(c, rbacReference{}, declared, len(p.Tenants)); ok {
+		t.Errorf("a declared role missing live was reported: %+v", f)
+	}
+	c.ref.Name = "nobody"
+	if f, ok := judgeBinding(c, rbacReference{}, declared, len(p.Tenants)); !ok || f.Rule != RuleDanglingBinding {
+		t.Errorf("a binding of a role no one declares: %v %+v", ok, f)
 	}
 }
 

@@ -41,7 +41,8 @@ type rawReq struct {
 }
 
 // ciliumSelector reads matchLabels and matchExpressions; ok is false when
-// the value is not a selector.
+// the value is not a selector. An absent selector (nil) is the empty one,
+// which selects everything.
 func ciliumSelector(v any) (reqs []rawReq, ok bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -128,8 +129,8 @@ func readEndpointSelector(v any, s side) endpointSelection {
 			if s == declaredSide {
 				*set = labelSet{none: true}
 			}
-			// live: a requirement that cannot hold is ignored, which only
-			// widens what the selector is taken to select.
+			// live: a requirement the API would refuse is ignored, which
+			// only widens what the selector is taken to select.
 			return
 		}
 		set.reqs = append(set.reqs, *req)

@@ -2,10 +2,12 @@
 // finds what weakens it outside the stack. The engine fills a Report's
 // Resources from a refresh-and-preview run (engine.Drift: each drifted
 // resource with the changed field paths, declared and live values); Sweep
-// adds the Unmanaged objects — ones that are in no stack but weaken what
-// Paddock guards (a binding that gives the agent identity rights, a network
-// policy that opens egress, a pod outside the sandbox runtime). Nothing here
-// writes to the cluster or the state.
+// adds the Unmanaged objects — ones that are in no stack, or changed in
+// fields the stack does not hold, and weaken what Paddock guards (a binding
+// that gives a tenant identity more than the spec does, a network policy
+// that lets through traffic the spec does not, a guardrail that no longer
+// applies to its tenant, a pod outside the sandbox runtime), each judged by
+// its effect. Nothing here writes to the cluster or the state.
 package drift
 
 import (
@@ -173,6 +175,14 @@ func plural(n int, one string, many ...string) string {
 		return fmt.Sprintf("%d %s", n, many[0])
 	}
 	return fmt.Sprintf("%d %ss", n, one)
+}
+
+// listSome names the first n of names, and how many more there are.
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 var changeSymbol = map[Change]string{Modified: "~", Replaced: "+-", Missing: "+", NotApplied: "+", NoLongerDeclared: "-"}

@@ -7,72 +7,103 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 )
 
-// Sweep rules: objects outside any stack that weaken what Paddock guards.
-// IDs are stable so reports compare over time.
+// Sweep rules: objects outside any stack that weaken what Paddock guards,
+// judged by what they do, never by how they are named or labelled. IDs are
+// stable so reports compare over time; S03 (a network policy Paddock did
+// not create) is retired, since S02 now judges every policy by its effect,
+// and is never reused.
 const (
-	RuleAgentBinding   = "S01"
-	RuleEgressOpen     = "S02"
-	RuleForeignNetpol  = "S03"
-	RuleRuntimeMissing = "S04"
+	RuleAgentBinding    = "S01"
+	RuleNetworkOpen     = "S02"
+	RuleRuntimeMissing  = "S04"
+	RuleDanglingBinding = "S06"
+	RuleGuardrail       = "S07"
 )
 
 var ruleTitles = map[string]string{
-	RuleAgentBinding:   "binding grants the agent identity rights",
-	RuleEgressOpen:     "network policy allows all egress",
-	RuleForeignNetpol:  "network policy not created by Paddock",
-	RuleRuntimeMissing: "pod without an allowed runtime class",
+	RuleAgentBinding:    "binding grants a tenant identity more than the spec does",
+	RuleNetworkOpen:     "network policy allows traffic the spec does not",
+	RuleRuntimeMissing:  "pod without an allowed runtime class",
+	RuleDanglingBinding: "binding to a tenant identity names a role that does not exist",
+	RuleGuardrail:       "guardrail no longer enforced on the tenant as declared",
 }
 
 // RuleTitle is the short text of a sweep rule.
 func RuleTitle(id string) string { return ruleTitles[id] }
 
-// bootstrapLabel marks the API server's own default bindings.
-const bootstrapLabel = "kubernetes.io/bootstrapping"
-
-// Sweep reads the cluster (lists only) for objects that are in no stack but
-// weaken platform p:
+// Sweep reads the cluster (lists only) for objects that are in no stack, or
+// were changed in fields the stack does not hold, and weaken platform p.
+// What the spec allows is computed from the objects Paddock builds for p
+// (manifests.Build), never from a list kept by hand:
 //
 //   - S01 a RoleBinding or ClusterRoleBinding whose subjects include a
-//     tenant's agent-runtime identity — by name, through its namespace's
-//     service-account group, or through a cluster-wide group
-//     (system:serviceaccounts, system:authenticated) outside the API
-//     server's bootstrap defaults. Paddock binds nothing to agent-runtime.
-//   - S02 a NetworkPolicy in a tenant namespace that allows egress to any
-//     destination (no `to`, or 0.0.0.0/0 or ::/0), where the spec does not
-//     declare exactly that. NetworkPolicies only add allows, so one such
-//     policy undoes the tenant's default deny.
-//   - S03 any other NetworkPolicy in a tenant namespace that neither Paddock
-//     declares nor the Agent Sandbox controller derives from a declared template.
+//     tenant identity (agent-runtime or agent-orchestrator, by name, as the
+//     user system:serviceaccount:<ns>:<name>, or through the groups
+//     system:serviceaccounts:<ns>, system:serviceaccounts and
+//     system:authenticated) and whose role grants it, in the binding's scope,
+//     a permission beyond what Paddock's own bindings grant it there and
+//     beyond the API server's default grants to every identity (defaultGrants:
+//     discovery, health and issuer URLs, self-subject reviews). No binding is
+//     exempt by label or name.
+//   - S02 a NetworkPolicy, CiliumNetworkPolicy or GKE FQDNNetworkPolicy in a
+//     tenant namespace, or a CiliumClusterwideNetworkPolicy that can select
+//     a tenant's pods, that allows traffic — either direction, any pods, any
+//     peers and ports, however split across rules — that no declared rule
+//     allows for a superset of those pods (the tenant's NetworkPolicies, its
+//     FQDN policy, the policies the Agent Sandbox controller derives from its
+//     templates, and everything for pods the declared policies leave
+//     unisolated when the spec waives default deny). See netpol_effect.go.
 //   - S04 a running pod in a tenant namespace whose runtime class is not one
 //     the platform declares for it: it runs on the host kernel (or another
 //     runtime), outside the sandbox.
+//   - S06 a binding that includes a tenant identity and names a role that
+//     does not exist (and that Paddock does not declare): it grants nothing
+//     now, but whoever creates the role grants its rules.
+//   - S07 a guardrail Paddock declares (ValidatingAdmissionPolicy and
+//     binding) that the live objects no longer enforce on the tenant's
+//     namespace as declared: missing, match constraints or resources that
+//     no longer cover the declared requests, a namespaceSelector that does
+//     not select the live namespace, an objectSelector, exclusions, match
+//     conditions, matchPolicy Exact, or no Deny among the binding's actions.
 //
-// Objects of the stack itself are compared by the engine (engine.Drift);
-// the sweep looks at what the stack cannot see.
-func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface) ([]Finding, error) {
+// dyn reads Cilium's and GKE's policies; nil, or their CRDs absent, skips
+// them. Objects of the stack itself are compared by the engine
+// (engine.Drift); S05 (Orphans) is the labelled objects no stack holds.
+func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dyn dynamic.Interface) ([]Finding, error) {
+	built, err := manifests.Build(p)
+	if err != nil {
+		return nil, err
+	}
+	nsLabels, err := tenantNamespaceLabels(ctx, p, kube)
+	if err != nil {
+		return nil, err
+	}
 	var out []Finding
-	fs, err := sweepBindings(ctx, p, kube)
+	fs, err := sweepBindings(ctx, p, built, kube)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, fs...)
+	if fs, err = sweepNetwork(ctx, built, nsLabels, kube, dyn); err != nil {
+		return nil, err
+	}
+	out = append(out, fs...)
+	if fs, err = sweepGuardrails(ctx, built, nsLabels, kube); err != nil {
+		return nil, err
+	}
+	out = append(out, fs...)
 	for _, t := range p.Tenants {
-		fs, err := sweepNetworkPolicies(ctx, p, t, kube)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fs...)
-		fs, err = sweepPods(ctx, p, t, kube)
+		fs, err := sweepPods(ctx, p, t, kube)
 		if err != nil {
 			return nil, err
 		}
@@ -85,156 +116,31 @@ func finding(rule, kind string, meta metav1.ObjectMeta, tenant, reason, fix stri
 	return Finding{Rule: rule, Title: ruleTitles[rule], Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Tenant: tenant, Reason: reason, Fix: fix}
 }
 
-// grants reports which tenants' agent-runtime identity a binding's subjects
-// include, and how.
-func grants(p *model.Platform, bindingNS string, subjects []rbacv1.Subject, bootstrap bool) (tenants []string, how []string) {
-	seen := map[string]bool{}
+// tenantNamespaceLabels are the live labels of the tenants' namespaces (a
+// namespace that is not live has none: the engine reports it missing).
+func tenantNamespaceLabels(ctx context.Context, p *model.Platform, kube kubernetes.Interface) (map[string]labels.Set, error) {
+	want := map[string]bool{}
 	for _, t := range p.Tenants {
-		user := "system:serviceaccount:" + t.Namespace + ":" + model.AgentRuntimeServiceAccount
-		for _, s := range subjects {
-			var why string
-			switch s.Kind {
-			case rbacv1.ServiceAccountKind:
-				ns := s.Namespace
-				if ns == "" {
-					ns = bindingNS
-				}
-				if s.Name == model.AgentRuntimeServiceAccount && ns == t.Namespace {
-					why = "names " + t.Namespace + "/" + s.Name
-				}
-			case rbacv1.UserKind:
-				if s.Name == user {
-					why = "names user " + user
-				}
-			case rbacv1.GroupKind:
-				switch s.Name {
-				case "system:serviceaccounts:" + t.Namespace:
-					why = "binds group " + s.Name + " (every service account of " + t.Namespace + ")"
-				case "system:serviceaccounts", "system:authenticated":
-					if !bootstrap {
-						why = "binds group " + s.Name + ", which includes " + t.Namespace + "/" + model.AgentRuntimeServiceAccount
-					}
-				}
-			}
-			if why != "" && !seen[t.Name+why] {
-				seen[t.Name+why] = true
-				if len(tenants) == 0 || tenants[len(tenants)-1] != t.Name {
-					tenants = append(tenants, t.Name)
-				}
-				how = append(how, why)
+		want[t.Namespace] = true
+	}
+	out := map[string]labels.Set{}
+	_, err := pages(ctx, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Namespace, string, error) {
+		l, err := kube.CoreV1().Namespaces().List(ctx, o)
+		if err != nil {
+			return nil, "", err
+		}
+		return l.Items, l.Continue, nil
+	}, func(ns *corev1.Namespace) bool {
+		if want[ns.Name] {
+			out[ns.Name] = labels.Set(ns.Labels)
+			if out[ns.Name] == nil {
+				out[ns.Name] = labels.Set{}
 			}
 		}
-	}
-	return tenants, how
-}
-
-func sweepBindings(ctx context.Context, p *model.Platform, kube kubernetes.Interface) ([]Finding, error) {
-	var out []Finding
-	rbs, err := kube.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		return false
+	})
 	if err != nil {
-		return nil, fmt.Errorf("listing role bindings: %w", err)
-	}
-	for _, rb := range rbs.Items {
-		tenants, how := grants(p, rb.Namespace, rb.Subjects, rb.Labels[bootstrapLabel] == "rbac-defaults")
-		if len(tenants) == 0 {
-			continue
-		}
-		out = append(out, finding(RuleAgentBinding, "RoleBinding", rb.ObjectMeta, strings.Join(tenants, ","),
-			fmt.Sprintf("grants %s %s in namespace %s: it %s; agent-runtime must hold no rights at all", rb.RoleRef.Kind, rb.RoleRef.Name, rb.Namespace, strings.Join(how, "; ")),
-			fmt.Sprintf("kubectl delete rolebinding -n %s %s", rb.Namespace, rb.Name)))
-	}
-	crbs, err := kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing cluster role bindings: %w", err)
-	}
-	for _, crb := range crbs.Items {
-		tenants, how := grants(p, "", crb.Subjects, crb.Labels[bootstrapLabel] == "rbac-defaults")
-		if len(tenants) == 0 {
-			continue
-		}
-		out = append(out, finding(RuleAgentBinding, "ClusterRoleBinding", crb.ObjectMeta, strings.Join(tenants, ","),
-			fmt.Sprintf("grants ClusterRole %s cluster-wide: it %s; agent-runtime must hold no rights at all", crb.RoleRef.Name, strings.Join(how, "; ")),
-			fmt.Sprintf("kubectl delete clusterrolebinding %s", crb.Name)))
-	}
-	return out, nil
-}
-
-// openEgress describes how a policy allows egress to any destination, or "".
-func openEgress(spec networkingv1.NetworkPolicySpec) string {
-	egress := len(spec.Egress) > 0
-	for _, t := range spec.PolicyTypes {
-		if t == networkingv1.PolicyTypeEgress {
-			egress = true
-		}
-	}
-	if !egress {
-		return ""
-	}
-	for i, r := range spec.Egress {
-		ports := "every port"
-		if len(r.Ports) > 0 {
-			var ps []string
-			for _, p := range r.Ports {
-				if p.Port != nil {
-					ps = append(ps, p.Port.String())
-				}
-			}
-			ports = "port " + strings.Join(ps, ",")
-		}
-		if len(r.To) == 0 {
-			return fmt.Sprintf("egress rule %d has no `to`: any destination, %s", i, ports)
-		}
-		for _, peer := range r.To {
-			if b := peer.IPBlock; b != nil && (b.CIDR == "0.0.0.0/0" || b.CIDR == "::/0") {
-				return fmt.Sprintf("egress rule %d allows %s (any address), %s", i, b.CIDR, ports)
-			}
-		}
-	}
-	return ""
-}
-
-func sweepNetworkPolicies(ctx context.Context, p *model.Platform, t model.Tenant, kube kubernetes.Interface) ([]Finding, error) {
-	declared, err := manifests.NetworkPolicySpecs(p, t)
-	if err != nil {
-		return nil, err
-	}
-	// The Agent Sandbox controller derives one policy per template
-	// (<template>-network-policy, controlled by the template) from the
-	// template's declared networkPolicy.
-	derived, err := manifests.TemplateNetworkPolicySpecs(p, t)
-	if err != nil {
-		return nil, err
-	}
-	list, err := kube.NetworkingV1().NetworkPolicies(t.Namespace).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing network policies in %s: %w", t.Namespace, err)
-	}
-	var out []Finding
-	for _, np := range list.Items {
-		spec, isPaddock := declared[np.Name]
-		isPaddock = isPaddock && np.Labels[model.ManagedByLabel] == model.ManagedByValue && np.Labels[model.PlatformLabel] == p.Name
-		isDerived := false
-		if ref := metav1.GetControllerOf(&np); ref != nil && ref.Kind == "SandboxTemplate" && np.Name == manifests.TemplateNetworkPolicyName(ref.Name) {
-			spec, isDerived = derived[ref.Name]
-		}
-		del := fmt.Sprintf("kubectl delete networkpolicy -n %s %s", np.Namespace, np.Name)
-		if how := openEgress(np.Spec); how != "" && (!(isPaddock || isDerived) || openEgress(spec) == "") && !t.Egress.Unrestricted {
-			fix := del
-			if isPaddock || isDerived {
-				fix = "`paddock up` does not see this change (the field is not one Paddock sets): " + del + ", then `paddock up` recreates it"
-			}
-			out = append(out, finding(RuleEgressOpen, "NetworkPolicy", np.ObjectMeta, t.Name,
-				fmt.Sprintf("%s; policies only add allows, so this undoes tenant %s's default-deny egress", how, t.Name), fix))
-			continue
-		}
-		if !isPaddock && !isDerived {
-			out = append(out, finding(RuleForeignNetpol, "NetworkPolicy", np.ObjectMeta, t.Name,
-				fmt.Sprintf("tenant %s's network posture is Paddock's: every other policy can only open holes the spec does not declare", t.Name),
-				"declare the hole in the tenant's egress block, then "+del))
-		}
+		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	return out, nil
 }

@@ -23,6 +23,17 @@ func ControllerDefaultEgress() []networkingv1.NetworkPolicyEgressRule {
 	}}
 }
 
+// ControllerDefaultIngress is the ingress the same default policy allows:
+// the Agent Sandbox router's pods only (agent-sandbox-system, app=sandbox-router).
+func ControllerDefaultIngress() []networkingv1.NetworkPolicyIngressRule {
+	return []networkingv1.NetworkPolicyIngressRule{{
+		From: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "agent-sandbox-system"}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sandbox-router"}},
+		}},
+	}}
+}
+
 // EgressView is every object of one tenant that opens egress for its
 // sandboxes (NetworkPolicies, the FQDN policy, SandboxTemplates with their
 // managed policy), built by the very functions whose output `render` writes

@@ -27,10 +27,13 @@ declared and the live value, or that the object was deleted. When the spec is wh
 stack last applied, it reads the live objects directly (one LIST per kind, a
 server-side-apply dry-run for each suspect); otherwise, or with --full, it refreshes
 the stack in preview mode through the Pulumi engine. It then
-sweeps the cluster for objects outside the stack that weaken the platform: bindings
-that give the agent identity rights (S01), network policies in tenant namespaces that
-open all egress (S02) or that Paddock did not create (S03), pods in tenant namespaces
-without an allowed runtime class (S04).
+sweeps the cluster for objects outside the stack (or fields of its objects Paddock does
+not set) that weaken the platform, each judged by its effect against what the spec
+allows: bindings that give a tenant identity more than the spec does (S01), network
+policies (and Cilium's and GKE's) that let through traffic the spec does not (S02),
+pods in tenant namespaces without an allowed runtime class (S04), objects labelled as
+the platform's that no stack holds (S05), bindings of tenant identities to roles that
+do not exist (S06), and guardrails no longer enforced on their tenant as declared (S07).
 
 ` + "`paddock up`" + ` repairs what the stack owns; objects outside it are reported for a person.
 
@@ -66,15 +69,16 @@ Formats: text (default), json, markdown (for CI job summaries and PR comments).`
 				if err != nil {
 					return err
 				}
-				if rep.Unmanaged, err = drift.Sweep(ctx, l.p, kube); err != nil {
+				// The dynamic client reads Cilium's and GKE's policies (and S05's kinds).
+				dyn, err := dynamic.NewForConfig(cfg)
+				if err != nil {
+					return err
+				}
+				if rep.Unmanaged, err = drift.Sweep(ctx, l.p, kube, dyn); err != nil {
 					return fmt.Errorf("sweep: %w", err)
 				}
 				// S05: objects labelled as the platform's that its stack does not hold.
 				if inStack, _, err := l.eng.Inventory(rep.Stack); err == nil && inStack != nil {
-					dyn, err := dynamic.NewForConfig(cfg)
-					if err != nil {
-						return err
-					}
 					labelled, err := drift.Labelled(ctx, kube.Discovery(), dyn, l.p.Name)
 					if err != nil {
 						return fmt.Errorf("sweep: %w", err)

@@ -53,6 +53,9 @@ var controllerFields = map[string][]string{
 	// The Agent Sandbox controller, where it manages its webhook
 	// certificates, injects their CA into the CRDs' conversion webhook.
 	"CustomResourceDefinition": {"spec.conversion.webhook.clientConfig.caBundle"},
+	// The Agent Sandbox controller labels a template with the hash of what
+	// it derives from it (its network policy).
+	"SandboxTemplate": {`metadata.labels["agents.x-k8s.io/sandbox-template-ref-hash"]`},
 }
 
 // CarryControllerFields copies into dst the fields of live that its

@@ -497,7 +497,7 @@ func TestSweep(t *testing.T) {
 	if f := have["NetworkPolicy agents-team-a/"+derived.Name]; !strings.Contains(f.Fix, "Agent Sandbox controller recreates it from template python") {
 		t.Errorf("derived policy fix: %s", f.Fix)
 	}
-	if f := have["NetworkPolicy agents-team-a/"+dd.Name]; !strings.Contains(f.Fix, "`paddock up` recreates it") {
+	if f := have["NetworkPolicy agents-team-a/"+dd.Name]; !strings.Contains(f.Fix, "`paddock up` puts it back as declared") {
 		t.Errorf("Paddock's own policy fix: %s", f.Fix)
 	}
 }

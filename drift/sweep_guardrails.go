@@ -328,7 +328,7 @@ func sweepGuardrails(ctx context.Context, built *manifests.Objects, nsLabels map
 			} else if problems := policyProblems(&g.policy, live, ns, nsl); len(problems) > 0 {
 				out = append(out, finding(RuleGuardrail, "ValidatingAdmissionPolicy", vapMeta, g.tenant.Name,
 					fmt.Sprintf("no longer checks %s as declared: %s", what, strings.Join(problems, "; ")),
-					fmt.Sprintf("kubectl delete validatingadmissionpolicy %s, then `paddock up` recreates it as declared (up does not reset fields Paddock does not set)", g.policy.Name)))
+					"`paddock up` puts it back as declared, removing the fields it does not declare"))
 			}
 		}
 		// Any live binding of the policy that enforces it as declared will do.
@@ -350,7 +350,7 @@ func sweepGuardrails(ctx context.Context, built *manifests.Objects, nsLabels map
 		}
 		out = append(out, finding(RuleGuardrail, "ValidatingAdmissionPolicyBinding", bMeta, g.tenant.Name,
 			fmt.Sprintf("no longer enforces %s as declared: %s", what, strings.Join(bindingProblems(g, live, nsl), "; ")),
-			fmt.Sprintf("kubectl delete validatingadmissionpolicybinding %s, then `paddock up` recreates it as declared (up does not reset fields Paddock does not set)", g.binding.Name)))
+			"`paddock up` puts it back as declared, removing the fields it does not declare"))
 	}
 	return out, nil
 }

@@ -395,13 +395,14 @@ func sweepNetwork(ctx context.Context, built *manifests.Objects, nsLabels map[st
 	return out, nil
 }
 
-// fix says how to undo a policy that opens too much: delete it. One of
-// Paddock's own that was edited comes back as declared with the next `up`;
-// one the Agent Sandbox controller derives comes back by itself.
+// fix says how to undo a policy that opens too much. One of Paddock's own
+// that was edited is put back whole by the next `up`; one the Agent Sandbox
+// controller derives comes back by itself once deleted; any other is
+// deleted.
 func (tn *tenantNetwork) fix(kind, resource string, m metav1.ObjectMeta) string {
 	del := fmt.Sprintf("kubectl delete %s -n %s %s", resource, m.Namespace, m.Name)
 	if tn.own[kind+"/"+m.Name] {
-		return "`paddock up` does not reset fields Paddock does not set: " + del + ", then `paddock up` recreates it as declared"
+		return "`paddock up` puts it back as declared, removing the rules it does not declare"
 	}
 	if ref := metav1.GetControllerOf(&m); ref != nil && ref.Kind == "SandboxTemplate" {
 		return del + "; the Agent Sandbox controller recreates it from template " + ref.Name + " as declared"

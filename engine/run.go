@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -283,6 +284,13 @@ func apiServerGone(line string) bool {
 		}
 	case strings.Contains(line, "read tcp"), strings.Contains(line, "write tcp"):
 		return strings.Contains(line, "connection reset by peer") || strings.Contains(line, "broken pipe")
+	case droppedRequest.MatchString(line):
+		return true
 	}
 	return false
 }
+
+// droppedRequest is a request whose connection closed before any answer
+// came: Go's HTTP client says `Patch "https://...": unexpected EOF` (or EOF)
+// when the API server dies while it holds the request.
+var droppedRequest = regexp.MustCompile(`\b(Get|Head|Post|Put|Patch|Delete) "https?://[^"]+": (unexpected )?EOF\b`)

@@ -26,10 +26,10 @@ import (
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
+	"github.com/paddock-platform/paddock/internal/spectest"
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/pins"
-	"github.com/paddock-platform/paddock/schemas"
 )
 
 func sample() *Report {
@@ -564,17 +564,7 @@ func exampleSpecs(t testing.TB) []string {
 	return out
 }
 
-func loadSpec(t testing.TB, dir string) *model.Platform {
-	t.Helper()
-	l := schemas.NewLoader()
-	p, diags := l.LoadDir(dir, schemas.LoadOptions{Environ: []string{}})
-	if diags.HasErrors() {
-		var b strings.Builder
-		l.WriteDiagnostics(&b, diags)
-		t.Fatalf("%s does not load:\n%s", dir, b.String())
-	}
-	return p
-}
+func loadSpec(t testing.TB, dir string) *model.Platform { return spectest.Load(t, dir) }
 
 // What Paddock declares never produces a finding: every example, the
 // GKE ones with the orchestrator's metadata server hole and FQDN policies,

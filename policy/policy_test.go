@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/paddock-platform/paddock/internal/spectest"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/policy"
 	"github.com/paddock-platform/paddock/schemas"
@@ -28,18 +29,7 @@ var testNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 const insecureDir = "../examples/insecure"
 
-// mustLoad loads a spec directory, failing the test on any error.
-func mustLoad(t testing.TB, dir string) *model.Platform {
-	t.Helper()
-	l := schemas.NewLoader()
-	p, diags := l.LoadDir(dir, schemas.LoadOptions{Environ: []string{}})
-	if diags.HasErrors() {
-		var b strings.Builder
-		l.WriteDiagnostics(&b, diags)
-		t.Fatalf("%s does not load:\n%s", dir, b.String())
-	}
-	return p
-}
+func mustLoad(t testing.TB, dir string) *model.Platform { return spectest.Load(t, dir) }
 
 func mustLoadSource(t testing.TB, src string) *model.Platform {
 	t.Helper()

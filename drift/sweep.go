@@ -112,6 +112,21 @@ func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dy
 	return out, nil
 }
 
+// NetworkReach is the network part of the sweep (S02): every policy in a
+// tenant namespace, Paddock's own or not, that lets through traffic the
+// spec does not. verify's V09 fails a tenant on any of them.
+func NetworkReach(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dyn dynamic.Interface) ([]Finding, error) {
+	built, err := manifests.Build(p)
+	if err != nil {
+		return nil, err
+	}
+	nsLabels, err := tenantNamespaceLabels(ctx, p, kube)
+	if err != nil {
+		return nil, err
+	}
+	return sweepNetwork(ctx, built, nsLabels, kube, dyn)
+}
+
 func finding(rule, kind string, meta metav1.ObjectMeta, tenant, reason, fix string) Finding {
 	return Finding{Rule: rule, Title: ruleTitles[rule], Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Tenant: tenant, Reason: reason, Fix: fix}
 }

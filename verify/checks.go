@@ -44,7 +44,7 @@ var checks = []check{
 	{"V06", "sandbox pods run on sandbox nodes", checkSandboxPlacement},
 	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
 	{"V08", "claims are held to their lifecycle: without TTL, without shutdownTime or beyond max_ttl rejected (server-side dry-run)", checkClaimLifecycleEnforced},
-	{"V09", "network policies as the spec declares them", checkNetworkPolicies},
+	{"V09", "network policies as the spec declares them, whole, and none in a tenant namespace opens more than the spec", checkNetworkPolicies},
 	{"V10", "network policy enforced: a probe pod is refused by a pod of its namespace and reaches the cluster resolver", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},
 	{"V12", "a running sandbox holds its template's controls (gVisor kernel, UID, read-only root, no token, no capabilities)", checkSandboxRuntime},
@@ -743,6 +743,12 @@ func checkNetworkPolicies(ctx context.Context, v *Verifier) []Result {
 	if err != nil {
 		return []Result{fail("platform", "building the expected objects: %v", err)}
 	}
+	// What any policy in a tenant namespace opens beyond the spec, judged by
+	// its effect (the sweep's S02), whoever made it.
+	reach, err := drift.NetworkReach(ctx, v.p, v.kube, v.dyn)
+	if err != nil {
+		return []Result{fail("platform", "judging the live policies' reach: %v", err)}
+	}
 	var out []Result
 	for _, t := range v.p.Tenants {
 		if t.Egress.Unrestricted {
@@ -792,11 +798,16 @@ func checkNetworkPolicies(ctx context.Context, v *Verifier) []Result {
 				bad = append(bad, msg)
 			}
 		}
+		for _, f := range reach {
+			if f.Namespace == t.Namespace || f.Tenant == t.Name {
+				bad = append(bad, f.Object()+" "+f.Reason)
+			}
+		}
 		if len(bad) > 0 {
 			out = append(out, fail(t.Namespace, "%s", joinMax(bad, 3)))
 			continue
 		}
-		out = append(out, pass(t.Namespace, "%d policies incl. default-deny ingress+egress; the spec's %d as declared", len(pols.Items), want))
+		out = append(out, pass(t.Namespace, "%d policies incl. default-deny ingress+egress; the spec's %d as declared; none opens more than the spec", len(pols.Items), want))
 	}
 	return out
 }

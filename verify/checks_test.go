@@ -802,3 +802,26 @@ func TestReportCountsFailures(t *testing.T) {
 		}
 	}
 }
+
+// V09 fails a tenant on any policy in its namespace that opens more than the
+// spec, judged by effect: an extra policy opening egress to the whole
+// internet in two halves, which no field of Paddock's own policies shows.
+func TestV09FailsOnAPolicyThatLoosensTheNamespace(t *testing.T) {
+	p := localPlatform(t)
+	pols, err := manifests.NetworkPolicies(p, p.Tenants[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []runtime.Object
+	for _, np := range pols {
+		objs = append(objs, np)
+	}
+	v, _, _ := fakeVerifier(t, p, objs)
+	wantStatus(t, only(t, v, "V09"), Pass, "none opens more than the spec")
+	open := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "temporary-debug", Namespace: p.Tenants[0].Namespace},
+		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/1"}}, {IPBlock: &networkingv1.IPBlock{CIDR: "128.0.0.0/1"}}}}}}}
+	v, _, _ = fakeVerifier(t, p, append(objs, open))
+	wantStatus(t, only(t, v, "V09"), Fail, "temporary-debug")
+}

@@ -272,6 +272,9 @@ func verifySuite(t *testing.T, e *env) {
 			t.Fatal(err)
 		}
 		assertCaught(t, e, "V10")
+		// And by its effect, with no traffic: V09 judges every policy of
+		// the namespace by what it opens.
+		assertCaught(t, e, "V09")
 		if err := e.kube.NetworkingV1().NetworkPolicies(namespace).Delete(ctxT(t, 10*time.Second), open.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -80,11 +80,7 @@ func RuleTitle(id string) string { return ruleTitles[id] }
 // them. Objects of the stack itself are compared by the engine
 // (engine.Drift); S05 (Orphans) is the labelled objects no stack holds.
 func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dyn dynamic.Interface) ([]Finding, error) {
-	built, err := manifests.Build(p)
-	if err != nil {
-		return nil, err
-	}
-	nsLabels, err := tenantNamespaceLabels(ctx, p, kube)
+	built, nsLabels, err := sweepInputs(ctx, p, kube)
 	if err != nil {
 		return nil, err
 	}
@@ -116,15 +112,25 @@ func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dy
 // tenant namespace, Paddock's own or not, that lets through traffic the
 // spec does not. verify's V09 fails a tenant on any of them.
 func NetworkReach(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dyn dynamic.Interface) ([]Finding, error) {
-	built, err := manifests.Build(p)
-	if err != nil {
-		return nil, err
-	}
-	nsLabels, err := tenantNamespaceLabels(ctx, p, kube)
+	built, nsLabels, err := sweepInputs(ctx, p, kube)
 	if err != nil {
 		return nil, err
 	}
 	return sweepNetwork(ctx, built, nsLabels, kube, dyn)
+}
+
+// sweepInputs are what every sweep rule judges against: the objects Paddock
+// builds for p, and the tenant namespaces' live labels.
+func sweepInputs(ctx context.Context, p *model.Platform, kube kubernetes.Interface) (*manifests.Objects, map[string]labels.Set, error) {
+	built, err := manifests.Build(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	nsLabels, err := tenantNamespaceLabels(ctx, p, kube)
+	if err != nil {
+		return nil, nil, err
+	}
+	return built, nsLabels, nil
 }
 
 func finding(rule, kind string, meta metav1.ObjectMeta, tenant, reason, fix string) Finding {

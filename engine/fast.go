@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -632,15 +631,6 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 	}
 	res.Report.Checked = len(objs)
 	return res, nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // scalarEqual compares two leaf values as Kubernetes means them: numbers by

@@ -132,23 +132,30 @@ func TestZombieIsNotAlive(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no procfs")
 	}
-	truePath, err := exec.LookPath("true")
+	catPath, err := exec.LookPath("cat")
 	if err != nil {
-		t.Skip("no true binary")
+		t.Skip("no cat binary")
 	}
-	cmd := exec.Command(truePath)
+	// cat blocks on its stdin, so it is recorded while it surely runs; closing
+	// the pipe then lets it exit, and nothing reaps it until Wait.
+	cmd := exec.Command(catPath)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := recordProcess(cmd.Process.Pid)
 	if err != nil {
-		// It may already have exited and turned into a zombie: exe is unreadable.
-		info, ierr := inspect(cmd.Process.Pid)
-		if ierr != nil || info.State != 'Z' {
-			t.Fatalf("record: %v (state %c)", err, info.State)
-		}
-		rec = procRecord{PID: info.PID, StartTime: info.StartTime}
+		_ = stdin.Close()
+		_ = cmd.Wait()
+		t.Fatalf("record a running process: %v", err)
 	}
+	if ok, why := rec.alive(); !ok {
+		t.Fatalf("a running process reported not alive: %s", why)
+	}
+	_ = stdin.Close()
 	// Not reaped yet: a zombie.
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -79,10 +79,16 @@ bench: tools build ## benchmarks on a throwaway local cluster: provisioning vs k
 unit: ## unit tests (no cluster)
 	go test -count=1 ./...
 
+# The terratest suite, its log kept in $(E2E_LOG); on failure the failed tests
+# are listed again at the end, where CI's tail shows them.
+E2E_LOG ?= $(BIN)/e2e.log
+E2E_RUN = mkdir -p $(BIN) && PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 75m -v ./test/e2e/... 2>&1 | tee $(E2E_LOG) \
+	  || { echo; echo "e2e: failed tests (full log: $(E2E_LOG)):"; grep -E -- '--- FAIL|^panic:|^FAIL' $(E2E_LOG) || true; exit 1; }
+
 .PHONY: e2e
 e2e: tools build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)
 	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./localcluster/
-	PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 75m -v ./test/e2e/...
+	$(E2E_RUN)
 
 .PHONY: test
 test: tools build ## everything CI runs: vet, unit tests, live end-to-end tests
@@ -91,7 +97,7 @@ test: tools build ## everything CI runs: vet, unit tests, live end-to-end tests
 	go vet -tags gke ./components/gcp/ ./program/
 	go test -count=1 ./...
 	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./localcluster/
-	PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 75m -v ./test/e2e/...
+	$(E2E_RUN)
 
 .PHONY: local-down
 local-down: ## stop the local cluster and remove its state

@@ -244,6 +244,11 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 	if err != nil {
 		return auto.Stack{}, err
 	}
+	tmp, err := scratchDir()
+	if err != nil {
+		return auto.Stack{}, err
+	}
+	env["TMPDIR"] = tmp
 	env["PULUMI_HOME"] = paths.PulumiHome()
 	env["PULUMI_BACKEND_URL"] = backend
 	env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
@@ -288,7 +293,9 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 		projectName = string(proj.Name)
 		opts = append(opts, auto.WorkDir(e.opts.ProjectDir))
 	} else {
-		opts = append(opts, auto.Project(workspace.Project{
+		// The inline program's workspace: in the scratch directory, so it
+		// goes with it.
+		opts = append(opts, auto.WorkDir(tmp), auto.Project(workspace.Project{
 			Name:    tokens.PackageName(ProjectName),
 			Runtime: workspace.NewProjectRuntimeInfo("go", nil),
 			Backend: &workspace.ProjectBackend{URL: backend},

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/paddock-platform/paddock/engine"
 )
 
 // exitError carries a specific exit code out of a command.
@@ -30,6 +32,7 @@ func main() {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	engine.RemoveScratch()
 	if err == nil {
 		_ = stdout.Flush()
 		_ = stderr.Flush()

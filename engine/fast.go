@@ -72,6 +72,18 @@ func (e *Engine) fastUp(ctx context.Context, p *model.Platform) (*Result, error)
 		fmt.Fprintf(e.opts.Out, "paddock up: full run: %s\n", reason)
 		return nil, nil
 	}
+	if len(res.Report.Resources) > 0 {
+		release, holder, lerr := e.lockForRepair(e.stackName(p))
+		switch {
+		case lerr != nil:
+			fmt.Fprintf(e.opts.Out, "paddock up: full run: the stack's lock: %s\n", oneLine(lerr))
+			return nil, nil
+		case release == nil:
+			fmt.Fprintf(e.opts.Out, "paddock up: full run: the stack is locked by another run (%s)\n", holder)
+			return nil, nil
+		}
+		defer release()
+	}
 	repaired, err := e.repairLive(ctx, "up", res)
 	if err == nil && repaired > 0 {
 		err = e.confirmRepaired(ctx, res.clients, p, e.stackName(p), res)

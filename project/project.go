@@ -262,3 +262,26 @@ func StackFileFor(dir, stack string) (projectDir, file string, err error) {
 	}
 	return projectDir, file, nil
 }
+
+// Stacks lists the stacks that have a config file in the project at dir
+// (Pulumi.<stack>.yaml in its stackConfigDir), sorted by name.
+func Stacks(dir string) ([]string, error) {
+	probe, err := StackFile(dir, "x")
+	if err != nil {
+		return nil, err
+	}
+	cfgDir := filepath.Dir(probe)
+	files, err := filepath.Glob(filepath.Join(cfgDir, "Pulumi.*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "Pulumi."), ".yaml")
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -267,3 +267,28 @@ func TestBothPathsSameGraph(t *testing.T) {
 		t.Errorf("%d resources hold the secret, want the 2 templates", secrets)
 	}
 }
+
+func TestStacksListsTheStackConfigDir(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("Pulumi.yaml", "name: p\nruntime: go\nstackConfigDir: stacks\n")
+	write("stacks/Pulumi.team-b.yaml", "config: {}\n")
+	write("stacks/Pulumi.team-a.yaml", "config: {}\n")
+	write("stacks/README.md", "not a stack\n")
+	write("Pulumi.stray.yaml", "config: {}\n") // outside stackConfigDir: not this project's
+	got, err := Stacks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "team-a,team-b" {
+		t.Fatalf("Stacks = %v", got)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -16,7 +17,9 @@ func newDriftCmd() *cobra.Command {
 	var (
 		f       specFlags
 		format  string
-		noSweep bool
+		noSweep  bool
+		all      bool
+		parallel int
 	)
 	cmd := &cobra.Command{
 		Use:   "drift [SPEC]",
@@ -49,44 +52,17 @@ Formats: text (default), json, markdown (for CI job summaries and PR comments).`
 				return fmt.Errorf("--format %q: use text, json or markdown", format)
 			}
 			ctx := cmd.Context()
+			if all {
+				return runFleetDrift(cmd, f, args, format, noSweep, parallel)
+			}
 			start := time.Now()
 			l, err := f.load(ctx, args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), false, true)
 			if err != nil {
 				return err
 			}
-			rep, err := l.eng.Drift(ctx, l.p)
+			rep, err := driftOf(ctx, l, noSweep)
 			if err != nil {
 				return err
-			}
-			if !noSweep {
-				sweepStart := time.Now()
-				// A sweep lists every resource type.
-				cfg, err := restConfig(l.p, 50)
-				if err != nil {
-					return err
-				}
-				kube, err := kubernetes.NewForConfig(cfg)
-				if err != nil {
-					return err
-				}
-				// The dynamic client reads Cilium's and GKE's policies (and S05's kinds).
-				dyn, err := dynamic.NewForConfig(cfg)
-				if err != nil {
-					return err
-				}
-				if rep.Unmanaged, err = drift.Sweep(ctx, l.p, kube, dyn); err != nil {
-					return fmt.Errorf("sweep: %w", err)
-				}
-				// S05: objects labelled as the platform's that its stack does not hold.
-				if inStack, _, err := l.eng.Inventory(rep.Stack); err == nil && inStack != nil {
-					labelled, err := drift.Labelled(ctx, kube.Discovery(), dyn, l.p.Name)
-					if err != nil {
-						return fmt.Errorf("sweep: %w", err)
-					}
-					orphans, _ := drift.Orphans(labelled, inStack)
-					rep.Unmanaged = append(rep.Unmanaged, orphans...)
-				}
-				rep.Sweep = time.Since(sweepStart)
 			}
 			rep.Duration = time.Since(start)
 			rep.Sort()
@@ -112,5 +88,47 @@ Formats: text (default), json, markdown (for CI job summaries and PR comments).`
 	f.registerFull(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output: text, json or markdown")
 	cmd.Flags().BoolVar(&noSweep, "no-sweep", false, "compare the stack only; skip the sweep of objects outside it")
+	cmd.Flags().BoolVar(&all, "all", false, "check every stack with a config file in the project (stacks/Pulumi.<stack>.yaml) and print one summary")
+	cmd.Flags().IntVar(&parallel, "parallel", 4, "with --all: how many stacks to check at once")
 	return cmd
+}
+
+// driftOf is drift for one loaded stack: the stack compared with the cluster,
+// then (unless noSweep) the sweep of what lies outside it.
+func driftOf(ctx context.Context, l *loaded, noSweep bool) (*drift.Report, error) {
+	rep, err := l.eng.Drift(ctx, l.p)
+	if err != nil {
+		return nil, err
+	}
+	if !noSweep {
+		sweepStart := time.Now()
+		// A sweep lists every resource type.
+		cfg, err := restConfig(l.p, 50)
+		if err != nil {
+			return nil, err
+		}
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		// The dynamic client reads Cilium's and GKE's policies (and S05's kinds).
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if rep.Unmanaged, err = drift.Sweep(ctx, l.p, kube, dyn); err != nil {
+			return nil, fmt.Errorf("sweep: %w", err)
+		}
+		// S05: objects labelled as the platform's that its stack does not hold.
+		if inStack, _, err := l.eng.Inventory(rep.Stack); err == nil && inStack != nil {
+			labelled, err := drift.Labelled(ctx, kube.Discovery(), dyn, l.p.Name)
+			if err != nil {
+				return nil, fmt.Errorf("sweep: %w", err)
+			}
+			orphans, _ := drift.Orphans(labelled, inStack)
+			rep.Unmanaged = append(rep.Unmanaged, orphans...)
+		}
+		rep.Sweep = time.Since(sweepStart)
+	}
+	return rep, nil
 }

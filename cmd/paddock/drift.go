@@ -15,8 +15,8 @@ import (
 
 func newDriftCmd() *cobra.Command {
 	var (
-		f       specFlags
-		format  string
+		f        specFlags
+		format   string
 		noSweep  bool
 		all      bool
 		parallel int

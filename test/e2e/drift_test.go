@@ -466,7 +466,12 @@ func teamProject(t *testing.T, repo string) string {
 // pulumiEnv is the environment the pinned pulumi CLI needs for a stack of
 // the project, the way a platform team's CI would set it.
 func (e *env) pulumiEnv(backend string) map[string]string {
+	// The provider leaves a copy of the kubeconfig in its TMPDIR after each
+	// run: keep it inside the suite's home, which the suite removes.
+	tmp := filepath.Join(e.home, "tmp")
+	_ = os.MkdirAll(tmp, 0o700)
 	return map[string]string{
+		"TMPDIR":                                      tmp,
 		"PULUMI_HOME":                                 filepath.Join(e.home, "pulumi"),
 		"PULUMI_BACKEND_URL":                          backend,
 		"PULUMI_CONFIG_PASSPHRASE":                    teamPassphrase,

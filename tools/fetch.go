@@ -383,7 +383,11 @@ func (r FetchResult) Line(t Tool, of string) string {
 	}
 	switch r.Outcome {
 	case Fetched:
-		return fmt.Sprintf("tools: %s%s %s fetched from mirror (%d files, %s, sha256 verified) in %.1fs", of, t.Name, t.Version, r.Files, humanBytes(r.Bytes), r.Took.Seconds())
+		files := "1 file"
+		if r.Files != 1 {
+			files = fmt.Sprintf("%d files", r.Files)
+		}
+		return fmt.Sprintf("tools: %s%s %s fetched from mirror (%s, %s, sha256 verified) in %.1fs", of, t.Name, t.Version, files, humanBytes(r.Bytes), r.Took.Seconds())
 	case Cached:
 		return fmt.Sprintf("tools: %s%s %s (cached)", of, t.Name, t.Version)
 	default:

@@ -72,6 +72,7 @@ func newRootCmd() *cobra.Command {
 		newStatusCmd(),
 		newVersionCmd(),
 		newLocalCmd(),
+		newToolsCmd(),
 	)
 	return root
 }

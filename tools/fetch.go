@@ -83,7 +83,7 @@ func fetch(ctx context.Context, m *Mirror, t Tool, o FetchOptions) FetchResult {
 		return FetchResult{Outcome: Cached}
 	}
 	manifestRel, archiveRel := objectPaths(o.Platform, t.Key())
-	noBundle := FetchResult{Outcome: NoBundle, Reason: fmt.Sprintf("no bundle for key %s on the mirror (%s)", manifestRel, m.where(manifestRel))}
+	noBundle := FetchResult{Outcome: NoBundle, Reason: fmt.Sprintf("no bundle for key %s (%s) on the mirror: no %s", t.Key(), o.Platform, m.where(manifestRel))}
 
 	body, _, err := m.open(ctx, manifestRel)
 	if errors.Is(err, errNoObject) {
@@ -128,7 +128,7 @@ func fetch(ctx context.Context, m *Mirror, t Tool, o FetchOptions) FetchResult {
 
 	archive, _, err := m.open(ctx, archiveRel)
 	if errors.Is(err, errNoObject) {
-		noBundle.Reason = fmt.Sprintf("no bundle for key %s on the mirror (it has %s but not %s)", manifestRel, manifestRel, archiveRel)
+		noBundle.Reason = fmt.Sprintf("no bundle for key %s (%s) on the mirror: it has the manifest but no %s", t.Key(), o.Platform, m.where(archiveRel))
 		return noBundle
 	}
 	if err != nil {

@@ -273,7 +273,7 @@ func TestMissingBundleFallsBack(t *testing.T) {
 	m, hits := serve(t, t.TempDir())
 	home := t.TempDir()
 	res := Fetch(context.Background(), m, fakeTool, FetchOptions{Home: home})
-	if res.Outcome != NoBundle || !strings.Contains(res.Reason, "no bundle for key "+strings.ReplaceAll(Platform(), "/", "-")+"/fake-v1.2.3-0123456789ab.json") {
+	if res.Outcome != NoBundle || !strings.Contains(res.Reason, "no bundle for key fake-v1.2.3-0123456789ab ("+Platform()+") on the mirror") {
 		t.Fatalf("outcome %d, reason %q; want no bundle naming the key", res.Outcome, res.Reason)
 	}
 	if !strings.HasSuffix(res.Line(fakeTool, ""), "; building from source") {

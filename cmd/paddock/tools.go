@@ -99,8 +99,12 @@ func newToolsBundleCmd() *cobra.Command {
 				if b.Unchanged {
 					state = "already bundled"
 				}
-				fmt.Fprintf(w, "tools: %s %s %s: %s (%d files, %.1f MiB, %.1f MiB compressed)\n",
-					state, t.Name, t.Version, b.Archive, b.Files, float64(b.Bytes)/(1<<20), float64(b.Compressed)/(1<<20))
+				files := "1 file"
+				if b.Files != 1 {
+					files = fmt.Sprintf("%d files", b.Files)
+				}
+				fmt.Fprintf(w, "tools: %s %s %s: %s (%s, %.1f MiB, %.1f MiB compressed)\n",
+					state, t.Name, t.Version, b.Archive, files, float64(b.Bytes)/(1<<20), float64(b.Compressed)/(1<<20))
 			}
 			if written == 0 {
 				return fmt.Errorf("no tool is built in %s for this checkout's recipes; run `make tools` first", home)

@@ -18,8 +18,10 @@ help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: tools
-tools: ## build every pinned upstream tool into $(PADDOCK_HOME) (cached by version), install the real node's Debian packages
-	@i=0; for t in $(TOOLS); do i=$$((i+1)); tools/build-tool.sh $$t $$i/$(words $(TOOLS)); done
+# With PADDOCK_TOOLS_MIRROR set, each tool is first fetched from the mirror
+# (`paddock tools fetch`: exit 0 fetched, 3 build it, else stop) and built only without a usable bundle.
+tools: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build every pinned upstream tool into $(PADDOCK_HOME) (cached by version and recipe; fetched from $PADDOCK_TOOLS_MIRROR when set), install the real node's Debian packages
+	@i=0; for t in $(TOOLS); do i=$$((i+1)); $(if $(PADDOCK_TOOLS_MIRROR),$(PADDOCK) tools fetch $$t $$i/$(words $(TOOLS)) && continue || [ $$? -eq 3 ];) tools/build-tool.sh $$t $$i/$(words $(TOOLS)); done
 	@$(MAKE) --no-print-directory pulumi-plugins node-packages
 
 # The real node's Debian packages (runc, CNI plugins, iptables, ipset, busybox-static):

@@ -75,6 +75,7 @@ func newRootCmd() *cobra.Command {
 		newStatusCmd(),
 		newVersionCmd(),
 		newLocalCmd(),
+		newToolsCmd(),
 	)
 	return root
 }

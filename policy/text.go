@@ -24,6 +24,12 @@ type TextOptions struct {
 	Verbose bool
 	// NoSnippets leaves out source lines (for logs).
 	NoSnippets bool
+	// Brief writes a report without errors as its one-line BriefSummary, for
+	// commands that decide nothing from it; errors are always written in full.
+	Brief bool
+	// Details is the command that shows the full report, named by the line
+	// Brief writes (e.g. "paddock validate examples/local").
+	Details string
 }
 
 const textWidth = 78
@@ -32,6 +38,10 @@ const textWidth = 78
 // diagnostics: every unwaived finding with its source line, then the waived
 // findings, every waiver and a summary line.
 func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
+	if opts.Brief && !r.Blocking() {
+		_, err := fmt.Fprintln(w, r.BriefSummary(opts.Details))
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	src := newSourceCache(opts.Source)
 	for _, f := range r.Findings {
@@ -70,6 +80,31 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	}
 	fmt.Fprintln(bw, r.Summary())
 	return bw.Flush()
+}
+
+// BriefSummary is the one line of a report written Brief: the errors, the
+// other findings and the waivers that exist, and where to read them (details,
+// a command) when there is anything to read.
+func (r *Report) BriefSummary(details string) string {
+	e, wn, n := r.Count(Error), r.Count(Warning), r.Count(Note)
+	parts := []string{fmt.Sprintf("%d error%s", e, plural(e))}
+	if wn > 0 {
+		parts = append(parts, fmt.Sprintf("%d warning%s", wn, plural(wn)))
+	}
+	if n > 0 {
+		parts = append(parts, fmt.Sprintf("%d note%s", n, plural(n)))
+	}
+	if len(r.Waivers) > 0 {
+		parts = append(parts, fmt.Sprintf("%d waiver%s", len(r.Waivers), plural(len(r.Waivers))))
+	}
+	if len(parts) == 1 && e == 0 {
+		return "policy: 0 errors, no warnings, notes or waivers."
+	}
+	s := "policy: " + strings.Join(parts, ", ")
+	if details == "" {
+		return s + "."
+	}
+	return s + " — `" + details + "` for details"
 }
 
 // Summary is one line: counts, waivers and whether `up` is blocked.

@@ -28,6 +28,9 @@ type Options struct {
 	Target *Target
 	// Now is the time waivers are checked against; zero means time.Now().
 	Now time.Time
+	// Report is how the policy report is written (Brief for commands that
+	// decide nothing from it); Source is always the spec's own files.
+	Report policy.TextOptions
 }
 
 // Error is a spec that does not load or that policy blocks; the
@@ -78,12 +81,14 @@ func Load(dir string, opts Options, errOut io.Writer) (*model.Platform, error) {
 	}
 	report := policy.Check(p, now)
 	files := loader.Files()
-	if err := report.WriteText(errOut, policy.TextOptions{Source: func(name string) ([]byte, bool) {
+	textOpts := opts.Report
+	textOpts.Source = func(name string) ([]byte, bool) {
 		if f, ok := files[name]; ok && f != nil {
 			return f.Bytes, true
 		}
 		return nil, false
-	}}); err != nil {
+	}
+	if err := report.WriteText(errOut, textOpts); err != nil {
 		return nil, err
 	}
 	if report.Blocking() {

@@ -30,6 +30,9 @@ type specFlags struct {
 	// full forces Pulumi's own engine: up and drift refresh and diff every
 	// resource, destroy runs Pulumi's destroy (engine.Options.Full).
 	full bool
+	// fullPolicyReport shows the whole policy report, for the commands that
+	// decide from it (up, preview); the others show one line (policyReport).
+	fullPolicyReport bool
 }
 
 func (f *specFlags) register(cmd *cobra.Command) {
@@ -57,14 +60,15 @@ func (f *specFlags) engine(out io.Writer) *engine.Engine {
 
 // loadSpec decodes the spec in dir (a directory of .hcl files or one file),
 // prints its diagnostics and runs the hardening policy: spec errors and unwaived
-// policy errors stop the command before anything is applied, and every finding
-// and waiver is shown (specload.Load, which the Pulumi program shares).
+// policy errors stop the command before anything is applied and are shown in
+// full, and so is every finding and waiver where f asks for the whole report
+// (specload.Load, which the Pulumi program shares).
 func loadSpec(dir string, f *specFlags, errOut io.Writer) (*model.Platform, error) {
 	vars, err := parseVarFlags(f.vars)
 	if err != nil {
 		return nil, err
 	}
-	p, err := specload.Load(dir, specload.Options{Vars: vars, VarFiles: f.varFiles}, errOut)
+	p, err := specload.Load(dir, specload.Options{Vars: vars, VarFiles: f.varFiles, Report: f.policyReport(dir, false)}, errOut)
 	if err != nil {
 		return nil, specExit(err)
 	}
@@ -86,7 +90,7 @@ func specArg(args []string) string {
 }
 
 func newUpCmd() *cobra.Command {
-	var f specFlags
+	f := specFlags{fullPolicyReport: true}
 	cmd := &cobra.Command{
 		Use:   "up [SPEC]",
 		Short: "Provision (or converge) the platform declared in SPEC (a directory of .hcl files, default .)",
@@ -102,7 +106,7 @@ func newUpCmd() *cobra.Command {
 }
 
 func newPreviewCmd() *cobra.Command {
-	var f specFlags
+	f := specFlags{fullPolicyReport: true}
 	cmd := &cobra.Command{
 		Use:   "preview [SPEC]",
 		Short: "Show what `up` would change, touching nothing",

@@ -118,7 +118,9 @@ func (f *specFlags) load(ctx context.Context, args []string, out, errOut io.Writ
 	if len(args) > 0 && mustAbs(args[0]) != mustAbs(cfg.SpecDir(dir)) {
 		return nil, fmt.Errorf("stack %s provisions %s (%s in %s), not %s: drop the SPEC argument", f.stack, cfg.Spec, project.KeySpec, file, args[0])
 	}
-	p, err := specload.Load(cfg.SpecDir(dir), cfg.SpecOptions(dir), errOut)
+	specOpts := cfg.SpecOptions(dir)
+	specOpts.Report = f.policyReport(cfg.SpecDir(dir), true)
+	p, err := specload.Load(cfg.SpecDir(dir), specOpts, errOut)
 	if err != nil {
 		return nil, specExit(err)
 	}

@@ -364,8 +364,8 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 	if recorded && bin != "" {
 		_, _ = run(bin, "--cleanup-config")
 	}
-	dns := dnsPathFor(rec.Net)
-	if err := removeChains(func(tc string) bool { return dns.owns(tc) || (recorded && createdSince(rec.Chains)(tc)) }); err != nil {
+	dns, isNew := dnsPathFor(rec.Net), createdSince(rec.Chains)
+	if err := removeChains(func(tc string) bool { return dns.owns(tc) || (recorded && isNew(tc)) }); err != nil {
 		errs = append(errs, err)
 	}
 	if recorded {

@@ -11,13 +11,16 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"golang.org/x/net/dns/dnsmessage"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 
+	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/manifests"
 )
 
@@ -372,5 +375,99 @@ func TestEnsureDNSService(t *testing.T) {
 	svc, err := cs.CoreV1().Services(DNSNamespace).Get(ctx, DNSServiceName, metav1.GetOptions{})
 	if err != nil || svc.Spec.ClusterIP != DNSServiceIP {
 		t.Errorf("kube-dns Service: %v %v", svc, err)
+	}
+}
+
+// The resolver's Corefile, served by the pinned CoreDNS on loopback: the probe
+// name has its address (whatever the case of the question), no AAAA (NODATA), and
+// every other name, such as the first name of a pod's search path, does not
+// exist (NXDOMAIN, not SERVFAIL: resolvers then try the next search domain).
+func TestCorefileAnswers(t *testing.T) {
+	bin, err := paths.Tool("coredns")
+	if err != nil {
+		t.Skipf("the pinned CoreDNS is not built (make tools): %v", err)
+	}
+	cf := CorefileFor(DNSProbeName, DNSProbeAddress)
+	if strings.Contains(cf, "'") {
+		t.Fatalf("the Corefile holds a single quote, which the pod's sh command cannot carry:\n%s", cf)
+	}
+	l, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.LocalAddr().(*net.UDPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/Corefile", []byte(strings.Replace(cf, ".:53 {", fmt.Sprintf(".:%d {\n  bind 127.0.0.1", port), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-conf", dir+"/Corefile")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	ask := func(name string, qt dnsmessage.Type) (dnsmessage.RCode, []string, error) {
+		q, err := (&dnsmessage.Message{
+			Header:    dnsmessage.Header{ID: 7, RecursionDesired: true},
+			Questions: []dnsmessage.Question{{Name: dnsmessage.MustNewName(name), Type: qt, Class: dnsmessage.ClassINET}},
+		}).Pack()
+		if err != nil {
+			return 0, nil, err
+		}
+		c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return 0, nil, err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write(q); err != nil {
+			return 0, nil, err
+		}
+		buf := make([]byte, 1500)
+		n, err := c.Read(buf)
+		if err != nil {
+			return 0, nil, err
+		}
+		var m dnsmessage.Message
+		if err := m.Unpack(buf[:n]); err != nil {
+			return 0, nil, err
+		}
+		var as []string
+		for _, a := range m.Answers {
+			if r, ok := a.Body.(*dnsmessage.AResource); ok {
+				as = append(as, net.IP(r.A[:]).String())
+			}
+		}
+		return m.RCode, as, nil
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, err := ask(DNSProbeName+".", dnsmessage.TypeA); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("CoreDNS did not answer within 20s (%v):\n%s", err, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		name  string
+		qt    dnsmessage.Type
+		rcode dnsmessage.RCode
+		addrs []string
+	}{
+		{DNSProbeName + ".", dnsmessage.TypeA, dnsmessage.RCodeSuccess, []string{DNSProbeAddress}},
+		{strings.ToUpper(DNSProbeName) + ".", dnsmessage.TypeA, dnsmessage.RCodeSuccess, []string{DNSProbeAddress}},
+		{DNSProbeName + ".", dnsmessage.TypeAAAA, dnsmessage.RCodeSuccess, nil},
+		{"kubernetes.default.agents-team-a.svc.cluster.local.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+		{"xkubernetes.default.svc.cluster.local.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+		{"example.com.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+	} {
+		rc, addrs, err := ask(c.name, c.qt)
+		if err != nil || rc != c.rcode || !reflect.DeepEqual(addrs, c.addrs) {
+			t.Errorf("%s %s: %v %v (err %v), want %v %v", c.name, c.qt, rc, addrs, err, c.rcode, c.addrs)
+		}
 	}
 }

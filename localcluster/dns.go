@@ -3,6 +3,8 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +16,8 @@ import (
 
 // The real node's cluster resolver: the pinned CoreDNS in a kube-system pod
 // labelled k8s-app=kube-dns, the label Paddock's DNS-only egress rule allows
-// (manifests.DNSEgressRule). It answers the names below from its hosts plugin
-// and refuses the rest (nothing here may forward a query off the machine),
+// (manifests.DNSEgressRule). It answers the names below (template plugin) and
+// no other (nothing here may forward a query off the machine),
 // which is all a probe needs to show that a sandbox reaches the cluster
 // resolver and no other DNS server. Pods reach it at the kube-dns address
 // DNSServiceIP their resolv.conf names (clusterdns.go), or at the pod's own IP.
@@ -29,10 +31,30 @@ const (
 	DNSProbeAddress = "10.96.0.1"
 )
 
-// CorefileFor is a Corefile answering name with addr on port 53, UDP and TCP,
-// and nothing else.
+// CorefileFor is a Corefile answering name with addr (A) on port 53, UDP and
+// TCP, and nothing else: other record types of name are empty (NODATA), every
+// other name does not exist (NXDOMAIN). NXDOMAIN, not the SERVFAIL of an
+// unknown name in the hosts plugin, is what lets a pod's search path move on
+// to its next domain (musl's resolver stops at a SERVFAIL), as kube-dns does.
+// The result holds no single quote (it is passed through sh).
 func CorefileFor(name, addr string) string {
-	return fmt.Sprintf(".:53 {\n  hosts {\n    %s %s\n  }\n  errors\n}\n", addr, name)
+	match := "^" + strings.ReplaceAll(regexp.QuoteMeta(strings.TrimSuffix(name, ".")), `\.`, "[.]") + "[.]$"
+	return fmt.Sprintf(`.:53 {
+  template IN A {
+    match "%[1]s"
+    answer "{{ .Name }} 30 IN A %[2]s"
+    fallthrough
+  }
+  template ANY ANY {
+    match "%[1]s"
+    fallthrough
+  }
+  template ANY ANY {
+    rcode NXDOMAIN
+  }
+  errors
+}
+`, match, addr)
 }
 
 func dnsPod() *corev1.Pod {

@@ -311,9 +311,22 @@ func dnsService() *corev1.Service {
 	}
 }
 
-// ensureDNSService creates the kube-dns Service when it is missing.
+// ensureDNSService creates the kube-dns Service when it is missing. It looks
+// first: the API server judges the address before the name, so creating it again
+// fails as "already allocated", not as "already exists".
 func ensureDNSService(ctx context.Context, cs kubernetes.Interface) error {
-	_, err := cs.CoreV1().Services(DNSNamespace).Create(ctx, dnsService(), metav1.CreateOptions{FieldManager: "paddock"})
+	svcs := cs.CoreV1().Services(DNSNamespace)
+	cur, err := svcs.Get(ctx, DNSServiceName, metav1.GetOptions{})
+	switch {
+	case err == nil && cur.Spec.ClusterIP == DNSServiceIP:
+		return nil
+	case err == nil:
+		return fmt.Errorf("Service %s/%s has clusterIP %q, not %s, the address pods are given; delete it and run `paddock local up` again",
+			DNSNamespace, DNSServiceName, cur.Spec.ClusterIP, DNSServiceIP)
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read Service %s/%s: %w", DNSNamespace, DNSServiceName, err)
+	}
+	_, err = svcs.Create(ctx, dnsService(), metav1.CreateOptions{FieldManager: "paddock"})
 	switch {
 	case err == nil || apierrors.IsAlreadyExists(err):
 		return nil

@@ -376,6 +376,13 @@ func TestEnsureDNSService(t *testing.T) {
 	if err != nil || svc.Spec.ClusterIP != DNSServiceIP {
 		t.Errorf("kube-dns Service: %v %v", svc, err)
 	}
+	// A kube-dns Service at another address is not taken for Paddock's.
+	other := dnsService()
+	other.Spec.ClusterIP = "10.96.0.53"
+	cs = fake.NewClientset(other)
+	if err := ensureDNSService(ctx, cs); err == nil || !strings.Contains(err.Error(), `clusterIP "10.96.0.53"`) {
+		t.Errorf("kube-dns at another address: %v", err)
+	}
 }
 
 // The resolver's Corefile, served by the pinned CoreDNS on loopback: the probe

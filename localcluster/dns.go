@@ -3,10 +3,11 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -15,23 +16,45 @@ import (
 
 // The real node's cluster resolver: the pinned CoreDNS in a kube-system pod
 // labelled k8s-app=kube-dns, the label Paddock's DNS-only egress rule allows
-// (manifests.DNSEgressRule). It answers the names below from its hosts plugin
-// and refuses the rest (nothing here may forward a query off the machine),
+// (manifests.DNSEgressRule). It answers the names below (template plugin) and
+// no other (nothing here may forward a query off the machine),
 // which is all a probe needs to show that a sandbox reaches the cluster
-// resolver and no other DNS server. The local stack runs no Service proxy, so
-// probes address the pod itself, not a kube-dns ClusterIP.
+// resolver and no other DNS server. Pods reach it at the kube-dns address
+// DNSServiceIP their resolv.conf names (clusterdns.go), or at the pod's own IP.
 const (
 	DNSPodName   = "paddock-dns"
 	DNSNamespace = "kube-system"
-	// DNSProbeName is a name the resolver answers, with DNSProbeAddress.
-	DNSProbeName    = "kubernetes.default.svc.cluster.local"
+	// DNSProbeName is a name the resolver answers, with DNSProbeAddress (the
+	// kubernetes Service's address in ServiceCIDR). Through a pod's search path
+	// "kubernetes.default" finds it too.
+	DNSProbeName    = "kubernetes.default.svc." + ClusterDomain
 	DNSProbeAddress = "10.96.0.1"
 )
 
-// CorefileFor is a Corefile answering name with addr on port 53, UDP and TCP,
-// and nothing else.
+// CorefileFor is a Corefile answering name with addr (A) on port 53, UDP and
+// TCP, and nothing else: other record types of name are empty (NODATA), every
+// other name does not exist (NXDOMAIN). NXDOMAIN, not the SERVFAIL of an
+// unknown name in the hosts plugin, is what lets a pod's search path move on
+// to its next domain (musl's resolver stops at a SERVFAIL), as kube-dns does.
+// The result holds no single quote (it is passed through sh).
 func CorefileFor(name, addr string) string {
-	return fmt.Sprintf(".:53 {\n  hosts {\n    %s %s\n  }\n  errors\n}\n", addr, name)
+	match := "^" + strings.ReplaceAll(regexp.QuoteMeta(strings.TrimSuffix(name, ".")), `\.`, "[.]") + "[.]$"
+	return fmt.Sprintf(`.:53 {
+  template IN A {
+    match "%[1]s"
+    answer "{{ .Name }} 30 IN A %[2]s"
+    fallthrough
+  }
+  template ANY ANY {
+    match "%[1]s"
+    fallthrough
+  }
+  template ANY ANY {
+    rcode NXDOMAIN
+  }
+  errors
+}
+`, match, addr)
 }
 
 func dnsPod() *corev1.Pod {
@@ -54,31 +77,47 @@ func dnsPod() *corev1.Pod {
 					{Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
 				},
 			}},
+			// Its own resolv.conf would name itself (ClusterFirst); it
+			// resolves nothing through it, so it gets the node's empty one.
+			DNSPolicy:                     corev1.DNSDefault,
 			TerminationGracePeriodSeconds: new(int64),
 		},
 	}
 }
 
-// ensureClusterDNS starts the resolver pod (when it is not there yet) and
-// waits until it runs with an address.
+// ensureClusterDNS starts the resolver pod (when it is not there yet), waits
+// until it runs with an address, points the cluster DNS address at it and makes
+// sure the kube-dns Service exists. The supervisor keeps the address pointed
+// afterwards (keepClusterDNS).
 func (c *cluster) ensureClusterDNS(ctx context.Context, cs kubernetes.Interface) error {
 	start := time.Now()
-	if _, err := cs.CoreV1().Pods(DNSNamespace).Create(ctx, dnsPod(), metav1.CreateOptions{FieldManager: "paddock"}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create the cluster resolver pod %s/%s: %w", DNSNamespace, DNSPodName, err)
-	}
 	wctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	var ip string
 	for {
-		p, err := cs.CoreV1().Pods(DNSNamespace).Get(wctx, DNSPodName, metav1.GetOptions{})
-		if err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
-			c.progress("cluster resolver %s/%s at %s:53 %s (CoreDNS %s; no Service proxy runs here)", DNSNamespace, DNSPodName, p.Status.PodIP, roundDuration(time.Since(start)), pins.CoreDNS)
-			return nil
+		var err error
+		ip, _, err = resolverTarget(wctx, cs)
+		if err == nil && ip != "" {
+			break
 		}
 		select {
 		case <-wctx.Done():
-			return fmt.Errorf("the cluster resolver pod %s/%s did not run within %s; see `kubectl -n %s describe pod %s` and %s",
-				DNSNamespace, DNSPodName, c.timeout, DNSNamespace, DNSPodName, c.logsDir()+"/kubelet.log")
+			why := ""
+			if err != nil {
+				why = " (" + err.Error() + ")"
+			}
+			return fmt.Errorf("the cluster resolver pod %s/%s did not run within %s%s; see `kubectl -n %s describe pod %s` and %s",
+				DNSNamespace, DNSPodName, c.timeout, why, DNSNamespace, DNSPodName, c.logsDir()+"/kubelet.log")
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	if _, err := c.pointClusterDNS(ip); err != nil {
+		return fmt.Errorf("point the cluster DNS address %s at the resolver pod %s: %w", DNSServiceIP, ip, err)
+	}
+	if err := ensureDNSService(ctx, cs); err != nil {
+		return err
+	}
+	c.progress("cluster resolver %s/%s: pods ask %s:53 (Service %s), DNATed to the pod at %s %s (CoreDNS %s)",
+		DNSNamespace, DNSPodName, DNSServiceIP, DNSServiceName, ip, roundDuration(time.Since(start)), pins.CoreDNS)
+	return nil
 }

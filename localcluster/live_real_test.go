@@ -21,11 +21,15 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/localcluster"
+	"github.com/paddock-platform/paddock/manifests"
 )
 
 // TestLiveRealNode runs the real node: a RuntimeClass gvisor pod runs under
 // gVisor (its kernel says so), a default-deny NetworkPolicy blocks pod-to-pod
-// traffic and an allow opens it again, and Down leaves nothing on the machine.
+// traffic and an allow opens it again, the cluster resolver answers at the
+// address the pod's resolv.conf names only when Paddock's DNS egress rule allows
+// it (and again once its pod was recreated), and Down leaves nothing on the
+// machine.
 // Traffic goes only between pods this test created, on the node's own bridge.
 // Gated like TestLiveLocalCluster; on a machine that cannot run a real node it
 // fails, saying why (CI's machines must run it).
@@ -161,11 +165,11 @@ func TestLiveRealNode(t *testing.T) {
 	}
 	// A refusal counts only when three attempts in a row fail (one could fail for
 	// another reason); a success counts at once.
-	expect := func(want bool, what string) {
+	expectOf := func(probe func() bool, want bool, what string) {
 		t.Helper()
 		deadline := time.Now().Add(45 * time.Second)
 		for streak := 0; ; {
-			if reach() == want {
+			if probe() == want {
 				streak++
 			} else {
 				streak = 0
@@ -174,12 +178,13 @@ func TestLiveRealNode(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: client reaching server = %v after 45s, want %v", what, !want, want)
+				t.Fatalf("%s: %v after 45s, want %v", what, !want, want)
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
-		t.Logf("%s: reach = %v", what, want)
+		t.Logf("%s: %v", what, want)
 	}
+	expect := func(want bool, what string) { t.Helper(); expectOf(reach, want, what+": client reaches server") }
 	expect(true, "no policy")
 	deny := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-deny"},
@@ -191,6 +196,56 @@ func TestLiveRealNode(t *testing.T) {
 	policyStart := time.Now()
 	expect(false, "default deny")
 	t.Logf("TIMING default deny enforced: %s", time.Since(policyStart))
+
+	// The cluster resolver, at the address the kubelet wrote into the pod.
+	resolv, err := exec("client", "cat", "/etc/resolv.conf")
+	if err != nil || !strings.Contains(resolv, "nameserver "+localcluster.DNSServiceIP+"\n") ||
+		!strings.Contains(resolv, "search "+ns+".svc.cluster.local svc.cluster.local cluster.local") {
+		t.Errorf("the pod's resolv.conf does not name the cluster resolver (err %v):\n%s", err, resolv)
+	}
+	resolves := func() bool {
+		out, err := exec("client", "nslookup", "-timeout=2", localcluster.DNSProbeName)
+		return err == nil && strings.Contains(out, localcluster.DNSProbeAddress)
+	}
+	expectOf(resolves, false, "default deny: client resolves "+localcluster.DNSProbeName)
+	dnsOnly := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "allow-dns"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			Egress:      []networkingv1.NetworkPolicyEgressRule{manifests.DNSEgressRule()},
+		},
+	}
+	if _, err := cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, dnsOnly, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expectOf(resolves, true, "Paddock's DNS egress rule: client resolves "+localcluster.DNSProbeName)
+	expect(false, "DNS allowed, default deny for the rest")
+	if svc, err := cs.CoreV1().Services(localcluster.DNSNamespace).Get(ctx, localcluster.DNSServiceName, metav1.GetOptions{}); err != nil || svc.Spec.ClusterIP != localcluster.DNSServiceIP {
+		t.Errorf("Service %s/%s: %v (err %v), want clusterIP %s", localcluster.DNSNamespace, localcluster.DNSServiceName, svc, err, localcluster.DNSServiceIP)
+	}
+	// The resolver's pod goes; the supervisor brings it back and re-points the
+	// address, and the pod keeps resolving with the resolv.conf it has.
+	old, err := cs.CoreV1().Pods(localcluster.DNSNamespace).Get(ctx, localcluster.DNSPodName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods(localcluster.DNSNamespace).Delete(ctx, localcluster.DNSPodName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recreated := time.Now()
+	for {
+		p, err := cs.CoreV1().Pods(localcluster.DNSNamespace).Get(ctx, localcluster.DNSPodName, metav1.GetOptions{})
+		if err == nil && p.UID != old.UID && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			t.Logf("resolver pod recreated: %s -> %s", old.Status.PodIP, p.Status.PodIP)
+			break
+		}
+		if time.Since(recreated) > 2*time.Minute {
+			t.Fatalf("the resolver pod was not recreated within 2m (last: %v)", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	expectOf(resolves, true, "resolver pod recreated: client resolves "+localcluster.DNSProbeName)
+	t.Logf("TIMING resolution back after the resolver pod was deleted: %s", time.Since(recreated))
 	port := intstr.FromInt32(8080)
 	tcp := corev1.ProtocolTCP
 	allow := []*networkingv1.NetworkPolicy{

@@ -92,7 +92,7 @@ type machineFacts struct {
 	MissingFiles  []string // Debian files absent (runc, CNI plugins, busybox)
 	MissingCmds   []string // commands absent from PATH
 	OverlayFS     bool     // overlay in /proc/filesystems
-	RouteConflict string   // a route of the machine that overlaps the node subnet
+	RouteConflict string   // a route of the machine that overlaps the node subnet or DNSServiceIP
 	OtherNode     string   // another Paddock cluster whose real node runs here
 }
 
@@ -126,7 +126,7 @@ func realNodeSupport(f machineFacts) string {
 		why = append(why, "the real node of local cluster "+strconv.Quote(f.OtherNode)+" runs on this machine, and only one fits (kube-router's firewall is machine-wide); `paddock local down --name "+f.OtherNode+"` first")
 	}
 	if f.RouteConflict != "" {
-		why = append(why, "the node subnet overlaps a route of this machine ("+f.RouteConflict+")")
+		why = append(why, "the node subnet or the cluster DNS address "+DNSServiceIP+" overlaps a route of this machine ("+f.RouteConflict+")")
 	}
 	return strings.Join(why, "; ")
 }
@@ -184,8 +184,9 @@ func otherRealNode(cluster string) string {
 	return ""
 }
 
-// routeConflict returns a route of the machine that overlaps the node subnet,
-// other than the node's own bridge.
+// routeConflict returns a route of the machine that overlaps the node subnet or
+// the cluster DNS address (which the node routes to its bridge), other than the
+// node's own bridge.
 func routeConflict(nn nodeNet) string {
 	_, want, err := net.ParseCIDR(nn.Subnet)
 	if err != nil {
@@ -195,7 +196,10 @@ func routeConflict(nn nodeNet) string {
 	if err != nil {
 		return ""
 	}
-	return overlappingRoute(string(out), want, nn.Bridge)
+	if r := overlappingRoute(string(out), want, nn.Bridge); r != "" {
+		return r
+	}
+	return overlappingRoute(string(out), &net.IPNet{IP: net.ParseIP(DNSServiceIP).To4(), Mask: net.CIDRMask(32, 32)}, nn.Bridge)
 }
 
 // overlappingRoute scans `ip route` output for a destination overlapping want that
@@ -339,7 +343,9 @@ log_level = "info"
 
 // cniConfList is the pod network: the bridge plugin on Paddock's own bridge (no
 // gateway route, no masquerade: pods reach each other and the node, nothing
-// beyond), host-local addresses from the node subnet, and loopback.
+// beyond), host-local addresses from the node subnet, and loopback. The one
+// route off the subnet is the cluster DNS address via the node, which DNATs it
+// to the resolver pod (clusterdns.go).
 func cniConfList(d nodeDirs, nn nodeNet) string {
 	_, n, _ := net.ParseCIDR(nn.Subnet)
 	first := make(net.IP, 4)
@@ -361,13 +367,14 @@ func cniConfList(d nodeDirs, nn nodeNet) string {
       "ipam": {
         "type": "host-local",
         "dataDir": %q,
-        "ranges": [[{"subnet": %q, "rangeStart": %q, "rangeEnd": %q}]]
+        "ranges": [[{"subnet": %q, "rangeStart": %q, "rangeEnd": %q}]],
+        "routes": [{"dst": %q, "gw": %q}]
       }
     },
     {"type": "loopback"}
   ]
 }
-`, cniNetworkName(nn), nn.Bridge, d.cniIPAM(), nn.Subnet, first.String(), last.String())
+`, cniNetworkName(nn), nn.Bridge, d.cniIPAM(), nn.Subnet, first.String(), last.String(), DNSServiceIP+"/32", nn.NodeIP)
 }
 
 // cniNetworkName names the pod network; libcni's result cache in /var/lib/cni
@@ -376,7 +383,8 @@ func cniNetworkName(nn nodeNet) string { return "paddock-" + nn.Bridge }
 
 // kubeletConfigYAML is the kubelet's configuration: cgroupfs under the cluster's
 // cgroup root, cgroup v1 allowed, the API server's client CA for authentication,
-// nothing listening beyond the node IP, pod logs and state under Dir/node.
+// nothing listening beyond the node IP, pod logs and state under Dir/node, and
+// the cluster resolver's fixed address in every pod's resolv.conf.
 func kubeletConfigYAML(d nodeDirs, cluster, clientCA string, nn nodeNet) string {
 	return fmt.Sprintf(`# Written by paddock (localcluster): the local stack's real node.
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -404,6 +412,12 @@ podLogsDir: %q
 staticPodPath: ""
 failSwapOn: false
 makeIPTablesUtilChains: false
+# Pods (dnsPolicy ClusterFirst, the default) get "nameserver %s" and
+# "search <namespace>.svc.%s svc.%s %s": the kube-dns address, which
+# the node DNATs to the resolver pod. Nothing of the machine's own resolv.conf.
+clusterDNS:
+- %s
+clusterDomain: %s
 resolvConf: ""
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
@@ -423,7 +437,9 @@ registerWithTaints:
 - key: %s
   value: %s
   effect: NoSchedule
-`, nn.NodeIP, clientCA, cgroupRoot(cluster), d.containerdSocket(), d.podLogs(), gvisorLabelKey, gvisorLabelValue)
+`, nn.NodeIP, clientCA, cgroupRoot(cluster), d.containerdSocket(), d.podLogs(),
+		DNSServiceIP, ClusterDomain, ClusterDomain, ClusterDomain, DNSServiceIP, ClusterDomain,
+		gvisorLabelKey, gvisorLabelValue)
 }
 
 // kubeletArgs is the kubelet command line (what KubeletConfiguration cannot say).
@@ -456,6 +472,7 @@ func kubeRouterArgs(cluster, kubeconfig string) []string {
 		"--run-firewall=true",
 		"--run-router=false",
 		"--run-service-proxy=false",
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--enable-cni=false",
 		"--enable-ipv4=true",
 		"--enable-ipv6=false",
@@ -478,6 +495,9 @@ func containerdArgs(d nodeDirs) []string {
 // kwokctl's kwok controller manages every node by default, and would fake the real
 // node's status and its pods': it is limited to nodes annotated as kwok's own.
 //
+// The API server allocates Service addresses from ServiceCIDR (its own default,
+// 10.0.0.0/24, would not hold the conventional kube-dns address DNSServiceIP).
+//
 // The order matters: kwokctl v0.7.0 files a component's later --extra-args under
 // the index of its first one among all --extra-args, so the first of each
 // component must come at the position of its component (API server first, kwok
@@ -489,6 +509,7 @@ func realNodeKwokctlArgs(pki string) []string {
 		"--extra-args", "kube-apiserver=kubelet-client-certificate=" + filepath.Join(pki, "admin.crt"),
 		"--extra-args", "kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--extra-args", "kube-apiserver=kubelet-client-key=" + filepath.Join(pki, "admin.key"),
+		"--extra-args", "kube-apiserver=service-cluster-ip-range=" + ServiceCIDR,
 	}
 }
 

@@ -174,7 +174,7 @@ COMMIT
 -A POSTROUTING -s 10.213.7.11/32 -j CNI-1234
 COMMIT
 `
-	got := chainRemovals(save, []string{"filter/INPUT", "filter/FORWARD", "filter/KUBE-OLD", "nat/POSTROUTING"})
+	got := chainRemovals(save, createdSince([]string{"filter/INPUT", "filter/FORWARD", "filter/KUBE-OLD", "nat/POSTROUTING"}))
 	want := [][]string{
 		{"-t", "filter", "-D", "FORWARD", "-m", "comment", "--comment", "kube-router netpol - TEMCG2JMHZYE7H7T", "-j", "KUBE-ROUTER-FORWARD"},
 		{"-t", "nat", "-D", "POSTROUTING", "-s", "10.213.7.11/32", "-j", "CNI-1234"},
@@ -188,7 +188,7 @@ COMMIT
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("chainRemovals:\n got %q\nwant %q", got, want)
 	}
-	if got := chainRemovals(save, parseChains(save)); got != nil {
+	if got := chainRemovals(save, createdSince(parseChains(save))); got != nil {
 		t.Errorf("chains that existed before Up must stay: %q", got)
 	}
 }

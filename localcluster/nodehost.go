@@ -1,9 +1,10 @@
 // The host side of the real node: what Up changes on the machine before the node
 // starts, recorded in Dir/node/host.json, and what Down undoes. Everything the node
 // creates lives under Dir, under the cgroup root /paddock-NAME, on the bridge
-// pdk-XXXXXXXX, in iptables chains and ipsets that did not exist before Up, or in
-// the few places the programs hard-code (/var/log/containers, /run/containerd/s):
-// Down removes exactly those.
+// pdk-XXXXXXXX, in iptables chains and ipsets that did not exist before Up, in
+// the cluster DNS address's chains (clusterdns.go), or in the few places the
+// programs hard-code (/var/log/containers, /run/containerd/s): Down removes
+// exactly those.
 
 package localcluster
 
@@ -249,11 +250,17 @@ func (c *cluster) prepareHost(d nodeDirs, nn nodeNet) error {
 	if _, err := run("ip", "link", "set", nn.Bridge, "up"); err != nil {
 		return err
 	}
-	// Bridged pod-to-pod traffic must pass iptables for kube-router to filter it.
+	// Bridged pod-to-pod traffic must pass iptables for kube-router to filter it
+	// (and for conntrack to undo the cluster DNS address's DNAT on replies).
 	if v, _ := readSysctl("net/bridge/bridge-nf-call-iptables"); v != "1" {
 		if err := writeSysctl("net/bridge/bridge-nf-call-iptables", "1"); err != nil {
 			return err
 		}
+	}
+	// The cluster DNS address's guard, route and forwarding; its DNAT waits for
+	// the resolver pod (ensureClusterDNS).
+	if _, err := applyDNSPath(d.dnsLock(), nn, "", false); err != nil {
+		return fmt.Errorf("prepare the cluster DNS address %s: %w", DNSServiceIP, err)
 	}
 	for _, mp := range cgroupMounts() {
 		for _, cg := range []string{cgroupRoot(c.name), nodeCgroup(c.name)} {
@@ -345,7 +352,8 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 	c.killNodeStragglers(d)
 
 	// 2. kube-router's iptables rules and ipsets, by kube-router itself, then any
-	// KUBE-*/CNI-* chain or ipset that did not exist before Up.
+	// KUBE-*/CNI-* chain or ipset that did not exist before Up, and the cluster
+	// DNS address's chains (named after the bridge: always the node's).
 	bin := ""
 	if c.state != nil {
 		bin = c.state.Binaries["kube-router"]
@@ -356,10 +364,11 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 	if recorded && bin != "" {
 		_, _ = run(bin, "--cleanup-config")
 	}
+	dns, isNew := dnsPathFor(rec.Net), createdSince(rec.Chains)
+	if err := removeChains(func(tc string) bool { return dns.owns(tc) || (recorded && isNew(tc)) }); err != nil {
+		errs = append(errs, err)
+	}
 	if recorded {
-		if err := removeNewChains(rec.Chains); err != nil {
-			errs = append(errs, err)
-		}
 		for _, s := range ipsetNames() {
 			if ownedName(strings.TrimPrefix(s, "inet6:"), nodeChainPrefixes) && !contains(rec.IPSets, s) {
 				if _, err := run("ipset", "destroy", s); err != nil {
@@ -489,14 +498,22 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// removeNewChains deletes every KUBE-*/CNI-* iptables chain not in before, after
+// createdSince says whether table/chain is a KUBE-*/CNI-* chain not in before.
+func createdSince(before []string) func(string) bool {
+	return func(tc string) bool {
+		_, chain, _ := strings.Cut(tc, "/")
+		return ownedName(chain, nodeChainPrefixes) && !contains(before, tc)
+	}
+}
+
+// removeChains deletes every iptables chain owned says is the node's, after
 // deleting the rules elsewhere that jump to it.
-func removeNewChains(before []string) error {
+func removeChains(owned func(tableChain string) bool) error {
 	out, err := exec.Command("iptables-save").Output()
 	if err != nil {
 		return nil // no iptables: nothing was created
 	}
-	cmds := chainRemovals(string(out), before)
+	cmds := chainRemovals(string(out), owned)
 	var errs []error
 	for _, args := range cmds {
 		if _, err := run("iptables", args...); err != nil {
@@ -506,14 +523,13 @@ func removeNewChains(before []string) error {
 	return errors.Join(errs...)
 }
 
-// chainRemovals computes the iptables commands that remove the chains created
-// since before (jumps into them from other chains first, then flush, then delete).
+// chainRemovals computes the iptables commands that remove the chains isOwned
+// picks (jumps into them from other chains first, then flush, then delete).
 // Pure, for the unit tests.
-func chainRemovals(save string, before []string) [][]string {
+func chainRemovals(save string, isOwned func(tableChain string) bool) [][]string {
 	owned := map[string]bool{} // table/chain
 	for _, tc := range parseChains(save) {
-		_, chain, _ := strings.Cut(tc, "/")
-		if ownedName(chain, nodeChainPrefixes) && !contains(before, tc) {
+		if isOwned(tc) {
 			owned[tc] = true
 		}
 	}

@@ -1,7 +1,9 @@
 // The real node's processes, run by the supervisor beside the Agent Sandbox
 // controller: containerd (then the local images are imported), kubelet, and
 // kube-router's firewall. Each is restarted with backoff when it exits; on the way
-// out they stop in reverse order. What runs is reported in Dir/node.json.
+// out they stop in reverse order. What runs is reported in Dir/node.json. Once
+// they run, the supervisor also keeps the cluster DNS address pointed at the
+// resolver pod (clusterdns.go).
 
 package localcluster
 
@@ -120,7 +122,58 @@ func (n *nodeRunner) run(ctx context.Context) {
 			return
 		}
 	}
+	dnsDone := make(chan struct{})
+	go func() { defer close(dnsDone); n.keepClusterDNS(ctx) }()
 	<-ctx.Done()
+	<-dnsDone
+}
+
+// dnsKeepInterval is how often the supervisor looks at the resolver pod: how
+// long, at most, pods' queries go unanswered after it comes back elsewhere.
+var dnsKeepInterval = 2 * time.Second
+
+// keepClusterDNS keeps the resolver pod and the cluster DNS address's rules
+// until ctx is done: it recreates the pod when it is gone and re-points the
+// DNAT when the pod's address changes (the rules are put back, too, should
+// anything remove them). It logs what it changes, and an error once until it
+// changes.
+func (n *nodeRunner) keepClusterDNS(ctx context.Context) {
+	cs, err := n.c.clientset(5 * time.Second)
+	if err != nil {
+		n.log.Printf("node: cluster DNS address not kept: %v", err)
+		return
+	}
+	lastErr := ""
+	for {
+		ip, did, err := resolverTarget(ctx, cs)
+		if did != "" {
+			n.log.Printf("node: cluster DNS: %s", did)
+		}
+		if err == nil {
+			var changed bool
+			if changed, err = n.c.pointClusterDNS(ip); err == nil && changed {
+				if ip == "" {
+					n.log.Printf("node: cluster DNS address %s leads nowhere while no resolver pod runs", DNSServiceIP)
+				} else {
+					n.log.Printf("node: cluster DNS address %s DNATed to the resolver pod at %s", DNSServiceIP, ip)
+				}
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && err.Error() != lastErr:
+			n.log.Printf("node: cluster DNS: %v", err)
+			lastErr = err.Error()
+		case err == nil:
+			lastErr = ""
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(dnsKeepInterval):
+		}
+	}
 }
 
 // afterContainerd waits for containerd's socket, then imports the node's images.

@@ -313,6 +313,12 @@ func (c *cluster) upExisting(ctx context.Context, bins map[string]string) (*Info
 	if err := c.ensureSupervisor(ctx); err != nil {
 		return nil, err
 	}
+	if c.state.real() {
+		// The resolver pod may have been deleted or moved to another address.
+		if err := c.ensureClusterDNS(ctx, cs); err != nil {
+			return nil, err
+		}
+	}
 	if err := writeState(c.dir, c.state); err != nil {
 		return nil, err
 	}

@@ -499,7 +499,7 @@ func TestPaddockVersion(t *testing.T) {
 		unknown bool
 	}{
 		{"", when, "does not know the commit", true},
-		{"0123456789ab", time.Time{}, "not the commit's time", true},
+		{"0123456789ab", time.Time{}, "knows commit 0123456789ab, not its time", true},
 		{"0123456789ab-dirty", when, "uncommitted changes", false},
 		{"v0.3.0-dirty", when, "uncommitted changes", false},
 		{"v2.0.0", when, "not a version of", false},

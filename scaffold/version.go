@@ -13,7 +13,7 @@ import (
 
 // ErrUnknownBuild means a binary does not know the commit it was built from
 // (or its time), so it cannot name its own version.
-var ErrUnknownBuild = errors.New("this binary does not know the commit it was built from")
+var ErrUnknownBuild = errors.New("this binary does not know the commit it was built from, or that commit's time")
 
 // describedRevision is the revision at the end of `git describe --always
 // --abbrev=12` output: a bare revision, or TAG-N-gREVISION.
@@ -45,7 +45,7 @@ func PaddockVersion(commit string, when time.Time) (string, error) {
 		return commit, nil
 	}
 	if when.IsZero() {
-		return "", fmt.Errorf("%w: it knows commit %s but not the commit's time", ErrUnknownBuild, m[1][:12])
+		return "", fmt.Errorf("%w: it knows commit %s, not its time", ErrUnknownBuild, m[1][:12])
 	}
 	return PseudoVersion(when, m[1])
 }

@@ -122,7 +122,7 @@ func newInitCmd() *cobra.Command {
 				case o.Replace == "":
 					hint := ""
 					if errors.Is(err, scaffold.ErrUnknownBuild) {
-						hint = " (`make build` links it in)"
+						hint = " (`make build` links both in)"
 					}
 					return fmt.Errorf("go.mod requires Paddock at this binary's own version, which is unknown: %v%s. Give the version with --paddock-version VERSION (a release tag or a pseudo-version such as v0.0.0-20260101120000-0123456789ab), or build against a local checkout with --replace PATH", err, hint)
 				}

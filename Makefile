@@ -59,7 +59,7 @@ tools-gcp: tool-pulumi ## fetch the pinned GCP provider plugin (target "gke" onl
 .PHONY: build
 build: ## build the paddock CLI into ./bin (it reports its commit: bin/paddock version)
 	@mkdir -p $(BIN)
-	go build -trimpath -ldflags '$(GO_LDFLAGS) -X main.commit=$(shell git describe --always --dirty --abbrev=12 2>/dev/null)' -o $(PADDOCK) ./cmd/paddock
+	go build -trimpath -ldflags '$(GO_LDFLAGS) -X main.commit=$(shell git describe --always --dirty --abbrev=12 2>/dev/null) -X main.commitTime=$(shell git show -s --format=%ct HEAD 2>/dev/null)' -o $(PADDOCK) ./cmd/paddock
 
 # The demo's node kind: empty lets `local up` choose (a real node running gVisor
 # where the machine allows it, else kwok saying why); real or fake forces one.

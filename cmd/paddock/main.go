@@ -74,6 +74,7 @@ func newRootCmd() *cobra.Command {
 		newVerifyCmd(),
 		newStatusCmd(),
 		newVersionCmd(),
+		newInitCmd(),
 		newLocalCmd(),
 		newToolsCmd(),
 	)

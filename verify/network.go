@@ -566,6 +566,10 @@ func (v *Verifier) probeNetwork(ctx context.Context, tenants []model.Tenant) []R
 
 	var out []Result
 	for _, s := range ready {
+		if nr, ok := onFakeNode(s.err); ok {
+			out = append(out, notVerifiable(s.ns, "the probe pods were scheduled, but %s: policy enforcement needs a node that runs pods", nr.Error()))
+			continue
+		}
 		if s.err != nil {
 			out = append(out, fail(s.ns, "%v (its directions, pod to pod and its pairs with other tenants were not probed)", s.err))
 			continue

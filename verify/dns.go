@@ -9,6 +9,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -152,17 +153,34 @@ func (v *Verifier) probeDNS(ctx context.Context, d *dnsProbe) Result {
 	if err != nil {
 		return fail(subject, "the cluster resolver %s answers when asked directly, but reading the pod's /etc/resolv.conf failed: %v", pod, err)
 	}
-	if len(conf.nameservers) == 0 {
-		return fail(subject, "the cluster resolver %s answers when asked directly, but the pod's /etc/resolv.conf names no nameserver (it says: %s), so an agent's lookups go nowhere (resolvers fall back to 127.0.0.1): the node must give pods the cluster resolver (kubelet clusterDNS)", pod, conf.text)
-	}
-	var foreign []string
+	// What resolv.conf names decides what may be asked: the cluster
+	// resolver's addresses, and the pod's own loopback; nothing else.
+	var foreign, loopback []string
 	for _, ns := range conf.nameservers {
-		if _, ok := known[ns]; !ok {
+		if _, ok := known[ns]; ok {
+			continue
+		}
+		if a, err := netip.ParseAddr(ns); err == nil && a.IsLoopback() {
+			loopback = append(loopback, ns)
+		} else {
 			foreign = append(foreign, ns)
 		}
 	}
-	if len(foreign) > 0 {
+	switch {
+	case len(conf.nameservers) == 0:
+		return notVerifiable(subject, "the cluster resolver %s answers when asked directly, but the pod's /etc/resolv.conf names no nameserver (it says: %s), so an agent's lookups go nowhere: this cluster does not give pods its resolver (kubelet clusterDNS)", pod, conf.text)
+	case len(foreign) > 0:
 		return notVerifiable(subject, "the cluster resolver %s answers when asked directly, but the pod's /etc/resolv.conf names %s (it says: %s), which is not an address of the cluster resolver's pods or Services: verify sends nothing to an address it cannot tie to the cluster, so an agent's lookup was not tried", pod, strings.Join(foreign, ", "), conf.text)
+	case len(loopback) > 0:
+		// The pod's own loopback may be asked: once, as an agent would.
+		a := v.lookup(ctx, s.client, "")
+		switch a.outcome {
+		case attemptReached:
+			return notVerifiable(subject, "the cluster resolver %s answers when asked directly; the pod's /etc/resolv.conf names %s, the pod's own loopback (it says: %s), and a lookup through it was answered, but not necessarily by the cluster resolver", pod, strings.Join(loopback, ", "), conf.text)
+		case attemptBroken:
+			return fail(subject, "resolving %s through /etc/resolv.conf (it says: %s): the probe did not run (%s)", v.opts.DNSProbeName, conf.text, a.detail)
+		}
+		return notVerifiable(subject, "the cluster resolver %s answers when asked directly, but the pod's /etc/resolv.conf names %s, the pod's own loopback (it says: %s), where nothing answers (%s): an agent's lookups fail, as this cluster does not give pods its resolver (kubelet clusterDNS)", pod, strings.Join(loopback, ", "), conf.text, a.detail)
 	}
 	ok, n, last = reachedTarget(ctx, deadline, func() attempt { return v.lookup(ctx, s.client, "") })
 	via := make([]string, len(conf.nameservers))

@@ -160,7 +160,7 @@ func parseLookup(stdout, stderr string, err error) attempt {
 	case dnsAnswered(body):
 		return attempt{outcome: attemptReached, greeted: true, detail: firstLine(said)}
 	case strings.Contains(body, "timed out") || strings.Contains(body, "no servers could be reached") || strings.Contains(body, "Connection refused"):
-		return attempt{outcome: attemptRefused, detail: lastLine(said)}
+		return attempt{outcome: attemptRefused, detail: firstLine(said)}
 	}
 	return attempt{outcome: attemptBroken, detail: fmt.Sprintf("nslookup exited %d without an answer or a timeout: %s", status, firstLine(said))}
 }
@@ -179,14 +179,6 @@ func (v *Verifier) lookup(ctx context.Context, client *corev1.Pod, server string
 	return parseLookup(stdout, stderr, err)
 }
 
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
 // refusal is what a series of attempts that must be refused showed.
 type refusal struct {
 	denied   bool // denialStreak refusals in a row
@@ -202,14 +194,19 @@ const brokenStreak = 3
 
 // refused tries until denialStreak refusals in a row or the deadline. An
 // attempt that got through resets the streak (a pod just started may be
-// reached before the policy is applied to it); one that did not run resets
-// it too: it is never a refusal.
+// reached before the policy is applied to it), and connections getting
+// through without a refusal for probeTimeouts.hold end the series; one that
+// did not run resets the streak too: it is never a refusal.
 func refused(ctx context.Context, deadline time.Time, try func() attempt) refusal {
 	var r refusal
 	streak, broken := 0, 0
+	var through time.Time // since when connections get through
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		r.attempts++
 		a := try()
+		if a.outcome != attemptReached {
+			through = time.Time{}
+		}
 		switch a.outcome {
 		case attemptRefused:
 			broken = 0
@@ -221,6 +218,11 @@ func refused(ctx context.Context, deadline time.Time, try func() attempt) refusa
 		case attemptReached:
 			streak, broken = 0, 0
 			r.reached++
+			if through.IsZero() {
+				through = time.Now()
+			} else if time.Since(through) >= probeTimeouts.hold {
+				return r
+			}
 			// Give a policy being applied to a new pod time to land.
 			sleep(ctx, 500*time.Millisecond)
 		default:
@@ -417,7 +419,7 @@ func (j *judgment) result(controlOK bool, controlWhy string) Result {
 	case j.unjudged != "":
 		return notVerifiable(j.subject, "%s", j.unjudged)
 	case j.res.reached > 0 && !j.res.denied:
-		return fail(j.subject, "%s reached %s in %d of %d attempts within %s: %s", j.from, target, j.res.reached, j.res.attempts, probeTimeouts.reach, j.hole)
+		return fail(j.subject, "%s reached %s in %d of %d attempts: %s", j.from, target, j.res.reached, j.res.attempts, j.hole)
 	case !j.res.denied && j.res.broken != "":
 		return fail(j.subject, "%s -> %s: the probe did not run (%s), and a probe that did not run is no refusal", j.from, target, j.res.broken)
 	case !j.res.denied:

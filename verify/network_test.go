@@ -103,6 +103,9 @@ func (n *fakeNet) Exec(_ context.Context, ns, pod, _ string, cmd []string) (stri
 		if via == resolverIP && (n.resolverAnswers == nil || n.resolverAnswers(ns)) {
 			return exited("Server:\t\t"+via+"\nAddress:\t"+via+":53\n\nName:\t"+name+"\nAddress: 10.96.0.1\n", 0), "", nil
 		}
+		if via == "127.0.0.1" {
+			return exited("nslookup: write to '127.0.0.1': Connection refused\n;; connection timed out; no servers could be reached\n", 1), "", nil
+		}
 		return exited(";; connection timed out; no servers could be reached\n", 1), "", nil
 	}
 	return "", "unexpected command " + script, fmt.Errorf("exit 127")
@@ -165,7 +168,7 @@ type netCase struct {
 func runV10(t *testing.T, c netCase) ([]Result, *fakeNet) {
 	t.Helper()
 	old := probeTimeouts
-	probeTimeouts.start, probeTimeouts.reach, probeTimeouts.loopback = 2*time.Second, 2*time.Second, 2*time.Second
+	probeTimeouts.start, probeTimeouts.reach, probeTimeouts.loopback, probeTimeouts.hold = 2*time.Second, 2*time.Second, 2*time.Second, time.Second
 	t.Cleanup(func() { probeTimeouts = old })
 	if c.p == nil {
 		c.p = localPlatform(t)
@@ -366,12 +369,32 @@ func TestV10EveryOrderedPairOfTenants(t *testing.T) {
 	want(t, got, "agents-team-b -> agents-team-a", Pass)
 }
 
+// throughResolvConf counts the lookups made with no server (through the
+// pod's resolv.conf).
+func throughResolvConf(asked []string) int {
+	n := 0
+	for _, a := range asked {
+		if a == "" {
+			n++
+		}
+	}
+	return n
+}
+
 func TestV10ResolvesThroughResolvConf(t *testing.T) {
 	empty := "search agents-team-a.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n"
 	rs, net := runV10(t, netCase{net: &fakeNet{resolvConf: empty}})
-	want(t, bySubject(t, rs), dnsA, Fail, "names no nameserver", "search agents-team-a.svc.cluster.local", "answers when asked directly")
+	want(t, bySubject(t, rs), dnsA, NotVerifiable, "names no nameserver", "search agents-team-a.svc.cluster.local", "answers when asked directly", "kubelet clusterDNS")
 	if slices.Contains(net.asked, "") {
 		t.Errorf("asked through an empty resolv.conf: %q", net.asked)
+	}
+
+	// The pod's own loopback may be asked, once, and says nothing answers
+	// there (what a node without clusterDNS gives gVisor pods).
+	rs, net = runV10(t, netCase{net: &fakeNet{resolvConf: "search .\nnameserver 127.0.0.1\n"}})
+	want(t, bySubject(t, rs), dnsA, NotVerifiable, "names 127.0.0.1, the pod's own loopback (it says: search .; nameserver 127.0.0.1)", "where nothing answers (nslookup: write to '127.0.0.1': Connection refused)")
+	if n := throughResolvConf(net.asked); n != 1 {
+		t.Errorf("lookups through resolv.conf: %d (%q), want 1", n, net.asked)
 	}
 
 	// A nameserver verify cannot tie to the cluster resolver is not queried.
@@ -455,6 +478,16 @@ func TestRefusedCountsOnlyRefusals(t *testing.T) {
 	r = refused(context.Background(), time.Now().Add(10*time.Second), func() attempt { return attempt{outcome: attemptBroken, detail: "exec failed"} })
 	if r.denied || r.broken != "exec failed" || r.attempts != brokenStreak {
 		t.Errorf("only broken attempts: %+v, want not denied after %d", r, brokenStreak)
+	}
+	// Connections that keep getting through end the series after the hold,
+	// not at the deadline.
+	old := probeTimeouts.hold
+	probeTimeouts.hold = time.Second
+	defer func() { probeTimeouts.hold = old }()
+	start := time.Now()
+	r = refused(context.Background(), time.Now().Add(20*time.Second), func() attempt { return attempt{outcome: attemptReached, greeted: true} })
+	if took := time.Since(start); r.denied || r.reached != r.attempts || took > 5*time.Second {
+		t.Errorf("an open path: %+v after %s, want every attempt through and the series ended after about the hold (1s)", r, took)
 	}
 }
 

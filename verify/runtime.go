@@ -81,8 +81,12 @@ const (
 )
 
 // probeTimeouts bound each wait of the network probe: a pod starting, a
-// series of attempts at one connection, a target answering on its loopback.
-var probeTimeouts = struct{ start, reach, loopback time.Duration }{start: 90 * time.Second, reach: 45 * time.Second, loopback: 15 * time.Second}
+// series of attempts at one connection, a target answering on its loopback,
+// and how long a connection that must be refused may keep getting through
+// before it fails (longer than a policy takes to reach a new pod).
+var probeTimeouts = struct{ start, reach, loopback, hold time.Duration }{
+	start: 90 * time.Second, reach: 45 * time.Second, loopback: 15 * time.Second, hold: 15 * time.Second,
+}
 
 // probePod is a pod Pod Security "restricted" admits, on the tenant's runtime
 // class, running cmd in the probe image.

@@ -45,9 +45,9 @@ var checks = []check{
 	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
 	{"V08", "claims are held to their lifecycle: without TTL, without shutdownTime or beyond max_ttl rejected (server-side dry-run)", checkClaimLifecycleEnforced},
 	{"V09", "network policies as the spec declares them, whole, and none in a tenant namespace opens more than the spec", checkNetworkPolicies},
-	{"V10", "network policy enforced: a probe pod is refused by a pod of its namespace and reaches the cluster resolver", checkNetworkPolicyEnforced},
+	{"V10", "network policy enforced, with traffic judged against a policy-free control: each tenant's egress and ingress, pod to pod within it and between tenants refused; names resolve through the pod's resolv.conf", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},
-	{"V12", "a running sandbox holds its template's controls (gVisor kernel, UID, read-only root, no token, no capabilities)", checkSandboxRuntime},
+	{"V12", "a running sandbox holds its template's controls (a kernel of its own, not the node's; UID, read-only root, no token, no capabilities)", checkSandboxRuntime},
 }
 
 func checkNamespaces(ctx context.Context, v *Verifier) []Result {

@@ -803,6 +803,30 @@ func TestReportCountsFailures(t *testing.T) {
 	}
 }
 
+// Under Strict a check not verifiable here fails the run, and the JSON says
+// the report was strict.
+func TestStrictCountsNotVerifiable(t *testing.T) {
+	p := localPlatform(t)
+	v, _, _ := fakeVerifier(t, p, nil)
+	rep := v.Run(context.Background())
+	n := rep.Count(NotVerifiable)
+	if n == 0 {
+		t.Fatal("no check was not verifiable with the probes off")
+	}
+	if got := rep.Failing(); got != rep.Failed() {
+		t.Errorf("not strict: %d failing, want the %d failures only", got, rep.Failed())
+	}
+	v.opts.Strict = true
+	rep = v.Run(context.Background())
+	if !rep.Strict || rep.Failing() != rep.Failed()+n {
+		t.Errorf("strict: %d failing, want %d failed + %d not verifiable", rep.Failing(), rep.Failed(), n)
+	}
+	var out strings.Builder
+	if err := rep.WriteJSON(&out); err != nil || !strings.Contains(out.String(), `"strict": true`) {
+		t.Errorf("the JSON report does not say it is strict (%v)", err)
+	}
+}
+
 // V09 fails a tenant on any policy in its namespace that opens more than the
 // spec, judged by effect: an extra policy opening egress to the whole
 // internet in two halves, which no field of Paddock's own policies shows.

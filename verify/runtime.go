@@ -1,9 +1,10 @@
 // Runtime checks: what only a running pod can show. These are the one place
-// verify writes: the network probe starts two short-lived pods in the tenant's
-// namespace (labelled paddock.dev/probe, deleted before the check returns),
-// and the sandbox check reads a warm pool's sandbox from inside with exec.
-// Probes send traffic only to pods of the cluster: the probe's own target pod
-// and the cluster resolver's pods.
+// verify writes: the network probe (network.go) creates a control namespace
+// of its own and short-lived pods there and in each tenant's namespace
+// (labelled paddock.dev/probe, deleted before the check returns), and the
+// sandbox check reads a warm pool's sandbox from inside with exec. Probes
+// send traffic only to pods of the cluster: the probe's own target pods and
+// the cluster resolver.
 
 package verify
 
@@ -79,8 +80,13 @@ const (
 	denialStreak = 3
 )
 
-// probeTimeouts bound each wait of the network probe.
-var probeTimeouts = struct{ start, reach time.Duration }{start: 90 * time.Second, reach: 45 * time.Second}
+// probeTimeouts bound each wait of the network probe: a pod starting, a
+// series of attempts at one connection, a target answering on its loopback,
+// and how long a connection that must be refused may keep getting through
+// before it fails (longer than a policy takes to reach a new pod).
+var probeTimeouts = struct{ start, reach, loopback, hold time.Duration }{
+	start: 90 * time.Second, reach: 45 * time.Second, loopback: 15 * time.Second, hold: 15 * time.Second,
+}
 
 // probePod is a pod Pod Security "restricted" admits, on the tenant's runtime
 // class, running cmd in the probe image.
@@ -137,8 +143,10 @@ func (e errNoRealNode) Error() string {
 // isFakeNode reports whether name is a kwok node.
 func (v *Verifier) isFakeNode(ctx context.Context, name string) bool {
 	n, err := v.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	return err == nil && n.Annotations["kwok.x-k8s.io/node"] == "fake"
+	return err == nil && isKwok(n)
 }
+
+func isKwok(n *corev1.Node) bool { return n.Annotations["kwok.x-k8s.io/node"] == "fake" }
 
 // startProbe creates a probe pod and waits until it runs with an address.
 func (v *Verifier) startProbe(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
@@ -198,149 +206,6 @@ func (v *Verifier) deleteProbes(pods ...*corev1.Pod) {
 	}
 }
 
-// reach asks whether the client pod gets the target's greeting.
-func (v *Verifier) reach(ctx context.Context, client *corev1.Pod, ip string) bool {
-	out, _, err := v.exec.Exec(ctx, client.Namespace, client.Name, "probe", []string{"sh", "-c", fmt.Sprintf("nc -w 2 %s %d </dev/null", ip, probePort)})
-	return err == nil && strings.Contains(out, probeGreeting)
-}
-
-// resolve asks the resolver at ip for name; it reports whether any answer came
-// back (an answer, or "no such name": either way the resolver was reached).
-func (v *Verifier) resolve(ctx context.Context, client *corev1.Pod, name, ip string) (bool, string) {
-	out, errOut, _ := v.exec.Exec(ctx, client.Namespace, client.Name, "probe", []string{"nslookup", name, ip})
-	return dnsAnswered(out + errOut), strings.TrimSpace(out + errOut)
-}
-
-// dnsAnswered reads busybox nslookup's output: "Name:" lines or NXDOMAIN mean
-// the server answered; a timeout means it was never reached.
-func dnsAnswered(out string) bool {
-	if strings.Contains(out, "timed out") || strings.Contains(out, "no servers could be reached") {
-		return false
-	}
-	return strings.Contains(out, "Name:") || strings.Contains(out, "NXDOMAIN")
-}
-
-// denied retries until want denials in a row (true) or the deadline (false).
-func denied(ctx context.Context, deadline time.Time, try func() bool) (bool, int) {
-	streak, attempts := 0, 0
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		attempts++
-		if try() {
-			streak = 0
-		} else if streak++; streak >= denialStreak {
-			return true, attempts
-		}
-	}
-	return false, attempts
-}
-
-// reached retries until one success (true) or the deadline (false).
-func reached(ctx context.Context, deadline time.Time, try func() bool) (bool, int) {
-	attempts := 0
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		attempts++
-		if try() {
-			return true, attempts
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-	return false, attempts
-}
-
-// resolverPods are the cluster resolver's running pods: those the DNS egress
-// rule allows (kube-system, k8s-app=kube-dns).
-func (v *Verifier) resolverPods(ctx context.Context) ([]corev1.Pod, error) {
-	list, err := v.kube.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
-	if err != nil {
-		return nil, err
-	}
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-// checkNetworkPolicyEnforced proves each fenced tenant's policies with traffic:
-// a probe pod in the namespace must be refused by a pod the probe itself
-// started there (egress and ingress both denied), three times in a row, and
-// must reach the cluster resolver (the DNS rule's one hole). A control that is
-// only stored, not enforced, fails here.
-func checkNetworkPolicyEnforced(ctx context.Context, v *Verifier) []Result {
-	if v.opts.NoProbes {
-		return []Result{notVerifiable("cluster", "runtime probes are off (--no-probes): nothing shows whether the network policies are enforced")}
-	}
-	var out []Result
-	for _, t := range v.p.Tenants {
-		if t.Egress.Unrestricted {
-			out = append(out, fail(t.Namespace, "default-deny waived in the spec: nothing to enforce"))
-			continue
-		}
-		out = append(out, v.probeTenantNetwork(ctx, t))
-	}
-	return out
-}
-
-func (v *Verifier) probeTenantNetwork(ctx context.Context, t model.Tenant) Result {
-	ns, rc := t.Namespace, tenantRuntimeClass(t)
-	serve := []string{"sh", "-c", fmt.Sprintf("while :; do echo %s | nc -l -p %d; done", probeGreeting, probePort)}
-	target, err := v.startProbe(ctx, probePod(ns, "target", v.opts.ProbeImage, rc, serve))
-	defer v.deleteProbes(target)
-	if res, stop := probeStartResult(ns, "target", err); stop {
-		return res
-	}
-	client, err := v.startProbe(ctx, probePod(ns, "client", v.opts.ProbeImage, rc, []string{"sleep", "3600"}))
-	defer v.deleteProbes(client)
-	if res, stop := probeStartResult(ns, "client", err); stop {
-		return res
-	}
-	// The target must answer where no policy applies (its own loopback), or a
-	// refusal below proves nothing.
-	if out, _, err := v.exec.Exec(ctx, ns, target.Name, "probe", []string{"sh", "-c", fmt.Sprintf("nc -w 2 127.0.0.1 %d </dev/null", probePort)}); err != nil || !strings.Contains(out, probeGreeting) {
-		return fail(ns, "the probe's target pod does not answer on its own loopback (%v): the probe cannot judge the policy", err)
-	}
-	ok, attempts := denied(ctx, time.Now().Add(probeTimeouts.reach), func() bool { return v.reach(ctx, client, target.Status.PodIP) })
-	if !ok {
-		return fail(ns, "a pod of the namespace reached another one (%s:%d) within %s (%d attempts): the default-deny policy is not enforced", target.Status.PodIP, probePort, probeTimeouts.reach, attempts)
-	}
-	resolvers, err := v.resolverPods(ctx)
-	if err != nil {
-		return fail(ns, "listing the cluster resolver's pods: %v", err)
-	}
-	if len(resolvers) == 0 {
-		return notVerifiable(ns, "egress to a pod of the namespace is denied (%d refusals in a row), but no cluster resolver pod runs (kube-system, k8s-app=kube-dns), so the allowed path cannot be shown", denialStreak)
-	}
-	r := resolvers[0]
-	var last string
-	ok, attempts = reached(ctx, time.Now().Add(probeTimeouts.reach), func() bool {
-		var answered bool
-		answered, last = v.resolve(ctx, client, v.opts.DNSProbeName, r.Status.PodIP)
-		return answered
-	})
-	if !ok {
-		return fail(ns, "egress is denied, but the cluster resolver %s/%s (%s:53), which the DNS rule allows, did not answer in %d attempts: %s", r.Namespace, r.Name, r.Status.PodIP, attempts, firstLine(last))
-	}
-	return pass(ns, "a probe pod was refused by another pod of the namespace %d times in a row (%s:%d) and reached the cluster resolver %s/%s at %s:53",
-		denialStreak, target.Status.PodIP, probePort, r.Namespace, r.Name, r.Status.PodIP)
-}
-
-// probeStartResult turns a probe pod that could not start into the check's
-// result: not verifiable on kwok nodes, a failure otherwise.
-func probeStartResult(ns, role string, err error) (Result, bool) {
-	if err == nil {
-		return Result{}, false
-	}
-	if nr, ok := err.(errNoRealNode); ok {
-		return notVerifiable(ns, "the probe pod was scheduled, but %s: policy enforcement needs a node that runs pods", nr.Error()), true
-	}
-	return fail(ns, "%s probe: %v", role, err), true
-}
-
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
@@ -349,13 +214,16 @@ func firstLine(s string) string {
 }
 
 // sandboxScript prints what a sandbox shows of itself, in sections, using only
-// the shell, cat and dmesg: the process status (UID, capabilities), whether
-// the root filesystem takes a write (in /var/tmp, world-writable where it
-// exists, so a refusal there is the filesystem's, not the UID's), whether a
-// token is mounted, and the kernel's boot log.
+// the shell, cat, uname and dmesg: the process status (UID, capabilities),
+// whether the root filesystem takes a write (in /var/tmp, world-writable where
+// it exists, so a refusal there is the filesystem's, not the UID's), whether a
+// token is mounted, the kernel release it runs on (uname -r, /proc/version)
+// and the kernel's boot log.
 const sandboxScript = `echo '== status'; cat /proc/self/status
 echo '== rootfs'; for d in /var/tmp /; do [ -d "$d" ] || continue; f="$d/.paddock-probe"; if ( : > "$f" ) 2>/dev/null; then rm -f "$f"; echo writable; else ( : > "$f" ) 2>&1; fi; break; done
 echo '== token'; if [ -e /var/run/secrets/kubernetes.io/serviceaccount/token ]; then echo mounted; else echo absent; fi
+echo '== uname'; uname -r 2>&1
+echo '== version'; cat /proc/version 2>&1
 echo '== kernel'; dmesg 2>&1 | head -n 5`
 
 // sandboxFacts is what sandboxScript printed, read.
@@ -367,7 +235,10 @@ type sandboxFacts struct {
 	RootReadOnly bool
 	RootWritable bool
 	TokenMounted bool
-	Kernel       string // the boot log's first lines
+	// Release is the kernel release the sandbox sees (uname -r, else the
+	// word after "Linux version" in /proc/version); "" when neither said.
+	Release string
+	Kernel  string // the boot log's first lines
 }
 
 func parseSandboxFacts(out string) (sandboxFacts, error) {
@@ -412,6 +283,16 @@ func parseSandboxFacts(out string) (sandboxFacts, error) {
 			if strings.TrimSpace(line) == "mounted" {
 				f.TokenMounted = true
 			}
+		case "uname":
+			if r := strings.TrimSpace(line); r != "" && !strings.Contains(r, " ") {
+				f.Release = r
+			}
+		case "version":
+			if f.Release == "" {
+				if _, rest, ok := strings.Cut(line, "Linux version "); ok {
+					f.Release = firstField(rest)
+				}
+			}
 		case "kernel":
 			f.Kernel += line + "\n"
 		}
@@ -422,10 +303,20 @@ func parseSandboxFacts(out string) (sandboxFacts, error) {
 	return f, nil
 }
 
+func firstField(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
 // judgeSandbox compares what a sandbox showed with what its template declares
 // (a waived control is expected loosened) and lists every mismatch; evidence
-// the runtime does not give is listed apart as unverified.
-func judgeSandbox(tpl model.Template, handler string, f sandboxFacts) (problems, held, unverified []string) {
+// the runtime does not give is listed apart as unverified. nodeKernel is the
+// kernel release of the sandbox's node (node.status.nodeInfo.kernelVersion):
+// under a sandbox runtime (gVisor, Kata) the sandbox must see another kernel,
+// or it shares the host's.
+func judgeSandbox(tpl model.Template, handler, nodeKernel string, f sandboxFacts) (problems, held, unverified []string) {
 	switch {
 	case f.UID == 0 && !tpl.AllowRoot:
 		problems = append(problems, "runs as root")
@@ -467,12 +358,32 @@ func judgeSandbox(tpl model.Template, handler string, f sandboxFacts) (problems,
 			held = append(held, "no capabilities ("+strings.Join(capsHeld, ", ")+" empty)")
 		}
 	}
-	if handler == "runsc" || handler == "gvisor" {
+	isolation := model.HandlerIsolation(handler)
+	ownKernel := false
+	if isolation != "" {
+		switch {
+		case nodeKernel == "":
+			unverified = append(unverified, "its own kernel (the node reports no kernel version to compare with)")
+		case f.Release == "":
+			unverified = append(unverified, "its own kernel (neither uname -r nor /proc/version answered)")
+		case f.Release == nodeKernel:
+			problems = append(problems, fmt.Sprintf("it sees the node's own kernel %s: it shares the host kernel, so runtime handler %s does not sandbox it", nodeKernel, handler))
+		default:
+			ownKernel = true
+			held = append(held, fmt.Sprintf("own kernel %s (the node runs %s)", f.Release, nodeKernel))
+		}
+	}
+	// gVisor's boot log is evidence beside the kernel release: a log that
+	// shows another kernel is a failure; no log at all matters only when the
+	// release could not tell.
+	if isolation == model.IsolationGVisor {
 		switch {
 		case strings.Contains(f.Kernel, "gVisor"):
-			held = append(held, "gVisor kernel")
+			held = append(held, "gVisor boot log")
 		case strings.Contains(f.Kernel, "not found") || strings.TrimSpace(f.Kernel) == "":
-			unverified = append(unverified, "gVisor (the image has no dmesg)")
+			if !ownKernel {
+				unverified = append(unverified, "gVisor (the image has no dmesg)")
+			}
 		default:
 			problems = append(problems, "the kernel's boot log does not show gVisor: "+firstLine(f.Kernel))
 		}
@@ -517,7 +428,12 @@ func checkSandboxRuntime(ctx context.Context, v *Verifier) []Result {
 				out = append(out, notVerifiable(subject, "the pool has no ready sandbox with a ready pod to look into (V07 says why)"))
 				continue
 			}
-			if v.isFakeNode(ctx, pod.Spec.NodeName) {
+			node, err := v.kube.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+			if err != nil {
+				out = append(out, fail(subject, "sandbox pod %s: its node %s: %v", pod.Name, pod.Spec.NodeName, err))
+				continue
+			}
+			if isKwok(node) {
 				out = append(out, notVerifiable(subject, "sandbox pod %s is on kwok node %s: nothing runs there to look into", pod.Name, pod.Spec.NodeName))
 				continue
 			}
@@ -531,7 +447,7 @@ func checkSandboxRuntime(ctx context.Context, v *Verifier) []Result {
 				out = append(out, notVerifiable(subject, "%s: %v", pod.Name, err))
 				continue
 			}
-			problems, held, unverified := judgeSandbox(tpl, handlers[tpl.RuntimeClass], facts)
+			problems, held, unverified := judgeSandbox(tpl, handlers[tpl.RuntimeClass], node.Status.NodeInfo.KernelVersion, facts)
 			switch {
 			case len(problems) > 0:
 				out = append(out, fail(subject, "sandbox %s: %s", pod.Name, strings.Join(problems, "; ")))

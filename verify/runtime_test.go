@@ -2,87 +2,17 @@ package verify
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/paddock-platform/paddock/model"
 )
-
-// paths says which of the probe's paths the fake network lets through.
-type paths struct {
-	podToPod bool // a pod reaches another pod of its namespace
-	resolver bool // the resolver answers
-	loopback bool // the target answers on its own loopback
-}
-
-// network is what the fake cluster's network does with the probe's traffic.
-type network struct {
-	paths
-	mu           sync.Mutex
-	dnsAsked     []string
-	podToPodSeen int
-}
-
-// Exec plays the probe's commands against the fake network.
-func (n *network) Exec(_ context.Context, _, pod, _ string, cmd []string) (string, string, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	line := strings.Join(cmd, " ")
-	switch {
-	case strings.Contains(line, "nc -w 2 127.0.0.1"):
-		if n.loopback {
-			return probeGreeting + "\n", "", nil
-		}
-		return "", "nc: can't connect", fmt.Errorf("exit 1")
-	case strings.Contains(line, "nc -w 2"):
-		n.podToPodSeen++
-		if n.podToPod {
-			return probeGreeting + "\n", "", nil
-		}
-		return "", "nc: timed out", fmt.Errorf("exit 1")
-	case cmd[0] == "nslookup":
-		n.dnsAsked = append(n.dnsAsked, cmd[2])
-		if n.resolver {
-			return "Server:\t\t" + cmd[2] + "\nAddress:\t" + cmd[2] + ":53\n\nName:\t" + cmd[1] + "\nAddress: 10.96.0.1\n", "", nil
-		}
-		return ";; connection timed out; no servers could be reached\n", "", fmt.Errorf("exit 1")
-	}
-	return "", "unexpected command " + line, fmt.Errorf("exit 127")
-}
-
-// runningPods makes every created pod run at once on node, with an address.
-func runningPods(kube *fake.Clientset, node string) {
-	var mu sync.Mutex
-	n := 0
-	kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-		mu.Lock()
-		n++
-		if p.Name == "" {
-			p.Name = fmt.Sprintf("%s%d", p.GenerateName, n)
-		}
-		p.Status.PodIP = fmt.Sprintf("10.213.0.%d", 10+n)
-		mu.Unlock()
-		p.Spec.NodeName = node
-		p.Status.Phase = corev1.PodRunning
-		return false, nil, nil
-	})
-}
-
-func resolverPod() *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "paddock-dns", Namespace: "kube-system", Labels: map[string]string{"k8s-app": "kube-dns"}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.213.0.2"}}
-}
 
 func node(name string, kwok bool) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -90,64 +20,6 @@ func node(name string, kwok bool) *corev1.Node {
 		n.Annotations = map[string]string{"kwok.x-k8s.io/node": "fake"}
 	}
 	return n
-}
-
-func probeVerifier(t *testing.T, net *network, objs ...runtime.Object) (*Verifier, *fake.Clientset) {
-	t.Helper()
-	old := probeTimeouts
-	probeTimeouts.start, probeTimeouts.reach = 2*time.Second, 2*time.Second
-	t.Cleanup(func() { probeTimeouts = old })
-	v, kube, _ := fakeVerifier(t, localPlatform(t), objs)
-	v.opts = Options{ProbeImage: "localhost/paddock/busybox:v1", DNSProbeName: DefaultDNSProbeName}
-	v.exec = net
-	return v, kube
-}
-
-func TestV10ProvesEnforcementWithTraffic(t *testing.T) {
-	cases := []struct {
-		name   string
-		paths  paths
-		nodes  []runtime.Object
-		noDNS  bool
-		status Status
-		reason string
-	}{
-		{"enforced", paths{resolver: true, loopback: true}, nil, false, Pass, "refused by another pod of the namespace 3 times in a row"},
-		{"policy stored, not enforced", paths{podToPod: true, resolver: true, loopback: true}, nil, false, Fail, "default-deny policy is not enforced"},
-		{"DNS hole closed too", paths{loopback: true}, nil, false, Fail, "did not answer"},
-		{"target not listening", paths{resolver: true}, nil, false, Fail, "does not answer on its own loopback"},
-		{"no resolver to reach", paths{resolver: true, loopback: true}, nil, true, NotVerifiable, "no cluster resolver pod"},
-		{"kwok node", paths{resolver: true, loopback: true}, []runtime.Object{node("kwok-0", true)}, false, NotVerifiable, "kwok node"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			objs := append([]runtime.Object{}, c.nodes...)
-			if !c.noDNS {
-				objs = append(objs, resolverPod())
-			}
-			nodeName := "real-0"
-			if len(c.nodes) > 0 {
-				nodeName = "kwok-0"
-			} else {
-				objs = append(objs, node("real-0", false))
-			}
-			net := &network{paths: c.paths}
-			v, kube := probeVerifier(t, net, objs...)
-			runningPods(kube, nodeName)
-			rs := only(t, v, "V10")
-			wantStatus(t, rs, c.status, c.reason)
-			left, _ := kube.CoreV1().Pods("agents-team-a").List(context.Background(), metav1.ListOptions{LabelSelector: probeLabel})
-			if len(left.Items) != 0 {
-				t.Errorf("%d probe pods left behind", len(left.Items))
-			}
-			if c.status == Pass && (len(net.dnsAsked) == 0 || net.dnsAsked[0] != "10.213.0.2") {
-				t.Errorf("the resolver asked was %v, want the kube-dns pod 10.213.0.2", net.dnsAsked)
-			}
-			if c.status == Pass && net.podToPodSeen < denialStreak {
-				t.Errorf("passed after %d refusals, want %d in a row", net.podToPodSeen, denialStreak)
-			}
-		})
-	}
 }
 
 func TestV10ProbePodsPassPodSecurityRestricted(t *testing.T) {
@@ -174,10 +46,17 @@ CapBnd:	0000000000000000
 sh: can't create /var/tmp/.paddock-probe: Read-only file system
 == token
 absent
+== uname
+4.4.0
+== version
+Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016
 == kernel
 [   0.000000] Starting gVisor...
 [   0.412345] Waiting for children...
 `
+
+// nodeKernel is the kernel release of the fake sandboxes' node.
+const nodeKernel = "6.18.0-paddock"
 
 func TestV12JudgesWhatTheSandboxShows(t *testing.T) {
 	tpl := model.Template{Name: "agent", RunAsUser: 10001, RuntimeClass: "gvisor"}
@@ -185,8 +64,11 @@ func TestV12JudgesWhatTheSandboxShows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	problems, held, unverified := judgeSandbox(tpl, "runsc", facts)
-	if len(problems) != 0 || len(unverified) != 0 || len(held) != 5 {
+	if facts.Release != "4.4.0" {
+		t.Errorf("kernel release read as %q, want 4.4.0", facts.Release)
+	}
+	problems, held, unverified := judgeSandbox(tpl, "runsc", nodeKernel, facts)
+	if len(problems) != 0 || len(unverified) != 0 || len(held) != 6 {
 		t.Fatalf("hardened sandbox: problems %v, unverified %v, held %v", problems, unverified, held)
 	}
 	broken := []struct {
@@ -198,6 +80,7 @@ func TestV12JudgesWhatTheSandboxShows(t *testing.T) {
 		{"token", "== token\nabsent", "== token\nmounted", "token is mounted"},
 		{"capability", "CapEff:\t0000000000000000", "CapEff:\t0000000000000400", "CapEff is 0000000000000400"},
 		{"runc kernel", "[   0.000000] Starting gVisor...", "[    0.000000] Linux version 6.1.0", "does not show gVisor"},
+		{"host kernel", "== uname\n4.4.0", "== uname\n" + nodeKernel, "sees the node's own kernel " + nodeKernel + ": it shares the host kernel"},
 	}
 	for _, b := range broken {
 		out := strings.Replace(hardenedOutput, b.from, b.to, 1)
@@ -208,20 +91,47 @@ func TestV12JudgesWhatTheSandboxShows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		problems, _, _ := judgeSandbox(tpl, "runsc", f)
+		problems, _, _ := judgeSandbox(tpl, "runsc", nodeKernel, f)
 		if !strings.Contains(strings.Join(problems, "; "), b.want) {
 			t.Errorf("%s: problems %v, want %q", b.name, problems, b.want)
 		}
 	}
 	// A waived control is expected loosened, not reported.
 	f, _ := parseSandboxFacts(strings.Replace(hardenedOutput, "sh: can't create /var/tmp/.paddock-probe: Read-only file system", "writable", 1))
-	if problems, _, _ := judgeSandbox(model.Template{RunAsUser: 10001, WritableRootFilesystem: true}, "runsc", f); len(problems) != 0 {
+	if problems, _, _ := judgeSandbox(model.Template{RunAsUser: 10001, WritableRootFilesystem: true}, "runsc", nodeKernel, f); len(problems) != 0 {
 		t.Errorf("a waived writable root was reported: %v", problems)
 	}
-	// No dmesg in the image: gVisor is not shown, and the check says so.
-	f, _ = parseSandboxFacts(strings.Replace(hardenedOutput, "[   0.000000] Starting gVisor...\n[   0.412345] Waiting for children...", "sh: dmesg: not found", 1))
-	if _, _, unverified := judgeSandbox(tpl, "runsc", f); len(unverified) != 1 || !strings.Contains(unverified[0], "gVisor") {
-		t.Errorf("no dmesg: unverified %v, want gVisor", unverified)
+	// No dmesg in the image: the kernel release alone shows the sandbox's
+	// own kernel; without either, the check says what it could not show.
+	noDmesg := strings.Replace(hardenedOutput, "[   0.000000] Starting gVisor...\n[   0.412345] Waiting for children...", "sh: dmesg: not found", 1)
+	f, _ = parseSandboxFacts(noDmesg)
+	if problems, held, unverified := judgeSandbox(tpl, "runsc", nodeKernel, f); len(problems)+len(unverified) != 0 || !slices.Contains(held, "own kernel 4.4.0 (the node runs "+nodeKernel+")") {
+		t.Errorf("no dmesg, own kernel: problems %v, unverified %v, held %v", problems, unverified, held)
+	}
+	f, _ = parseSandboxFacts(strings.Replace(strings.Replace(noDmesg, "== uname\n4.4.0", "== uname\nsh: uname: not found", 1), "Linux version 4.4.0", "", 1))
+	if _, _, unverified := judgeSandbox(tpl, "runsc", nodeKernel, f); len(unverified) != 2 || !strings.Contains(unverified[0], "its own kernel") || !strings.Contains(unverified[1], "gVisor") {
+		t.Errorf("no dmesg, no uname: unverified %v, want its own kernel and gVisor", unverified)
+	}
+	// The node reports no kernel: nothing to compare with, and it says so.
+	if _, _, unverified := judgeSandbox(tpl, "runsc", "", facts); len(unverified) != 1 || !strings.Contains(unverified[0], "no kernel version") {
+		t.Errorf("node without a kernel version: unverified %v", unverified)
+	}
+	// Kata: a VM's kernel is the evidence; the node's kernel inside fails it.
+	for _, handler := range []string{"kata-qemu", "kata-clh"} {
+		kata := strings.Replace(strings.Replace(noDmesg, "== uname\n4.4.0", "== uname\n6.12.28", 1), "Linux version 4.4.0", "Linux version 6.12.28", 1)
+		f, _ = parseSandboxFacts(kata)
+		if problems, held, _ := judgeSandbox(tpl, handler, nodeKernel, f); len(problems) != 0 || !slices.Contains(held, "own kernel 6.12.28 (the node runs "+nodeKernel+")") {
+			t.Errorf("%s with its own kernel: problems %v, held %v", handler, problems, held)
+		}
+		f, _ = parseSandboxFacts(strings.ReplaceAll(kata, "6.12.28", nodeKernel))
+		if problems, _, _ := judgeSandbox(tpl, handler, nodeKernel, f); !strings.Contains(strings.Join(problems, "; "), "shares the host kernel") {
+			t.Errorf("%s on the node's kernel: problems %v, want the host kernel shared", handler, problems)
+		}
+	}
+	// No sandbox runtime (runc): the node's kernel is expected, not judged.
+	f, _ = parseSandboxFacts(strings.ReplaceAll(noDmesg, "4.4.0", nodeKernel))
+	if problems, _, unverified := judgeSandbox(tpl, "runc", nodeKernel, f); len(problems)+len(unverified) != 0 {
+		t.Errorf("runc: problems %v, unverified %v", problems, unverified)
 	}
 	if _, err := parseSandboxFacts("sh: cat: not found\n"); err == nil {
 		t.Error("output without a status section was read as facts")
@@ -240,14 +150,19 @@ func TestV12ReadsAReadySandboxOfEachPool(t *testing.T) {
 		"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
 	}}
 	ex := &scriptedExec{out: hardenedOutput}
-	v, _, _ := fakeVerifier(t, localPlatform(t), []runtime.Object{pod, node("real-0", false)}, sb)
+	real := node("real-0", false)
+	real.Status.NodeInfo.KernelVersion = nodeKernel
+	v, _, _ := fakeVerifier(t, localPlatform(t), []runtime.Object{pod, real}, sb)
 	v.opts.NoProbes, v.exec = false, ex
-	wantStatus(t, only(t, v, "V12"), Pass, "gVisor kernel")
+	wantStatus(t, only(t, v, "V12"), Pass, "own kernel 4.4.0 (the node runs "+nodeKernel+")", "gVisor boot log")
 	if ex.pod != "agent-abc12" || ex.container != "agent" {
 		t.Errorf("exec went to %s/%s, want the pool's sandbox pod agent-abc12/agent", ex.pod, ex.container)
 	}
 	ex.out = strings.Replace(hardenedOutput, "absent", "mounted", 1)
 	wantStatus(t, only(t, v, "V12"), Fail, "token is mounted")
+	// The sandbox sees the node's kernel: the runtime class does not sandbox it.
+	ex.out = strings.ReplaceAll(hardenedOutput, "4.4.0", nodeKernel)
+	wantStatus(t, only(t, v, "V12"), Fail, "shares the host kernel")
 
 	// On a kwok node there is nothing to look into.
 	pod.Spec.NodeName = "kwok-0"

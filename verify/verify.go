@@ -1,9 +1,10 @@
 // Package verify checks a deployed platform against its model on the live cluster
 // (client-go only). It writes nothing of the platform: admission probes are
-// dry-runs or reviews, and the runtime checks (runtime.go) start their own
-// labelled probe pods, delete them, and read sandboxes with exec. Each
-// check passes, fails, or says plainly that it cannot be verified on this cluster
-// and why: an unenforced control is never reported as passing.
+// dry-runs or reviews, and the runtime checks (runtime.go, network.go) start
+// their own labelled probe pods and a control namespace of their own, delete
+// them, and read sandboxes with exec. Each check passes, fails, or says
+// plainly that it cannot be verified on this cluster and why: an unenforced
+// control is never reported as passing.
 package verify
 
 import (
@@ -47,6 +48,8 @@ type Report struct {
 	Target   string        `json:"target"`
 	Results  []Result      `json:"results"`
 	Duration time.Duration `json:"durationNanos"`
+	// Strict: a check that is not verifiable here counts as failed.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Failed counts failing checks.
@@ -56,6 +59,16 @@ func (r *Report) Failed() int {
 		if c.Status == Fail {
 			n++
 		}
+	}
+	return n
+}
+
+// Failing counts the results that make the run fail: failures, and under
+// Strict the checks not verifiable here too.
+func (r *Report) Failing() int {
+	n := r.Failed()
+	if r.Strict {
+		n += r.Count(NotVerifiable)
 	}
 	return n
 }
@@ -82,8 +95,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d not verifiable here (platform %s, %.1fs)\n",
-		r.Count(Pass), r.Count(Fail), r.Count(NotVerifiable), r.Platform, r.Duration.Seconds())
+	strict := ""
+	if r.Strict {
+		strict = ", strict: not verifiable counts as failed"
+	}
+	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d not verifiable here (platform %s, %.1fs%s)\n",
+		r.Count(Pass), r.Count(Fail), r.Count(NotVerifiable), r.Platform, r.Duration.Seconds(), strict)
 	return err
 }
 
@@ -103,14 +120,19 @@ type Options struct {
 	// NoProbes skips the runtime checks (V10, V12), which start probe pods
 	// and exec into sandboxes; they then report not verifiable.
 	NoProbes bool
-	// ProbeImage is the image of the network probe's pods: it needs sh, nc,
-	// nslookup and sleep (busybox), and the cluster must be able to run it.
+	// ProbeImage is the image of the network probe's pods: it needs sh, nc
+	// (with -ll and -e), nslookup, cat and sleep (busybox), and the cluster
+	// must be able to run it.
 	ProbeImage string
 	// DNSProbeName is the name the probe asks the cluster resolver for.
 	DNSProbeName string
 	// Exec runs commands in pods; nil means through the API server, as
 	// kubectl exec does.
 	Exec Execer
+	// Strict makes a check that is not verifiable here count as failed
+	// (Report.Failing), for CI: a cluster that cannot show a control does
+	// not pass it.
+	Strict bool
 }
 
 // Defaults of Options.
@@ -164,7 +186,7 @@ type check struct {
 // Run executes every check in order.
 func (v *Verifier) Run(ctx context.Context) *Report {
 	start := time.Now()
-	rep := &Report{Platform: v.p.Name, Target: string(v.p.Target.Kind)}
+	rep := &Report{Platform: v.p.Name, Target: string(v.p.Target.Kind), Strict: v.opts.Strict}
 	for _, c := range checks {
 		for _, r := range c.run(ctx, v) {
 			r.ID, r.Title = c.id, c.title

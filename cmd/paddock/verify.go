@@ -17,17 +17,25 @@ func newVerifyCmd() *cobra.Command {
 		f          specFlags
 		format     string
 		noProbes   bool
+		strict     bool
 		probeImage string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify [SPEC]",
 		Short: "Check the deployed platform's controls live on the cluster",
 		Long: "Each check passes, fails, or is reported not verifiable here with the reason.\n" +
-			"Admission probes are dry-runs or reviews. The runtime checks start two short-lived\n" +
-			"probe pods per tenant (labelled paddock.dev/probe, deleted afterwards) that send\n" +
-			"traffic only to each other and to the cluster resolver, and exec into one ready\n" +
-			"sandbox per warm pool; --no-probes skips them.\n" +
-			"Exit status: 0 when nothing failed, 1 when a check failed, 2 when verify could not run.",
+			"Admission probes are dry-runs or reviews. The network probe (V10) creates a namespace\n" +
+			"of its own with no NetworkPolicy (paddock-verify-control-<random>, labelled\n" +
+			"paddock.dev/verify-probe=control) holding a control target and client, and a target\n" +
+			"and a client in each tenant namespace (labelled paddock.dev/probe); all are deleted\n" +
+			"afterwards. It sends traffic only to those pods and to the cluster resolver: each\n" +
+			"tenant's egress to the control target and ingress from the control client, pod to pod\n" +
+			"within the tenant and from every tenant to every other must be refused, while the\n" +
+			"control client reaches the control target (else the refusals prove nothing and the\n" +
+			"check is not verifiable); a probe that did not run is never counted as a refusal.\n" +
+			"V12 execs into one ready sandbox per warm pool. --no-probes skips both.\n" +
+			"Exit status: 0 when nothing failed, 1 when a check failed (with --strict, also when a\n" +
+			"check is not verifiable here), 2 when verify could not run.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -44,7 +52,7 @@ func newVerifyCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			opts := verify.Options{NoProbes: noProbes, ProbeImage: probeImage}
+			opts := verify.Options{NoProbes: noProbes, ProbeImage: probeImage, Strict: strict}
 			if p.Target.Kind == model.TargetLocal {
 				opts.ControllerHealth = localControllerHealth
 				// Nothing is pulled on the local stack: its node's own image,
@@ -70,17 +78,27 @@ func newVerifyCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if n := rep.Failed(); n > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d check(s) failed", n)}
-			}
-			return nil
+			return verifyExit(rep)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
 	cmd.Flags().BoolVar(&noProbes, "no-probes", false, "skip the runtime checks (V10 network probe pods, V12 exec into a sandbox)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "count a check that is not verifiable here as failed (exit 1), for CI")
 	cmd.Flags().StringVar(&probeImage, "probe-image", "", "image of the network probe pods (needs sh, nc, nslookup, sleep); default "+verify.DefaultProbeImage+", or the local node's busybox image on target local")
 	return cmd
+}
+
+// verifyExit is the command's outcome for a report: exit 1 when a check
+// failed, or under --strict when one is not verifiable here.
+func verifyExit(rep *verify.Report) error {
+	if rep.Failing() == 0 {
+		return nil
+	}
+	if n := rep.Count(verify.NotVerifiable); rep.Strict && n > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d check(s) failed, %d not verifiable here (--strict counts them as failed)", rep.Failed(), n)}
+	}
+	return &exitError{code: 1, err: fmt.Errorf("%d check(s) failed", rep.Failed())}
 }
 
 // localControllerHealth reads the out-of-cluster controller's state from the

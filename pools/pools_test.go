@@ -20,7 +20,6 @@ const ns = "agents-team-a"
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
-
 func states(p pools.Pool) map[string]pools.State {
 	m := map[string]pools.State{}
 	for _, s := range p.Sandboxes {

@@ -54,8 +54,7 @@ func (e *Engine) afterUp(ctx context.Context, p *model.Platform, since time.Time
 	if cerr != nil {
 		return nil, cerr
 	}
-	rep := policy.Check(p, time.Now())
-	if err := settlePools(ctx, pools.Clients{Dyn: c.dyn, Kube: c.kube}, e.opts.Out, p, rep, since, e.poolWait()); err != nil {
+	if err := settlePools(ctx, pools.Clients{Dyn: c.dyn, Kube: c.kube}, e.opts.Out, p, since, e.poolWait()); err != nil {
 		return nil, fmt.Errorf("up of stack %q applied the spec, but %w", res.Stack, err)
 	}
 	res.Duration = time.Since(since)
@@ -106,7 +105,7 @@ func readPlatformPools(ctx context.Context, c pools.Clients, declared []declared
 // and its replicas of them ready, printing progress to out, and says what
 // the OnReplenish pools keep. since is when this up began: a pool whose
 // sandboxes made since are not ready yet is still being refilled.
-func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.Platform, rep *policy.Report, since time.Time, wait time.Duration) error {
+func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.Platform, since time.Time, wait time.Duration) error {
 	var declared []declaredPool
 	for i := range p.Tenants {
 		t := &p.Tenants[i]
@@ -118,6 +117,7 @@ func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.P
 	if err != nil {
 		return fmt.Errorf("reading the warm pools: %w", err)
 	}
+	var rep *policy.Report // judged only when a pool keeps stale sandboxes
 	var waitFor []declaredPool
 	for _, d := range declared {
 		lp := live[d.key()]
@@ -126,6 +126,9 @@ func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.P
 		}
 		if d.pool.Strategy() != model.UpdateRecreate {
 			if lp.Stale > 0 {
+				if rep == nil {
+					rep = policy.Check(p, time.Now())
+				}
 				fmt.Fprintf(out, "paddock up: %d stale sandbox(es) remain in warm pool %s, built from an older template: %s (update strategy %s, %s)\n",
 					lp.Stale, d.key(), strings.Join(lp.StaleNames(), ", "), d.pool.Strategy(), waiverText(rep, d))
 			}

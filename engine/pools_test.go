@@ -151,7 +151,7 @@ func TestSettlePoolsWaitsForRecreate(t *testing.T) {
 	})
 	var out bytes.Buffer
 	p := poolSpec(t, "", "")
-	if err := settlePools(context.Background(), c.clients, &out, p, policy.Check(p, time.Now()), time.Now(), time.Minute); err != nil {
+	if err := settlePools(context.Background(), c.clients, &out, p, time.Now(), time.Minute); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	got := out.String()
@@ -187,7 +187,7 @@ func TestSettlePoolsTimesOutNamingStaleSandboxes(t *testing.T) {
 	var out bytes.Buffer
 	p := poolSpec(t, "", "")
 	start := time.Now()
-	err := settlePools(context.Background(), c.clients, &out, p, policy.Check(p, time.Now()), start, 100*time.Millisecond)
+	err := settlePools(context.Background(), c.clients, &out, p, start, 100*time.Millisecond)
 	if err == nil {
 		t.Fatalf("no error; output:\n%s", out.String())
 	}
@@ -222,12 +222,11 @@ func TestSettlePoolsReportsOnReplenish(t *testing.T) {
 	})
 	var out bytes.Buffer
 	p := poolSpec(t, "OnReplenish", "Sessions hold long-lived caches; the pool drains within the hour.")
-	rep := policy.Check(p, time.Now())
-	if rep.Blocking() {
+	if rep := policy.Check(p, time.Now()); rep.Blocking() {
 		t.Fatalf("the waived spec blocks: %+v", rep.Findings)
 	}
 	start := time.Now()
-	if err := settlePools(context.Background(), c.clients, &out, p, rep, start, time.Minute); err != nil {
+	if err := settlePools(context.Background(), c.clients, &out, p, start, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > 5*time.Second {
@@ -256,7 +255,7 @@ func TestSettlePoolsQuietWhenFresh(t *testing.T) {
 			c := newPoolCluster(t, "Recreate", sandboxes)
 			var out bytes.Buffer
 			p := poolSpec(t, "", "")
-			if err := settlePools(context.Background(), c.clients, &out, p, policy.Check(p, time.Now()), time.Now(), time.Minute); err != nil {
+			if err := settlePools(context.Background(), c.clients, &out, p, time.Now(), time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			if out.Len() != 0 {
@@ -276,12 +275,12 @@ func TestSettlePoolsRefillAndReportOnly(t *testing.T) {
 	})
 	var out bytes.Buffer
 	p := poolSpec(t, "", "")
-	err := settlePools(context.Background(), c.clients, &out, p, policy.Check(p, time.Now()), since, 50*time.Millisecond)
+	err := settlePools(context.Background(), c.clients, &out, p, since, 50*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "warm pool agents-team-a/agent: 1/2 current sandboxes ready") {
 		t.Errorf("err %v", err)
 	}
 	out.Reset()
-	if err := settlePools(context.Background(), c.clients, &out, p, policy.Check(p, time.Now()), since, -1); err != nil {
+	if err := settlePools(context.Background(), c.clients, &out, p, since, -1); err != nil {
 		t.Fatal(err)
 	}
 	if want := "paddock up: not waiting for warm pool agents-team-a/agent (1/2 current sandboxes ready)\n"; out.String() != want {

@@ -456,7 +456,7 @@ func checkSandboxPlacement(ctx context.Context, v *Verifier) []Result {
 // which waiver keeps them.
 func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 	var out []Result
-	rep := policy.Check(v.p, time.Now())
+	var rep *policy.Report // judged only for a pool that keeps stale sandboxes
 	for i := range v.p.Tenants {
 		t := &v.p.Tenants[i]
 		if len(t.WarmPools) == 0 {
@@ -493,7 +493,14 @@ func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 				tpl = nil // judged without: V09 reports the missing template
 			}
 			fresh := pools.Classify(u, tpl, sandboxes.Items, claims.Items, pods.Items)
-			out = append(out, warmPoolResult(subject, *wp, u, sandboxes.Items, pods.Items, &fresh, policy.StaleSandboxWaiver(rep, t, wp)))
+			var waiver *model.Waiver
+			if fresh.Stale > 0 && fresh.UpdateStrategy != model.UpdateRecreate {
+				if rep == nil {
+					rep = policy.Check(v.p, time.Now())
+				}
+				waiver = policy.StaleSandboxWaiver(rep, t, wp)
+			}
+			out = append(out, warmPoolResult(subject, *wp, u, sandboxes.Items, pods.Items, &fresh, waiver))
 		}
 	}
 	return out

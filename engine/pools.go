@@ -54,10 +54,11 @@ func (e *Engine) afterUp(ctx context.Context, p *model.Platform, since time.Time
 	if cerr != nil {
 		return nil, cerr
 	}
+	settling := time.Now()
 	if err := settlePools(ctx, pools.Clients{Dyn: c.dyn, Kube: c.kube}, e.opts.Out, p, since, e.poolWait()); err != nil {
 		return nil, fmt.Errorf("up of stack %q applied the spec, but %w", res.Stack, err)
 	}
-	res.Duration = time.Since(since)
+	res.Duration += time.Since(settling)
 	return res, nil
 }
 

@@ -196,14 +196,20 @@ func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.P
 }
 
 // refilling reports whether a pool is being brought to the template: it
-// holds stale sandboxes or ones being deleted, or sandboxes made since this
-// up began are not ready yet.
+// holds stale sandboxes or ones being deleted, or it is short of ready
+// sandboxes while its template was written, or its sandboxes made, during
+// this up (which began at since). The controller deletes the stale ones
+// and creates their replacements apart: the pool may be caught between.
 func refilling(lp *pools.Pool, since time.Time) bool {
 	if lp.Stale > 0 || lp.Terminating > 0 {
 		return true
 	}
 	if lp.Ready >= lp.Desired {
 		return false
+	}
+	// managedFields times are whole seconds.
+	if !lp.TemplateWritten.Before(since.Truncate(time.Second)) {
+		return true
 	}
 	for _, s := range lp.Sandboxes {
 		if s.State == pools.Current && !s.Created.Before(since) {

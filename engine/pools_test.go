@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -285,5 +286,49 @@ func TestSettlePoolsRefillAndReportOnly(t *testing.T) {
 	}
 	if want := "paddock up: not waiting for warm pool agents-team-a/agent (1/2 current sandboxes ready)\n"; out.String() != want {
 		t.Errorf("output %q, want %q", out.String(), want)
+	}
+}
+
+// The controller deletes the stale sandboxes and creates their
+// replacements apart: an up that reads the pool in between sees no stale
+// sandbox and none new, only a template written during this up. It waits.
+func TestSettlePoolsBetweenDeleteAndCreate(t *testing.T) {
+	fastPoll(t)
+	since := time.Now().Add(-time.Second)
+	c := newPoolCluster(t, "Recreate", func(c *poolCluster) []unstructured.Unstructured { return nil })
+	tpl, err := c.dyn.Tracker().Get(agentsandbox.SandboxTemplates, poolNS, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := tpl.(*unstructured.Unstructured).DeepCopy()
+	written.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "pulumi-kubernetes", Operation: metav1.ManagedFieldsOperationApply, Time: &metav1.Time{Time: time.Now()}}})
+	if err := c.dyn.Tracker().Update(agentsandbox.SandboxTemplates, written, poolNS); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	lists := 0
+	c.dyn.PrependReactor("list", "sandboxes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if lists++; lists == 3 {
+			for _, n := range []string{"agent-new1", "agent-new2"} {
+				sb := c.sandbox(t, c.v2, n, time.Now())
+				if err := c.dyn.Tracker().Create(agentsandbox.Sandboxes, &sb, poolNS); err != nil {
+					t.Error(err)
+				}
+				p := poolstest.Pod(poolNS, n, true)
+				if err := c.kube.Tracker().Add(&p); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		return false, nil, nil
+	})
+	var out bytes.Buffer
+	if err := settlePools(context.Background(), c.clients, &out, poolSpec(t, "", ""), since, time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if lists < 3 || !strings.Contains(out.String(), "0/2 current sandboxes ready; waiting up to 1m0s") || !strings.Contains(out.String(), "holds only current sandboxes, 2/2 ready") {
+		t.Errorf("read %d times; output:\n%s", lists, out.String())
 	}
 }

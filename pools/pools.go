@@ -80,6 +80,9 @@ type Pool struct {
 	UpdateStrategy string `json:"updateStrategy"`
 	// TemplateHash is the hash of the template's blueprint now.
 	TemplateHash string `json:"templateHash,omitempty"`
+	// TemplateWritten is when the template was last written (its newest
+	// managedFields entry, else its creation), to the second.
+	TemplateWritten time.Time `json:"templateWritten,omitzero"`
 	Desired      int32  `json:"desired"`
 	// Ready counts current sandboxes that are ready: the pool's capacity for
 	// warm sessions on today's template.
@@ -212,6 +215,7 @@ func Classify(wp, tpl *unstructured.Unstructured, sandboxes, claims []unstructur
 	if tpl == nil {
 		p.Problem = fmt.Sprintf("its template %q does not exist", p.Template)
 	} else {
+		p.TemplateWritten = lastWritten(tpl)
 		template = &extv1beta1.SandboxTemplate{}
 		var err error
 		if err = runtime.DefaultUnstructuredConverter.FromUnstructured(tpl.Object, template); err == nil {
@@ -298,6 +302,18 @@ func Classify(wp, tpl *unstructured.Unstructured, sandboxes, claims []unstructur
 		return a.Name < b.Name
 	})
 	return p
+}
+
+// lastWritten is when u was last written: its newest managedFields time,
+// else its creation.
+func lastWritten(u *unstructured.Unstructured) time.Time {
+	t := u.GetCreationTimestamp().Time
+	for _, m := range u.GetManagedFields() {
+		if m.Time != nil && m.Time.After(t) {
+			t = m.Time.Time
+		}
+	}
+	return t
 }
 
 // staleness says why sandbox u is not what template would make now, or ""

@@ -146,6 +146,22 @@ func TestClassify(t *testing.T) {
 			t.Errorf("a sandbox of an earlier pool counted: %+v", p)
 		}
 	})
+	t.Run("when the template was last written", func(t *testing.T) {
+		written := poolstest.U(t, v2)
+		written.SetCreationTimestamp(metav1.Time{Time: t0})
+		written.SetManagedFields([]metav1.ManagedFieldsEntry{
+			{Manager: "pulumi-kubernetes", Time: &metav1.Time{Time: t0.Add(time.Hour)}},
+			{Manager: "agent-sandbox-controller", Time: &metav1.Time{Time: t0.Add(time.Minute)}},
+			{Manager: "no-time"},
+		})
+		if p := pools.Classify(pool, written, nil, nil, nil); !p.TemplateWritten.Equal(t0.Add(time.Hour)) {
+			t.Errorf("template written %v, want its newest managedFields time %v", p.TemplateWritten, t0.Add(time.Hour))
+		}
+		written.SetManagedFields(nil)
+		if p := pools.Classify(pool, written, nil, nil, nil); !p.TemplateWritten.Equal(t0) {
+			t.Errorf("template written %v, want its creation %v", p.TemplateWritten, t0)
+		}
+	})
 	t.Run("template missing", func(t *testing.T) {
 		p := pools.Classify(pool, nil, []unstructured.Unstructured{a, b}, nil, pods)
 		if p.Problem == "" || p.Fresh() || !strings.Contains(p.Problem, `"agent"`) {

@@ -104,8 +104,7 @@ func readPlatformPools(ctx context.Context, c pools.Clients, declared []declared
 // settlePools waits (up to wait; below zero not at all) until every
 // Recreate pool of p that is being refilled holds only current sandboxes
 // and its replicas of them ready, printing progress to out, and says what
-// the OnReplenish pools keep. since is when this up began: a pool whose
-// sandboxes made since are not ready yet is still being refilled.
+// the OnReplenish pools keep. since is when this up began (see refilling).
 func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.Platform, since time.Time, wait time.Duration) error {
 	var declared []declaredPool
 	for i := range p.Tenants {

@@ -79,10 +79,12 @@ func changes(m *map[string]int) map[string]int {
 // whose spec and cluster both match the state is confirmed without the
 // engine (fastUp, fast.go). Otherwise it first waits for the platform's namespaces and CRDs still being deleted, and after
 // a run that did not finish (journal.go) it deletes what that run created
-// that the spec no longer declares (prune.go).
+// that the spec no longer declares (prune.go). Either way it ends by waiting
+// for the warm pools a template change refills (afterUp, pools.go).
 func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
+	since := time.Now()
 	if res, err := e.fastUp(ctx, p); err != nil || res != nil {
-		return res, err
+		return e.afterUp(ctx, p, since, res, err)
 	}
 	s, err := e.stack(ctx, p)
 	if err != nil {
@@ -134,7 +136,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 			out.Outputs[k] = v.Value
 		}
 	}
-	return out, nil
+	return e.afterUp(ctx, p, since, out, nil)
 }
 
 // Preview shows what Up would change, touching nothing.

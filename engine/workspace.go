@@ -68,6 +68,11 @@ type Options struct {
 	// fast comparison of the live cluster (fast.go), and Destroy through
 	// Pulumi's destroy instead of deleting the objects directly (destroy.go).
 	Full bool
+	// PoolWait is how long Up waits, after it applied the platform, for warm
+	// pools of update strategy Recreate to hold only sandboxes of their
+	// current template (pools.go): zero means DefaultPoolWait, below zero
+	// not at all (stale sandboxes are only reported).
+	PoolWait time.Duration
 }
 
 // Checkpoint modes, and the environment variable that sets the default.

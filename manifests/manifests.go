@@ -404,6 +404,9 @@ func WarmPool(p *model.Platform, t model.Tenant, wp model.WarmPool) *extv1beta1.
 		Spec: extv1beta1.SandboxWarmPoolSpec{
 			Replicas:    &replicas,
 			TemplateRef: extv1beta1.SandboxTemplateRef{Name: wp.Template},
+			// Always explicit: left out, the CRD defaults it to OnReplenish,
+			// which keeps stale sandboxes in the pool.
+			UpdateStrategy: &extv1beta1.SandboxWarmPoolUpdateStrategy{Type: extv1beta1.SandboxWarmPoolUpdateStrategyType(wp.Strategy())},
 		},
 	}
 }

@@ -22,6 +22,9 @@ const (
 	DefaultLimitsEphemeralStorage   = "2Gi"
 
 	DefaultWarmPoolReplicas int32 = 1
+	// DefaultWarmPoolUpdateStrategy: a template change (a fixed image, a
+	// tighter setting) must not wait for claims to drain the old sandboxes.
+	DefaultWarmPoolUpdateStrategy = UpdateRecreate
 
 	// ManagedByLabel marks every object Paddock creates, so sweeps and drift checks find them.
 	ManagedByLabel = "app.kubernetes.io/managed-by"

@@ -372,7 +372,36 @@ type WarmPool struct {
 	Name     string
 	Template string
 	Replicas int32
-	Src      Range
+	// UpdateStrategy is what the controller does with the pool's unclaimed
+	// sandboxes once the template changes: UpdateRecreate (replace them at
+	// once) or UpdateOnReplenish (keep handing them out until claimed).
+	UpdateStrategy string
+	Src            Range
+	// Attrs are the source ranges of the warm_pool block's arguments.
+	Attrs Attrs
+}
+
+// Update strategies of a warm pool (the SandboxWarmPool's
+// spec.updateStrategy.type).
+const (
+	// UpdateRecreate: stale unclaimed sandboxes are deleted as soon as the
+	// template changes, so a fix reaches the next claim.
+	UpdateRecreate = "Recreate"
+	// UpdateOnReplenish: stale unclaimed sandboxes stay in the pool until a
+	// claim takes them or someone deletes them.
+	UpdateOnReplenish = "OnReplenish"
+)
+
+// UpdateStrategies are the update strategies a warm pool may use.
+var UpdateStrategies = []string{UpdateRecreate, UpdateOnReplenish}
+
+// Strategy is the pool's update strategy, the default when a model built
+// without the decoder leaves it unset.
+func (wp *WarmPool) Strategy() string {
+	if wp.UpdateStrategy == "" {
+		return DefaultWarmPoolUpdateStrategy
+	}
+	return wp.UpdateStrategy
 }
 
 // Waiver is an explicit, reasoned exception to one policy rule.

@@ -96,6 +96,7 @@ const (
 	argTtl                      = "ttl"
 	argType                     = "type"
 	argUnbounded                = "unbounded"
+	argUpdateStrategy           = "update_strategy"
 	argUrl                      = "url"
 	argValue                    = "value"
 	argVersion                  = "version"

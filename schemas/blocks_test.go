@@ -144,6 +144,7 @@ func TestLoadLooseningKnobs(t *testing.T) {
 	check(t, "unbounded", []string{tpl.Resources.LimitsCPU, tpl.Resources.LimitsMemory, tpl.Resources.LimitsEphemeralStorage, tpl.Resources.RequestsCPU}, []string{"", "", "", "250m"})
 	check(t, "optional secret", tpl.SecretEnv[1].Optional, true)
 	check(t, "payloads", p.AuditSinks[0].IncludePayloads, true)
+	check(t, "update strategy", b.WarmPools[0].UpdateStrategy, "OnReplenish")
 
 	file := "../examples/insecure/platform.hcl"
 	for _, c := range []struct {
@@ -159,6 +160,7 @@ func TestLoadLooseningKnobs(t *testing.T) {
 		{b.Egress.Proxy.Attrs, "cidr", "cidr = \"169.254.169.254/32\""},
 		{cl.Attrs, "dataplane_v2", "dataplane_v2 "},
 		{p.AgentSandbox.Attrs, "image", "image   = \"registry.k8s.io"},
+		{b.WarmPools[0].Attrs, "update_strategy", "update_strategy = \"OnReplenish\""},
 	} {
 		if got, want := c.attrs[c.name], srcOf(t, file, c.line); got != want {
 			t.Errorf("range of %s = %v, want %v", c.name, got, want)
@@ -377,6 +379,9 @@ runtime_class "kata" {
 		{"claims ttl", ten(`claims { ttl = /*@*/"ten minutes" }`), "Invalid duration", `or "none" for no limit at all`},
 		{"claims ttl zero", ten(`claims { ttl = /*@*/"0s" }`), "Value out of range", "ttl must be between 1s and"},
 		{"shutdown policy", ten(`claims { shutdown_policy = /*@*/"delete" }`), "Invalid shutdown policy", `Did you mean "Delete"?`},
+		{"update strategy misspelt", head + pool(`update_strategy = /*@*/"recreate"`), "Invalid update strategy", `Did you mean "Recreate"? Use "Recreate" (the default`},
+		{"update strategy of a Deployment", head + pool(`update_strategy = /*@*/"RollingUpdate"`), "Invalid update strategy", `or "OnReplenish" (they stay in the pool until claims take them; needs a waiver of PDK-410 with the reason).`},
+		{"update strategy not a string", head + pool(`update_strategy = /*@*/["Recreate"]`), "Incorrect value type", "string required"},
 		{"run_as_user 0 stays root", head + tpl(`run_as_user = /*@*/0`), "Value out of range", "between 1 and"},
 		{"seccomp", head + tpl(`seccomp_profile = /*@*/"unconfined"`), "Invalid seccomp profile", `Did you mean "Unconfined"?`},
 		{"capability", head + tpl(`add_capabilities = /*@*/["CAP_NET_ADMIN "]`), "Invalid capability", "without the CAP_ prefix"},

@@ -330,9 +330,9 @@ func (b *builder) resourceMap(attr *hcl.Attribute, keys []string) (map[string]re
 }
 
 // warmPool builds a warm_pool block of tenant: the template it keeps warm
-// (one of the tenant's own templates) and its replicas.
+// (one of the tenant's own templates), its replicas and its update strategy.
 func (b *builder) warmPool(tc *node, tenant string, wc *node, templates []string) model.WarmPool {
-	wp := model.WarmPool{Name: wc.Label, Src: wc.src()}
+	wp := model.WarmPool{Name: wc.Label, Src: wc.src(), Attrs: wc.attrs(), UpdateStrategy: model.DefaultWarmPoolUpdateStrategy}
 	tpl, st := b.str(wc.attr(argTemplate))
 	if b.required(st, wc.attr(argTemplate), wc.blockMeta, argTemplate, "the template it keeps warm", fmt.Sprintf("template = %q", firstOr(templates, wc.Label))) == set {
 		if !slices.Contains(templates, tpl) {
@@ -343,6 +343,15 @@ func (b *builder) warmPool(tc *node, tenant string, wc *node, templates []string
 	wp.Replicas = model.DefaultWarmPoolReplicas
 	if n, st := b.integer(wc.attr(argReplicas), minReplicas, maxReplicas); st == set {
 		wp.Replicas = int32(n)
+	}
+	if v, st := b.str(wc.attr(argUpdateStrategy)); st == set {
+		if slices.Contains(model.UpdateStrategies, v) {
+			wp.UpdateStrategy = v
+		} else {
+			b.errorf(wc.attr(argUpdateStrategy).Expr.Range(), "Invalid update strategy",
+				"%q is not a valid update_strategy.%s Use %q (the default: unclaimed sandboxes of an older template are replaced at once), or %q (they stay in the pool until claims take them; needs a waiver of PDK-410 with the reason).",
+				v, didYouMeanSentence(v, model.UpdateStrategies), model.UpdateRecreate, model.UpdateOnReplenish)
+		}
 	}
 	return wp
 }

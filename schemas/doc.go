@@ -107,7 +107,7 @@
 //	    # loosening knobs, each flagged by policy: run_as_non_root, allow_privilege_escalation,
 //	    # privileged, read_only_root, add_capabilities, seccomp_profile, automount_token
 //	  }
-//	  warm_pool "python" { template = "python", replicas = 2 }
+//	  warm_pool "python" { template = "python", replicas = 2, update_strategy = "Recreate" }   # "OnReplenish" keeps stale sandboxes in the pool (PDK-410)
 //	}
 //	audit_sink "audit" { kind = "bigquery" | "storage" | "pubsub", destination, filters = [...], include_payloads }   # filters: sandbox_lifecycle, rbac, pod_logs, network_drops, admission
 //	waiver { rule = "PDK-306", reason = "...", expires = "2026-12-31", scope = "tenant.team-a" }

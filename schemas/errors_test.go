@@ -312,8 +312,9 @@ func TestLoadCollectsAllErrors(t *testing.T) {
 			"platform.hcl:65:23 Invalid seccomp profile",
 			"platform.hcl:67:5 Missing required argument",
 			"platform.hcl:71:16 Invalid environment variable name",
-			"platform.hcl:80:17 Invalid audit destination",
-			"platform.hcl:86:12 Invalid waiver scope",
+			"platform.hcl:79:23 Invalid update strategy",
+			"platform.hcl:85:17 Invalid audit destination",
+			"platform.hcl:91:12 Invalid waiver scope",
 		}},
 		{"../examples/invalid/duplicates", []string{
 			"b.hcl:2:1 Duplicate platform block",

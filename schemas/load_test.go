@@ -98,7 +98,8 @@ func TestLoadExample(t *testing.T) {
 		}},
 		{"template src", func() any { return tpl().Src }, srcOf(t, examplePath, `template "agent"`)},
 		{"warm pools", func() any { return p.Tenants[0].WarmPools }, []model.WarmPool{
-			{Name: "agent", Template: "agent", Replicas: 2, Src: srcOf(t, examplePath, `warm_pool "agent"`)},
+			{Name: "agent", Template: "agent", Replicas: 2, UpdateStrategy: model.UpdateRecreate, Src: srcOf(t, examplePath, `warm_pool "agent"`),
+				Attrs: model.Attrs{"template": srcOf(t, examplePath, `template = "agent"`), "replicas": srcOf(t, examplePath, `replicas = 2`)}},
 		}},
 		{"waivers", func() any { return len(p.Waivers) }, 1},
 	}
@@ -118,7 +119,7 @@ func TestLoadExample(t *testing.T) {
 	agent.Image, agent.Command, agent.RuntimeClass = "localhost/paddock/busybox:v1", []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}, "gvisor"
 	agent.Src = srcOf(t, examplePath, `template "agent"`)
 	tenant.Templates = []model.Template{agent}
-	tenant.WarmPools = []model.WarmPool{{Name: "agent", Template: "agent", Replicas: 2, Src: srcOf(t, examplePath, `warm_pool "agent"`)}}
+	tenant.WarmPools = []model.WarmPool{{Name: "agent", Template: "agent", Replicas: 2, UpdateStrategy: model.UpdateRecreate, Src: srcOf(t, examplePath, `warm_pool "agent"`)}}
 	want := &model.Platform{
 		Name:   "local-demo",
 		Src:    srcOf(t, examplePath, "platform {"),
@@ -259,7 +260,7 @@ func TestLoadAppliesDefaults(t *testing.T) {
 	tpl := model.DefaultTemplate("x")
 	tpl.Image, tpl.Src = "busybox:1.36", model.Range{Filename: "spec.hcl", Line: 6, Column: 3}
 	tenant.Templates = []model.Template{tpl}
-	tenant.WarmPools = []model.WarmPool{{Name: "x", Template: "x", Replicas: model.DefaultWarmPoolReplicas, Src: model.Range{Filename: "spec.hcl", Line: 7, Column: 3}}}
+	tenant.WarmPools = []model.WarmPool{{Name: "x", Template: "x", Replicas: model.DefaultWarmPoolReplicas, UpdateStrategy: model.DefaultWarmPoolUpdateStrategy, Src: model.Range{Filename: "spec.hcl", Line: 7, Column: 3}}}
 	want := &model.Platform{
 		Name:         "minimal",
 		Src:          model.Range{Filename: "spec.hcl", Line: 2, Column: 1},
@@ -282,6 +283,7 @@ func TestLoadAppliesDefaults(t *testing.T) {
 		{"claims", tenant.Claims, model.ClaimPolicy{TTL: 10 * time.Minute, MaxTTL: 4 * time.Hour, ShutdownPolicy: "Delete"}},
 		{"seccomp", tpl.Seccomp, "RuntimeDefault"},
 		{"run as user", tpl.RunAsUser, int64(10001)},
+		{"warm pool update strategy", tenant.WarmPools[0].UpdateStrategy, "Recreate"},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {

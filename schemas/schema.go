@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/paddock-platform/paddock/model"
 )
 
 // The spec language is declared once, here, as a tree of blockSpecs. The
@@ -240,6 +242,9 @@ var warmPoolSpec = &blockSpec{
 	Attrs: []attrSpec{
 		{Name: argTemplate, Kind: kString, Doc: "The template of this tenant it keeps warm."},
 		{Name: argReplicas, Kind: kNumber, Default: "1", Doc: "How many sandboxes to keep ready (0 to 100)."},
+		{Name: argUpdateStrategy, Kind: kString, Enum: model.UpdateStrategies, Default: model.DefaultWarmPoolUpdateStrategy,
+			Doc:   "What happens to unclaimed sandboxes built from an older template when the template changes: \"Recreate\" replaces them at once (`paddock up` waits until the pool holds only current ones); \"OnReplenish\" LOOSENS: the pool keeps handing them out until claims use them up.",
+			Rules: []string{"PDK-410"}},
 	},
 }
 

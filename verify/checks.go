@@ -24,6 +24,8 @@ import (
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/policy"
+	"github.com/paddock-platform/paddock/pools"
 )
 
 var (
@@ -448,16 +450,23 @@ func checkSandboxPlacement(ctx context.Context, v *Verifier) []Result {
 // status.readyReplicas, which only the controller writes and which stays as it
 // was when the controller dies. A sandbox counts when the pool owns it, it is
 // not being deleted, its Ready condition is true and its pod exists and is
-// Ready (the pod's status comes from the node, not the controller).
+// Ready (the pod's status comes from the node, not the controller). A pool
+// that holds unclaimed sandboxes built from an older template (pools.Classify)
+// fails too, whatever its update strategy: under OnReplenish the result says
+// which waiver keeps them.
 func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 	var out []Result
-	for _, t := range v.p.Tenants {
+	var rep *policy.Report // judged only for a pool that keeps stale sandboxes
+	for i := range v.p.Tenants {
+		t := &v.p.Tenants[i]
 		if len(t.WarmPools) == 0 {
 			continue
 		}
 		sandboxes, sbErr := v.dyn.Resource(sandboxesGVR).Namespace(t.Namespace).List(ctx, metav1.ListOptions{})
 		pods, podErr := v.kube.CoreV1().Pods(t.Namespace).List(ctx, metav1.ListOptions{})
-		for _, wp := range t.WarmPools {
+		claims, claimErr := v.dyn.Resource(claimsGVR).Namespace(t.Namespace).List(ctx, metav1.ListOptions{})
+		for j := range t.WarmPools {
+			wp := &t.WarmPools[j]
 			subject := t.Namespace + "/" + wp.Name
 			u, err := v.dyn.Resource(warmPoolsGVR).Namespace(t.Namespace).Get(ctx, wp.Name, metav1.GetOptions{})
 			switch {
@@ -470,22 +479,61 @@ func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 			case podErr != nil:
 				out = append(out, fail(subject, "listing pods: %v", podErr))
 				continue
+			case claimErr != nil:
+				out = append(out, fail(subject, "listing claims: %v", claimErr))
+				continue
 			}
-			out = append(out, warmPoolResult(subject, wp, u, sandboxes.Items, pods.Items))
+			ref, _, _ := unstructured.NestedString(u.Object, "spec", "sandboxTemplateRef", "name")
+			tpl, err := v.dyn.Resource(agentsandbox.SandboxTemplates).Namespace(t.Namespace).Get(ctx, ref, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				out = append(out, fail(subject, "reading its template %q: %v", ref, err))
+				continue
+			}
+			if err != nil {
+				tpl = nil // judged without: V09 reports the missing template
+			}
+			fresh := pools.Classify(u, tpl, sandboxes.Items, claims.Items, pods.Items)
+			var waiver *model.Waiver
+			if fresh.Stale > 0 && fresh.UpdateStrategy != model.UpdateRecreate {
+				if rep == nil {
+					rep = policy.Check(v.p, time.Now())
+				}
+				waiver = policy.StaleSandboxWaiver(rep, t, wp)
+			}
+			out = append(out, warmPoolResult(subject, *wp, u, sandboxes.Items, pods.Items, &fresh, waiver))
 		}
 	}
 	return out
 }
 
 // warmPoolResult judges one pool from its object, the namespace's sandboxes
-// and its pods.
-func warmPoolResult(subject string, wp model.WarmPool, pool *unstructured.Unstructured, sandboxes []unstructured.Unstructured, pods []corev1.Pod) Result {
+// and its pods, and fresh, its sandboxes judged against its template;
+// waiver is the one that lets it keep stale sandboxes, if any.
+func warmPoolResult(subject string, wp model.WarmPool, pool *unstructured.Unstructured, sandboxes []unstructured.Unstructured, pods []corev1.Pod, fresh *pools.Pool, waiver *model.Waiver) Result {
 	if replicas, found, _ := unstructured.NestedInt64(pool.Object, "spec", "replicas"); found && int32(replicas) != wp.Replicas {
 		return fail(subject, "spec.replicas is %d, the spec says %d", replicas, wp.Replicas)
 	}
 	observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
 	if observed < pool.GetGeneration() {
 		return fail(subject, "the controller has not observed the pool's generation %d (status is of generation %d)", pool.GetGeneration(), observed)
+	}
+	if fresh != nil && fresh.Stale > 0 {
+		first := ""
+		for _, s := range fresh.Sandboxes {
+			if s.State == pools.Stale {
+				first = s.Why
+				break
+			}
+		}
+		why := fmt.Sprintf("update strategy %s: the controller has not replaced them", fresh.UpdateStrategy)
+		if fresh.UpdateStrategy != model.UpdateRecreate {
+			why = fmt.Sprintf("update strategy %s keeps them until claims take them", fresh.UpdateStrategy)
+			if waiver != nil {
+				why += " (waived: " + waiver.Reason + ")"
+			}
+		}
+		return fail(subject, "%d unclaimed sandbox(es) built from an older template: %s (%s); %s",
+			fresh.Stale, strings.Join(fresh.StaleNames(), ", "), first, why)
 	}
 	podReady := map[string]bool{}
 	for _, p := range pods {
@@ -513,15 +561,23 @@ func warmPoolResult(subject string, wp model.WarmPool, pool *unstructured.Unstru
 			ready++
 		}
 	}
+	unjudged := ""
+	if fresh != nil && fresh.Problem != "" {
+		unjudged = "; not judged against the template: " + fresh.Problem
+	}
 	reported, _, _ := unstructured.NestedInt64(pool.Object, "status", "readyReplicas")
 	if int32(ready) >= wp.Replicas {
-		return pass(subject, "%d/%d sandboxes ready with a ready pod", ready, wp.Replicas)
+		current := ""
+		if fresh != nil && fresh.Problem == "" {
+			current = ", all of the current template"
+		}
+		return pass(subject, "%d/%d sandboxes ready with a ready pod%s%s", ready, wp.Replicas, current, unjudged)
 	}
 	detail := ""
 	if reported != int64(ready) {
 		detail = fmt.Sprintf(" (its status says %d: the controller has not caught up)", reported)
 	}
-	return fail(subject, "%d/%d sandboxes ready with a ready pod, %d owned by the pool%s", ready, wp.Replicas, owned, detail)
+	return fail(subject, "%d/%d sandboxes ready with a ready pod, %d owned by the pool%s%s", ready, wp.Replicas, owned, detail, unjudged)
 }
 
 // sandboxPodNameAnnotation names the pod of a sandbox whose pod is not

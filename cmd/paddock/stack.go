@@ -33,6 +33,9 @@ type specFlags struct {
 	// fullPolicyReport shows the whole policy report, for the commands that
 	// decide from it (up, preview); the others show one line (policyReport).
 	fullPolicyReport bool
+	// poolWait is up's --pool-wait (engine.Options.PoolWait; 0 here means
+	// report only).
+	poolWait time.Duration
 }
 
 func (f *specFlags) register(cmd *cobra.Command) {
@@ -55,7 +58,11 @@ func (f *specFlags) registerFull(cmd *cobra.Command) {
 }
 
 func (f *specFlags) engine(out io.Writer) *engine.Engine {
-	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait, Checkpoints: f.checkpoints, Full: f.full})
+	poolWait := f.poolWait
+	if poolWait == 0 {
+		poolWait = -1 // report only; the engine reads 0 as its default
+	}
+	return engine.New(engine.Options{Backend: f.backend, Stack: f.stack, Out: out, LockWait: f.lockWait, Checkpoints: f.checkpoints, Full: f.full, PoolWait: poolWait})
 }
 
 // loadSpec decodes the spec in dir (a directory of .hcl files or one file),
@@ -102,6 +109,7 @@ func newUpCmd() *cobra.Command {
 	f.register(cmd)
 	f.registerLockWait(cmd)
 	f.registerFull(cmd)
+	cmd.Flags().DurationVar(&f.poolWait, "pool-wait", engine.DefaultPoolWait, "after a template change, how long to wait for each warm pool of update strategy Recreate to hold only sandboxes of the new template, ready (0: do not wait, only report the stale ones)")
 	return cmd
 }
 

@@ -2,30 +2,38 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/paddock-platform/paddock/localcluster"
 	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/pools"
 )
 
 func newStatusCmd() *cobra.Command {
 	var (
-		f   specFlags
-		raw bool
+		f      specFlags
+		raw    bool
+		format string
 	)
 	cmd := &cobra.Command{
 		Use:   "status [SPEC]",
 		Short: "Show what the platform's last successful update made, and how to look at it",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return fmt.Errorf("--format %q: use text or json", format)
+			}
 			l, err := f.load(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr(), false, false)
 			if err != nil {
 				return err
@@ -40,6 +48,9 @@ func newStatusCmd() *cobra.Command {
 				fmt.Fprintf(out, "stack of platform %q has no outputs: run `paddock up`\n", p.Name)
 				return nil
 			}
+			if format == "json" {
+				return writeStatusJSON(out, statusDoc(p, outs, readPoolHealth(cmd.Context(), p), time.Now()))
+			}
 			if raw {
 				printOutputs(out, outs)
 				return nil
@@ -49,11 +60,13 @@ func newStatusCmd() *cobra.Command {
 				specArg = args[0]
 			}
 			printSummary(out, p, specArg, runningSandbox(cmd.Context(), p))
+			printPoolHealth(out, readPoolHealth(cmd.Context(), p), time.Now())
 			return nil
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&raw, "outputs", false, "print the stack's raw outputs instead of the summary")
+	cmd.Flags().StringVar(&format, "format", "text", "output: text, or json (the stack's outputs and each warm pool's sandboxes)")
 	return cmd
 }
 
@@ -145,4 +158,147 @@ func runningSandbox(ctx context.Context, p *model.Platform) *sandboxPod {
 		}
 	}
 	return nil
+}
+
+// poolHealth is what status reads of the platform's warm pools on the
+// cluster: each declared pool, or why they could not be read.
+type poolHealth struct {
+	Pools []pools.Pool
+	// Missing are the declared pools the cluster does not have.
+	Missing []string
+	Err     error
+}
+
+// readPoolHealth reads the platform's warm pools live (pools.Read), in one
+// namespace when only one has pools.
+func readPoolHealth(ctx context.Context, p *model.Platform) poolHealth {
+	declared := map[string]bool{}
+	var keys []string
+	namespaces := map[string]bool{}
+	for _, t := range p.Tenants {
+		for _, wp := range t.WarmPools {
+			k := t.Namespace + "/" + wp.Name
+			declared[k] = true
+			keys = append(keys, k)
+			namespaces[t.Namespace] = true
+		}
+	}
+	if len(keys) == 0 {
+		return poolHealth{}
+	}
+	q := *p
+	if q.Target.Kind == model.TargetLocal {
+		q.Target.Kubeconfig = localcluster.New(localcluster.Options{}).Where().Kubeconfig
+	}
+	if q.Target.Kubeconfig == "" {
+		return poolHealth{Err: fmt.Errorf("the target has no kubeconfig")}
+	}
+	cfg, err := restConfig(&q, 50)
+	if err != nil {
+		return poolHealth{Err: err}
+	}
+	cfg.Timeout = 10 * time.Second
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return poolHealth{Err: err}
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return poolHealth{Err: err}
+	}
+	ns := ""
+	if len(namespaces) == 1 {
+		ns = strings.SplitN(keys[0], "/", 2)[0]
+	}
+	live, err := pools.Read(ctx, pools.Clients{Dyn: dyn, Kube: kube}, ns)
+	if err != nil {
+		return poolHealth{Err: err}
+	}
+	h := poolHealth{}
+	found := map[string]bool{}
+	for _, lp := range live {
+		if declared[lp.Key()] {
+			h.Pools = append(h.Pools, lp)
+			found[lp.Key()] = true
+		}
+	}
+	for _, k := range keys {
+		if !found[k] {
+			h.Missing = append(h.Missing, k)
+		}
+	}
+	return h
+}
+
+// printPoolHealth is the summary's section on the warm pools as they are
+// now: per pool desired, ready, stale, claimed and its oldest sandbox's age.
+func printPoolHealth(out io.Writer, h poolHealth, now time.Time) {
+	if h.Err == nil && len(h.Pools) == 0 && len(h.Missing) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nwarm pools now (ready counts unclaimed sandboxes of the current template, stale those of an older one):")
+	if h.Err != nil {
+		fmt.Fprintf(out, "  not read: %v\n", h.Err)
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  POOL\tSTRATEGY\tDESIRED\tREADY\tSTALE\tCLAIMED\tOLDEST")
+	for _, lp := range h.Pools {
+		oldest := "-"
+		if !lp.Oldest.IsZero() {
+			oldest = lp.OldestAge(now).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\n", lp.Key(), lp.UpdateStrategy, lp.Desired, lp.Ready, lp.Stale, lp.Claimed, oldest)
+	}
+	tw.Flush()
+	for _, lp := range h.Pools {
+		switch {
+		case lp.Problem != "":
+			fmt.Fprintf(out, "  %s: %s\n", lp.Key(), lp.Problem)
+		case lp.Stale > 0:
+			fmt.Fprintf(out, "  %s holds sandboxes of an older template: %s\n", lp.Key(), strings.Join(lp.StaleNames(), ", "))
+		}
+	}
+	for _, k := range h.Missing {
+		fmt.Fprintf(out, "  %s: not on the cluster\n", k)
+	}
+}
+
+// statusJSON is `status --format json`.
+type statusJSON struct {
+	Platform string         `json:"platform"`
+	Target   string         `json:"target"`
+	Outputs  map[string]any `json:"outputs"`
+	// WarmPools are the platform's pools as they are now; warmPoolsError
+	// says why they could not be read.
+	WarmPools      []poolJSON `json:"warmPools"`
+	MissingPools   []string   `json:"missingWarmPools,omitempty"`
+	WarmPoolsError string     `json:"warmPoolsError,omitempty"`
+}
+
+type poolJSON struct {
+	pools.Pool
+	OldestAgeSeconds int64 `json:"oldestAgeSeconds"`
+}
+
+// statusDoc is the JSON document of the platform's outputs and its warm
+// pools as h read them at now.
+func statusDoc(p *model.Platform, outs map[string]any, h poolHealth, now time.Time) statusJSON {
+	doc := statusJSON{Platform: p.Name, Target: string(p.Target.Kind), Outputs: outs, WarmPools: []poolJSON{}, MissingPools: h.Missing}
+	if h.Err != nil {
+		doc.WarmPoolsError = h.Err.Error()
+	}
+	for _, lp := range h.Pools {
+		if lp.Sandboxes == nil {
+			lp.Sandboxes = []pools.Sandbox{}
+		}
+		doc.WarmPools = append(doc.WarmPools, poolJSON{Pool: lp, OldestAgeSeconds: int64(lp.OldestAge(now).Seconds())})
+	}
+	return doc
+}
+
+func writeStatusJSON(out io.Writer, doc statusJSON) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
 }

@@ -158,8 +158,9 @@ tenant "team-b" {
   }
 
   warm_pool "shell" {
-    template = "shell"
-    replicas = 5
+    template        = "shell"
+    replicas        = 5
+    update_strategy = "OnReplenish" # PDK-410: stale sandboxes stay in the pool
   }
 }
 

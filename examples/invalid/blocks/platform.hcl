@@ -73,6 +73,11 @@ tenant "team-a" {
       key    = "api-key"
     }
   }
+
+  warm_pool "agent" {
+    template        = "agent"
+    update_strategy = "RollingUpdate"
+  }
 }
 
 audit_sink "archive" {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,7 +111,7 @@ func rolloutPools(t *testing.T, e *env) pools.Pool {
 func sandboxEnv(t *testing.T, e *env, pod string) string {
 	t.Helper()
 	opts := k8s.NewKubectlOptions("", e.kubeconfig, rolloutNS)
-	out, err := k8s.RunKubectlAndGetOutputE(t, opts, "exec", pod, "-c", "agent", "--", "printenv", "REVISION")
+	out, err := k8s.RunKubectlAndGetOutputE(t, opts, "exec", pod, "-c", "agent", "--", "/bin/sh", "-c", `echo "$REVISION"`)
 	if err != nil {
 		t.Fatalf("exec in %s: %v\n%s", pod, err, out)
 	}
@@ -121,10 +122,12 @@ func sandboxEnv(t *testing.T, e *env, pod string) string {
 var freshAfter = regexp.MustCompile(`warm pool ` + rolloutNS + `/` + rolloutPool + ` holds only current sandboxes, (\d+)/(\d+) ready \(([0-9.]+)s\)`)
 
 // TestPoolRollout: a template change reaches the warm pool. Under the
-// default Recreate, `up` waits until the pool holds only sandboxes of the new
-// template (the controller replaces them; a claimed sandbox is left alone),
-// and verify passes. Waived to OnReplenish, `up` says the pool keeps its
-// stale sandboxes and verify (V07) reports them.
+// default Recreate, `up` returns only once the pool holds only sandboxes of
+// the new template (the controller replaces them; a claimed sandbox is left
+// alone), and verify passes; with the controller down it fails naming the
+// stale sandboxes, and waits for the controller's return. Waived to
+// OnReplenish, `up` says the pool keeps its stale sandboxes and verify (V07)
+// reports them.
 func TestPoolRollout(t *testing.T) {
 	e := live
 	dir := t.TempDir()
@@ -199,7 +202,7 @@ func TestPoolRollout(t *testing.T) {
 		return nil
 	})
 
-	t.Run("Recreate: up waits until the pool holds only the new template's sandboxes", func(t *testing.T) {
+	t.Run("Recreate: when up returns the pool holds only the new template's sandboxes", func(t *testing.T) {
 		before := rolloutPools(t, e)
 		write(rolloutSpec(2, ""))
 		// Watch the pool while up runs: when it first stops being what it
@@ -280,16 +283,93 @@ func TestPoolRollout(t *testing.T) {
 		}
 	})
 
+	t.Run("Recreate with the controller down: up fails naming the stale sandboxes, then waits for its return", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(e.home, "local", "supervisor.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sup supervisorState
+		if err := json.Unmarshal(b, &sup); err != nil || sup.Self.PID == 0 || sup.Controller.PID == 0 {
+			t.Fatalf("supervisor.json names no supervisor or controller pid (%v):\n%s", err, b)
+		}
+		// This stack's own supervisor and controller, by pid.
+		_ = syscall.Kill(sup.Self.PID, syscall.SIGKILL)
+		_ = syscall.Kill(sup.Controller.PID, syscall.SIGKILL)
+		defer e.restoreLocal(t)
+		before := rolloutPools(t, e)
+
+		write(rolloutSpec(3, ""))
+		r := e.runPaddock(t, nil, "up", dir, "--pool-wait", "20s")
+		all := r.stdout + r.stderr
+		t.Logf("paddock up --pool-wait 20s with the controller down: exit %d in %s\n%s", r.code, r.took.Round(100*time.Millisecond), tail(all, 14))
+		if r.code == 0 {
+			t.Fatal("up succeeded with the pool holding only stale sandboxes")
+		}
+		for _, want := range []string{
+			"is being refilled from template \"agent\" (update strategy Recreate): 0/2 current sandboxes ready, 2 stale (",
+			"1 warm pool(s) did not come to hold only current sandboxes within 20s",
+			"warm pool " + rolloutNS + "/" + rolloutPool + ": 0/2 current sandboxes ready, 2 stale (",
+			"built from template revision " + before.TemplateHash,
+			"Paddock deletes none itself",
+		} {
+			if !strings.Contains(all, want) {
+				t.Errorf("up's output lacks %q", want)
+			}
+		}
+		for _, s := range before.Sandboxes {
+			if s.State == pools.Current && !strings.Contains(all, "stale sandbox "+s.Name+": ") {
+				t.Errorf("the error does not name stale sandbox %s", s.Name)
+			}
+		}
+
+		// up again, waiting, while the controller comes back.
+		start := time.Now()
+		waiting := e.startPaddock(t, nil, "up", dir, "--pool-wait", "3m")
+		eventually(t, "up waiting for the pool", time.Minute, func() error {
+			if !strings.Contains(waiting.out.String(), "is being refilled") {
+				return fmt.Errorf("not yet:\n%s", tail(waiting.out.String(), 5))
+			}
+			return nil
+		})
+		restart := time.Now()
+		e.restoreLocal(t)
+		t.Logf("the controller is back %s after the restart began", time.Since(restart).Round(100*time.Millisecond))
+		select {
+		case err := <-waiting.done:
+			out := waiting.out.String()
+			if err != nil {
+				t.Fatalf("up waiting for the returning controller: %v\n%s", err, out)
+			}
+			m := freshAfter.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("up did not report the pool fresh:\n%s", out)
+			}
+			t.Logf("ROLLOUT TIMING (Recreate, controller restarted, the real node): up waited %ss for the pool (it returned %s after it began, %s after the controller's restart began)",
+				m[3], time.Since(start).Round(100*time.Millisecond), time.Since(restart).Round(100*time.Millisecond))
+		case <-time.After(4 * time.Minute):
+			_ = syscall.Kill(-waiting.cmd.Process.Pid, syscall.SIGKILL)
+			t.Fatalf("up still waiting after 4m:\n%s", waiting.out.String())
+		}
+		p := rolloutPools(t, e)
+		if p.Stale != 0 || p.Ready != 2 || p.Claimed != 1 || p.TemplateHash == before.TemplateHash {
+			t.Errorf("after up returned: %+v", p)
+		}
+		sb, err := e.dyn.Resource(sandboxesGVR).Namespace(rolloutNS).Get(ctxT(t, 5*time.Second), claimed, metav1.GetOptions{})
+		if err != nil || sb.GetUID() != claimedUID {
+			t.Errorf("the claimed sandbox %s did not survive: %v", claimed, err)
+		}
+	})
+
 	t.Run("OnReplenish (waived): up reports the stale sandboxes, verify fails V07", func(t *testing.T) {
-		write(rolloutSpec(2, "OnReplenish"))
+		write(rolloutSpec(3, "OnReplenish"))
 		up("update strategy OnReplenish")
 		if p := rolloutPools(t, e); p.UpdateStrategy != "OnReplenish" || p.Stale != 0 {
 			t.Fatalf("after switching the strategy: %+v", p)
 		}
 		before := rolloutPools(t, e)
-		write(rolloutSpec(3, "OnReplenish"))
+		write(rolloutSpec(4, "OnReplenish"))
 		start := time.Now()
-		r := up("template at revision 3, OnReplenish")
+		r := up("template at revision 4, OnReplenish")
 		if strings.Contains(r.stdout, "is being refilled") {
 			t.Errorf("up waited for an OnReplenish pool:\n%s", r.stdout)
 		}

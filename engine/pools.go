@@ -245,7 +245,7 @@ func notFresh(pending []declaredPool, live map[string]*pools.Pool, wait time.Dur
 			fmt.Fprintf(&b, "\n  warm pool %s: it is gone from the cluster", d.key())
 			continue
 		}
-		fmt.Fprintf(&b, "\n  warm pool %s: %s", d.key(), describePool(lp))
+		fmt.Fprintf(&b, "\n  warm pool %s: %s (kubectl get sandboxes,pods -n %s)", d.key(), describePool(lp), d.tenant.Namespace)
 		for _, s := range lp.Sandboxes {
 			if s.State == pools.Stale {
 				fmt.Fprintf(&b, "\n    stale sandbox %s: %s", s.Name, s.Why)
@@ -253,7 +253,7 @@ func notFresh(pending []declaredPool, live map[string]*pools.Pool, wait time.Dur
 		}
 	}
 	b.WriteString("\nUnder update strategy Recreate the Agent Sandbox controller deletes the stale sandboxes and builds new ones; Paddock deletes none itself. " +
-		"Check that the controller runs and the new sandboxes' pods start (`paddock verify` shows the pools, V07; `kubectl get sandboxes,pods -n NAMESPACE`), " +
+		"Check that the controller runs and the new sandboxes' pods start (`paddock verify` shows the pools, V07), " +
 		"then run `paddock up` again, or give it longer with --pool-wait.")
 	return errors.New(b.String())
 }

@@ -198,7 +198,7 @@ func TestSettlePoolsTimesOutNamingStaleSandboxes(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{
 		"1 warm pool(s) did not come to hold only current sandboxes within 100ms",
-		"warm pool agents-team-a/agent: 1/2 current sandboxes ready, 1 stale (agent-old1)",
+		"warm pool agents-team-a/agent: 1/2 current sandboxes ready, 1 stale (agent-old1) (kubectl get sandboxes,pods -n agents-team-a)",
 		"stale sandbox agent-old1: built from template revision",
 		"(its pod spec changed)",
 		"Paddock deletes none itself",

@@ -83,7 +83,7 @@ type Pool struct {
 	// TemplateWritten is when the template was last written (its newest
 	// managedFields entry, else its creation), to the second.
 	TemplateWritten time.Time `json:"templateWritten,omitzero"`
-	Desired      int32  `json:"desired"`
+	Desired         int32     `json:"desired"`
 	// Ready counts current sandboxes that are ready: the pool's capacity for
 	// warm sessions on today's template.
 	Ready int32 `json:"ready"`

@@ -275,7 +275,7 @@ func Classify(wp, tpl *unstructured.Unstructured, sandboxes, claims []unstructur
 		if n := u.GetAnnotations()[sandboxv1beta1.SandboxPodNameAnnotation]; n != "" {
 			pod = n
 		}
-		s.Ready = conditionTrue(u, "Ready") && podReady[pod]
+		s.Ready = ConditionTrue(u, "Ready") && podReady[pod]
 		switch s.State {
 		case Claimed:
 			p.Claimed++
@@ -401,7 +401,9 @@ func isExtension(apiVersion string) bool {
 	return err == nil && gv.Group == extv1beta1.GroupVersion.Group
 }
 
-func conditionTrue(u *unstructured.Unstructured, condType string) bool {
+// ConditionTrue reports whether the object's status holds condition condType
+// with status "True" (the Agent Sandbox objects' Ready, for one).
+func ConditionTrue(u *unstructured.Unstructured, condType string) bool {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)

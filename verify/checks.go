@@ -557,7 +557,7 @@ func warmPoolResult(subject string, wp model.WarmPool, pool *unstructured.Unstru
 		if n := sb.GetAnnotations()[sandboxPodNameAnnotation]; n != "" {
 			podName = n
 		}
-		if conditionTrue(sb, "Ready") && podReady[podName] {
+		if pools.ConditionTrue(sb, "Ready") && podReady[podName] {
 			ready++
 		}
 	}
@@ -587,17 +587,6 @@ const sandboxPodNameAnnotation = "agents.x-k8s.io/pod-name"
 func ownedBy(u *unstructured.Unstructured, kind, name string, uid types.UID) bool {
 	for _, o := range u.GetOwnerReferences() {
 		if o.Kind == kind && o.Name == name && (uid == "" || o.UID == uid) {
-			return true
-		}
-	}
-	return false
-}
-
-func conditionTrue(u *unstructured.Unstructured, condType string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == condType && m["status"] == "True" {
 			return true
 		}
 	}

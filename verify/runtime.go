@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/pools"
 )
 
 // Execer runs a command in a pod's container.
@@ -487,7 +488,7 @@ func readySandboxPod(pool string, sandboxes []unstructured.Unstructured, pods []
 	}
 	for i := range sandboxes {
 		sb := &sandboxes[i]
-		if sb.GetDeletionTimestamp() != nil || !ownedBy(sb, "SandboxWarmPool", pool, "") || !conditionTrue(sb, "Ready") {
+		if sb.GetDeletionTimestamp() != nil || !ownedBy(sb, "SandboxWarmPool", pool, "") || !pools.ConditionTrue(sb, "Ready") {
 			continue
 		}
 		name := sb.GetName()

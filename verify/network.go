@@ -106,19 +106,31 @@ func commandMissing(status int, body string) bool {
 	return status == 126 || status == 127 || strings.Contains(body, ": not found")
 }
 
-// parseConnect reads one connection attempt (connectCommand's output).
-func parseConnect(stdout, stderr string, err error) attempt {
+// readProbe reads a probe command's output up to its exit status; broken is
+// set when the probe did not run as a probe (exec failed, no status, the
+// tool missing from the image), which is never a refusal.
+func readProbe(tool, stdout, stderr string, err error) (body string, status int, broken *attempt) {
 	if err != nil {
-		return attempt{outcome: attemptBroken, detail: strings.TrimSpace("exec: " + err.Error() + " " + firstLine(stderr))}
+		return "", 0, &attempt{outcome: attemptBroken, detail: strings.TrimSpace("exec: " + err.Error() + " " + firstLine(stderr))}
 	}
 	body, status, ok := splitExit(stdout)
-	said := strings.TrimSpace(body)
 	switch {
 	case !ok:
-		return attempt{outcome: attemptBroken, detail: fmt.Sprintf("no exit status in the probe's output %q %s", firstLine(stdout), firstLine(stderr))}
+		return "", 0, &attempt{outcome: attemptBroken, detail: fmt.Sprintf("no exit status in the probe's output %q %s", firstLine(stdout), firstLine(stderr))}
 	case commandMissing(status, body):
-		return attempt{outcome: attemptBroken, detail: fmt.Sprintf("nc cannot run in the probe image (exit %d: %s)", status, firstLine(said))}
-	case status == 0:
+		return "", 0, &attempt{outcome: attemptBroken, detail: fmt.Sprintf("%s cannot run in the probe image (exit %d: %s)", tool, status, firstLine(strings.TrimSpace(body)))}
+	}
+	return body, status, nil
+}
+
+// parseConnect reads one connection attempt (connectCommand's output).
+func parseConnect(stdout, stderr string, err error) attempt {
+	body, status, broken := readProbe("nc", stdout, stderr, err)
+	if broken != nil {
+		return *broken
+	}
+	said := strings.TrimSpace(body)
+	if status == 0 {
 		return attempt{outcome: attemptReached, greeted: strings.Contains(body, probeGreeting), detail: firstLine(said)}
 	}
 	for _, refusal := range []string{"timed out", "Connection refused", "No route to host", "Host is unreachable"} {
@@ -147,16 +159,12 @@ func nslookupCommand(name, server string) []string {
 
 // parseLookup reads one DNS query (nslookupCommand's output).
 func parseLookup(stdout, stderr string, err error) attempt {
-	if err != nil {
-		return attempt{outcome: attemptBroken, detail: strings.TrimSpace("exec: " + err.Error() + " " + firstLine(stderr))}
+	body, status, broken := readProbe("nslookup", stdout, stderr, err)
+	if broken != nil {
+		return *broken
 	}
-	body, status, ok := splitExit(stdout)
 	said := strings.TrimSpace(body)
 	switch {
-	case !ok:
-		return attempt{outcome: attemptBroken, detail: fmt.Sprintf("no exit status in the probe's output %q %s", firstLine(stdout), firstLine(stderr))}
-	case commandMissing(status, body):
-		return attempt{outcome: attemptBroken, detail: fmt.Sprintf("nslookup cannot run in the probe image (exit %d: %s)", status, firstLine(said))}
 	case dnsAnswered(body):
 		return attempt{outcome: attemptReached, greeted: true, detail: firstLine(said)}
 	case strings.Contains(body, "timed out") || strings.Contains(body, "no servers could be reached") || strings.Contains(body, "Connection refused"):

@@ -9,7 +9,10 @@ PADDOCK_HOME ?= $(HOME)/.paddock
 export PADDOCK_HOME
 BIN          := $(CURDIR)/bin
 PADDOCK      := $(BIN)/paddock
-TOOLS        := agent-sandbox etcd kwok kubernetes pulumi pulumi-kubernetes containerd gvisor kube-router coredns
+# Longest builds first, so the last of two parallel builds is a short one.
+TOOLS        := kubernetes pulumi-kubernetes kwok pulumi agent-sandbox coredns kube-router etcd gvisor containerd
+# Only the test and bench suites run kubectl (terratest's k8s helpers, the bench baseline).
+TEST_TOOLS   := kubectl
 GO_LDFLAGS   := -s -w
 EXAMPLE      ?= examples/local
 
@@ -17,12 +20,15 @@ EXAMPLE      ?= examples/local
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-.PHONY: tools
-# With PADDOCK_TOOLS_MIRROR set, each tool is first fetched from the mirror
-# (`paddock tools fetch`: exit 0 fetched, 3 build it, else stop) and built only without a usable bundle.
-tools: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build every pinned upstream tool into $(PADDOCK_HOME) (cached by version and recipe; fetched from $PADDOCK_TOOLS_MIRROR when set), install the real node's Debian packages
-	@i=0; for t in $(TOOLS); do i=$$((i+1)); $(if $(PADDOCK_TOOLS_MIRROR),$(PADDOCK) tools fetch $$t $$i/$(words $(TOOLS)) && continue || [ $$? -eq 3 ];) tools/build-tool.sh $$t $$i/$(words $(TOOLS)); done
+.PHONY: tools tools-test
+# Two builds at a time (PADDOCK_TOOLS_JOBS). With PADDOCK_TOOLS_MIRROR set, each tool is
+# first fetched from the mirror (`paddock tools fetch`) and built only without a usable bundle.
+tools: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build every pinned upstream tool the local platform runs into $(PADDOCK_HOME) (cached by version and recipe; fetched from $PADDOCK_TOOLS_MIRROR when set), install the real node's Debian packages
+	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TOOLS)
 	@$(MAKE) --no-print-directory pulumi-plugins node-packages
+
+tools-test: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build the tools only the test and bench suites use (kubectl)
+	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TEST_TOOLS)
 
 # The real node's Debian packages (runc, CNI plugins, iptables, ipset, busybox-static):
 # installs only what is missing; without root or apt-get it says so and the local
@@ -74,7 +80,7 @@ demo: tools build ## fresh machine to a running local platform: tools, local clu
 	@$(PADDOCK) status $(EXAMPLE)
 
 .PHONY: bench
-bench: tools build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, claims -> bench/results/
+bench: tools tools-test build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, claims -> bench/results/
 	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out bench/results $(BENCH_FLAGS)
 
 .PHONY: unit
@@ -88,12 +94,12 @@ E2E_RUN = mkdir -p $(BIN) && PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -
 	  || { echo; echo "e2e: failed tests (full log: $(E2E_LOG)):"; grep -E -- '--- FAIL|^panic:|^FAIL' $(E2E_LOG) || true; exit 1; }
 
 .PHONY: e2e
-e2e: tools build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)
+e2e: tools tools-test build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)
 	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./localcluster/
 	$(E2E_RUN)
 
 .PHONY: test
-test: tools build ## everything CI runs: vet, unit tests, live end-to-end tests
+test: tools tools-test build ## everything CI runs: vet, unit tests, live end-to-end tests
 	go vet ./...
 	go vet -tags e2e ./test/...
 	go vet -tags gke ./components/gcp/ ./program/

@@ -478,3 +478,43 @@ func TestCorefileAnswers(t *testing.T) {
 		}
 	}
 }
+
+// The local node's CoreDNS compiles in only the plugins tools/coredns/main.go lists
+// (a Corefile naming any other fails to start): every directive CorefileFor writes,
+// and the bind TestCorefileAnswers adds, must be one of them, each with its import.
+func TestCorefileUsesBuiltPlugins(t *testing.T) {
+	src, err := os.ReadFile("../tools/coredns/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(src)
+	list, ok := strings.CutPrefix(body[strings.Index(body, "var directives = []string{"):], "var directives = []string{")
+	if !ok {
+		t.Fatal("tools/coredns/main.go has no `var directives = []string{` list")
+	}
+	built := map[string]bool{}
+	for _, line := range strings.Split(list[:strings.Index(list, "}")], "\n") {
+		if name := strings.Trim(strings.TrimSpace(line), `",`); name != "" {
+			built[name] = true
+			if !strings.Contains(body, `"github.com/coredns/coredns/plugin/`+name+`"`) {
+				t.Errorf("tools/coredns/main.go lists directive %q but does not import its plugin", name)
+			}
+		}
+	}
+	used := map[string]bool{"bind": true}
+	cf := CorefileFor(DNSProbeName, DNSProbeAddress)
+	for _, line := range strings.Split(cf, "\n") {
+		// A directive opens a line of the server block, indented once.
+		if strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && strings.TrimSpace(line) != "}" {
+			used[strings.Fields(line)[0]] = true
+		}
+	}
+	if len(used) < 3 {
+		t.Fatalf("found only %v as directives in the Corefile:\n%s", used, cf)
+	}
+	for d := range used {
+		if !built[d] {
+			t.Errorf("the Corefile uses plugin %q, which tools/coredns/main.go does not build in (add it to its imports and directives)", d)
+		}
+	}
+}

@@ -129,3 +129,60 @@ func TestEveryToolHasARecipe(t *testing.T) {
 		}
 	}
 }
+
+// runBuildAll runs build-tools.sh over tools under src with jobs builds at a time.
+func runBuildAll(t *testing.T, src, jobs string, names ...string) buildResult {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command("bash", append([]string{"build-tools.sh"}, names...)...)
+	cmd.Env = append(os.Environ(), "PADDOCK_HOME="+home, "PADDOCK_TOOLS_SRC="+src, "PADDOCK_TOOLS_JOBS="+jobs, "PADDOCK_TOOLS_MIRROR=", "PADDOCK_TOOLS_HEARTBEAT=1")
+	out, err := cmd.CombinedOutput()
+	return buildResult{err: err, output: string(out), home: home}
+}
+
+// build-tools.sh runs two builds at once: each of two tools waits until the other has
+// started, which only finishes when both run together.
+func TestBuildToolsRunsTwoAtOnce(t *testing.T) {
+	src := t.TempDir()
+	rendezvous := t.TempDir()
+	for _, n := range []string{"a", "b"} {
+		other := map[string]string{"a": "b", "b": "a"}[n]
+		recipe := "touch " + filepath.Join(rendezvous, n) + "\n" +
+			"for i in $(seq 100); do [ -e " + filepath.Join(rendezvous, other) + " ] && break; sleep 0.1; done\n" +
+			"[ -e " + filepath.Join(rendezvous, other) + " ]\n" + writeBinary
+		one := fixture(t, n, "module example.com/"+n+"\n\ngo 1.26\n", "", recipe)
+		if err := os.Rename(filepath.Join(one, n), filepath.Join(src, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runBuildAll(t, src, "2", "a", "b")
+	if r.err != nil {
+		t.Fatalf("two tools that need each other running: %v\n%s", r.err, r.output)
+	}
+	for _, n := range []string{"a", "b"} {
+		if !strings.Contains(r.output, "built "+n+" ") {
+			t.Errorf("no 'built %s' line:\n%s", n, r.output)
+		}
+	}
+}
+
+// A failed build makes the whole run fail, and no tool after it starts.
+func TestBuildToolsStopsAfterAFailure(t *testing.T) {
+	src := t.TempDir()
+	for n, recipe := range map[string]string{"bad": "exit 7\n", "later": writeBinary} {
+		one := fixture(t, n, "module example.com/"+n+"\n\ngo 1.26\n", "", recipe)
+		if err := os.Rename(filepath.Join(one, n), filepath.Join(src, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runBuildAll(t, src, "1", "bad", "later")
+	if r.err == nil {
+		t.Fatalf("a failed build passed:\n%s", r.output)
+	}
+	if strings.Contains(r.output, "building later") {
+		t.Errorf("a build started after one failed:\n%s", r.output)
+	}
+	if !strings.Contains(r.output, "building bad") || !strings.Contains(r.output, "FAILED") {
+		t.Errorf("the failure is not named:\n%s", r.output)
+	}
+}

@@ -83,6 +83,9 @@ func changes(m *map[string]int) map[string]int {
 // for the warm pools a template change refills (afterUp, pools.go).
 func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	since := time.Now()
+	if err := e.guardStoredVersions(ctx, "up", p); err != nil {
+		return nil, err
+	}
 	if res, err := e.fastUp(ctx, p); err != nil || res != nil {
 		return e.afterUp(ctx, p, since, res, err)
 	}
@@ -146,6 +149,9 @@ func (e *Engine) Preview(ctx context.Context, p *model.Platform) (*Result, error
 		return nil, err
 	}
 	if err := guardReplacements(ctx, "preview", p, s.Export, e.opts.Out); err != nil {
+		return nil, err
+	}
+	if err := e.guardStoredVersions(ctx, "preview", p); err != nil {
 		return nil, err
 	}
 	start := time.Now()

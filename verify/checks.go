@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -45,7 +46,7 @@ var checks = []check{
 	{"V05", "runtime classes match the spec", checkRuntimeClasses},
 	{"V06", "sandbox pods run on sandbox nodes", checkSandboxPlacement},
 	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
-	{"V08", "claims are held to their lifecycle: without TTL, without shutdownTime or beyond max_ttl rejected (server-side dry-run)", checkClaimLifecycleEnforced},
+	{"V08", "claims are held to their lifecycle: without TTL, without shutdownTime or beyond max_ttl rejected (server-side dry-run), and no live claim outlives max_ttl", checkClaimLifecycleEnforced},
 	{"V09", "network policies as the spec declares them, whole, and none in a tenant namespace opens more than the spec", checkNetworkPolicies},
 	{"V10", "network policy enforced, with traffic judged against a policy-free control: each tenant's egress and ingress, pod to pod within it and between tenants refused; names resolve through the pod's resolv.conf", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},
@@ -720,6 +721,13 @@ func checkClaimLifecycleEnforced(ctx context.Context, v *Verifier) []Result {
 				refused = append(refused, probe.what)
 			}
 		}
+		// Admission holds new claims only: a claim made before the guardrail, or
+		// while someone had it switched off, runs on unbounded.
+		if unbounded, err := claimsBeyondMaxTTL(ctx, v, t); err != nil {
+			problems = append(problems, fmt.Sprintf("listing the live claims to check their shutdownTime: %s", shortErr(err)))
+		} else if len(unbounded) > 0 {
+			problems = append(problems, fmt.Sprintf("%d live claim(s) outlive max_ttl (%s), admitted before the guardrail held: %s", len(unbounded), t.Claims.MaxTTL, strings.Join(unbounded, "; ")))
+		}
 		switch {
 		case len(problems) > 0:
 			out = append(out, fail(t.Namespace, "%s", strings.Join(problems, "; ")))
@@ -730,6 +738,40 @@ func checkClaimLifecycleEnforced(ctx context.Context, v *Verifier) []Result {
 		}
 	}
 	return out
+}
+
+// claimsBeyondMaxTTL lists the tenant's live claims without a shutdownTime, or
+// with one later than max_ttl after their creation ("name: why"), sorted by
+// name. With max_ttl none there is no maximum to outlive.
+func claimsBeyondMaxTTL(ctx context.Context, v *Verifier, t model.Tenant) ([]string, error) {
+	if t.Claims.MaxTTL <= 0 {
+		return nil, nil
+	}
+	list, err := v.dyn.Resource(claimsGVR).Namespace(t.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range list.Items {
+		if c.GetDeletionTimestamp() != nil {
+			continue
+		}
+		st, ok, _ := unstructured.NestedString(c.Object, "spec", "lifecycle", "shutdownTime")
+		if !ok || st == "" {
+			out = append(out, c.GetName()+": no spec.lifecycle.shutdownTime")
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, st)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: shutdownTime %q is not RFC 3339", c.GetName(), st))
+			continue
+		}
+		if limit := c.GetCreationTimestamp().Add(t.Claims.MaxTTL); at.After(limit) {
+			out = append(out, fmt.Sprintf("%s: shutdownTime %s is %s past max_ttl", c.GetName(), st, at.Sub(limit).Round(time.Second)))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // deniedByPolicy reports whether err is the API server refusing a request

@@ -533,6 +533,32 @@ func TestV08ClaimLifecycleRefusedByEachRule(t *testing.T) {
 	}
 	msg := manifests.ClaimsGuardrailMessages(tn)
 
+	// Admission holds only new claims: live ones made before the guardrail (no
+	// shutdownTime, or one beyond max_ttl) fail V08 by name; one within passes.
+	t.Run("live claims that outlive max_ttl", func(t *testing.T) {
+		created := time.Now().Add(-time.Hour)
+		liveClaim := func(name, shutdownTime string) *unstructured.Unstructured {
+			u := probeClaim(tn, name, created)
+			u.SetCreationTimestamp(metav1.NewTime(created))
+			if shutdownTime == "" {
+				unstructured.RemoveNestedField(u.Object, "spec", "lifecycle", "shutdownTime")
+			} else {
+				_ = unstructured.SetNestedField(u.Object, shutdownTime, "spec", "lifecycle", "shutdownTime")
+			}
+			return u
+		}
+		v, _, dyn := fakeVerifier(t, p, nil,
+			liveClaim("old-unbounded", ""),
+			liveClaim("old-month", created.Add(30*24*time.Hour).UTC().Format(time.RFC3339)),
+			liveClaim("fine", created.Add(3*time.Hour).UTC().Format(time.RFC3339)))
+		admission(t, dyn, g, 0)
+		res := only(t, v, "V08")
+		wantStatus(t, res, Fail, "2 live claim(s) outlive max_ttl (4h0m0s)", "old-month: shutdownTime", "716h0m0s past max_ttl", "old-unbounded: no spec.lifecycle.shutdownTime")
+		if strings.Contains(fmt.Sprint(res), "fine:") {
+			t.Errorf("a claim within max_ttl is reported: %v", res)
+		}
+	})
+
 	t.Run("the guardrail as the spec builds it", func(t *testing.T) {
 		v, _, dyn := fakeVerifier(t, p, nil)
 		seen := admission(t, dyn, g, 0)

@@ -321,6 +321,25 @@ func controlNamespace() *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
 }
 
+// staleControlAge is how old a control namespace must be before a later verify
+// deletes it: far longer than any verify runs, so a run on another machine is
+// never disturbed, yet a killed run's namespace does not stay for good.
+const staleControlAge = time.Hour
+
+// sweepStaleControls deletes control namespaces a killed verify left behind
+// (a kill -9 runs no cleanup). Best effort: a failure here changes no check.
+func (v *Verifier) sweepStaleControls(ctx context.Context, now time.Time) {
+	nss, err := v.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: probeNamespaceLabel + "=control"})
+	if err != nil {
+		return
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, controlNamespacePrefix) && ns.DeletionTimestamp == nil && now.Sub(ns.CreationTimestamp.Time) > staleControlAge {
+			_ = v.kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
+		}
+	}
+}
+
 // startSide starts a side's target and client at once.
 func (r *probeRun) startSide(ctx context.Context, s *probeSide, runtimeClass string) {
 	var wg sync.WaitGroup
@@ -483,6 +502,7 @@ func (v *Verifier) probeNetwork(ctx context.Context, tenants []model.Tenant) []R
 	run := &probeRun{v: v}
 	defer run.cleanup()
 
+	v.sweepStaleControls(ctx, time.Now())
 	ns := controlNamespace()
 	if _, err := v.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: "paddock-verify"}); err != nil {
 		return eachTenant(tenants, func(tns string) Result {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -530,5 +532,40 @@ func TestControlNamespaceIsMarked(t *testing.T) {
 	}
 	if other := controlNamespace(); other.Name == ns.Name {
 		t.Errorf("two control namespaces named alike: %s", ns.Name)
+	}
+}
+
+// A control namespace a killed verify left (older than staleControlAge) is deleted
+// by the next verify; a young one, maybe another runner's live verify, and any
+// namespace not verify's are left alone.
+func TestStaleControlNamespacesSwept(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	ns := func(name string, age time.Duration, control bool) *corev1.Namespace {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-age))}}
+		if control {
+			n.Labels = map[string]string{probeNamespaceLabel: "control"}
+		}
+		return n
+	}
+	kube := fake.NewClientset(
+		ns(controlNamespacePrefix+"old01", 2*time.Hour, true),
+		ns(controlNamespacePrefix+"new01", 5*time.Minute, true),
+		ns("agents-team-a", 48*time.Hour, false),
+		ns("someone-else", 48*time.Hour, true),
+	)
+	v := &Verifier{kube: kube}
+	v.sweepStaleControls(context.Background(), now)
+	left, err := kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range left.Items {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	want := []string{"agents-team-a", controlNamespacePrefix + "new01", "someone-else"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("after the sweep: %v, want %v", names, want)
 	}
 }

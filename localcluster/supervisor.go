@@ -10,12 +10,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -32,6 +36,7 @@ var (
 var (
 	errClusterGone = errors.New("the local cluster is gone")
 	errCRDsGone    = errors.New("the Agent Sandbox CRDs are gone")
+	errArgsChanged = errors.New("the installed controller Deployment's refill flags changed")
 )
 
 // Supervise runs the Agent Sandbox controller for the local cluster in dir. It
@@ -152,7 +157,7 @@ func (s *supervisor) run(ctx context.Context) error {
 			return ctx.Err()
 		case errors.Is(err, errClusterGone):
 			return err
-		case errors.Is(err, errCRDsGone):
+		case errors.Is(err, errCRDsGone), errors.Is(err, errArgsChanged):
 			backoff = backoffMin
 			continue
 		}
@@ -286,7 +291,8 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 		return err
 	}
 	defer logf.Close()
-	args := controllerArgs(s.c.kubeconfig(), s.rep.MetricsPort, s.rep.ProbePort)
+	refill := installedRefillArgs(ctx, dc)
+	args := append(controllerArgs(s.c.kubeconfig(), s.rep.MetricsPort, s.rep.ProbePort), refill...)
 	fmt.Fprintf(logf, "\n=== %s paddock supervisor %d: start %d: %s %s\n",
 		time.Now().Format(time.RFC3339), s.rep.Self.PID, s.rep.Starts+1, bin, strings.Join(args, " "))
 
@@ -354,8 +360,51 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 			if misses >= 2 {
 				return stop(fmt.Errorf("%w (%s)", errCRDsGone, strings.Join(missing, ", ")))
 			}
+			if now := installedRefillArgs(ctx, dc); !slices.Equal(now, refill) {
+				return stop(fmt.Errorf("%w: [%s] -> [%s]", errArgsChanged, strings.Join(refill, " "), strings.Join(now, " ")))
+			}
 		}
 	}
+}
+
+// refillFlags are the only controller flags the supervisor takes from the
+// installed Deployment: the spec's refill shaping (manifests.RefillArgs). Any
+// other flag someone adds to the Deployment stays there, unrun.
+var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+var refillFlags = []string{"--sandbox-warm-pool-replenish-delay=", "--sandbox-warm-pool-max-refill-rate="}
+
+// installedRefillArgs reads the refill flags of the release's controller
+// Deployment, which `paddock up` installs with zero replicas here: the spec's
+// shaping reaches the controller this supervisor runs. None when the
+// Deployment cannot be read (not installed yet): the controller's defaults.
+func installedRefillArgs(ctx context.Context, dc dynamic.Interface) []string {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	dep, err := dc.Resource(deploymentGVR).Namespace(agentsandbox.Namespace).Get(rctx, agentsandbox.ControllerDeployment, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return refillArgsOf(dep)
+}
+
+// refillArgsOf picks the refill flags out of a Deployment's containers' args.
+func refillArgsOf(dep *unstructured.Unstructured) []string {
+	var out []string
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		cm, _ := c.(map[string]any)
+		args, _ := cm["args"].([]any)
+		for _, a := range args {
+			s, _ := a.(string)
+			for _, f := range refillFlags {
+				if strings.HasPrefix(s, f) {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // exitError makes a clean exit an error too: the controller is not meant to stop.

@@ -3,6 +3,7 @@ package manifests
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,13 +20,28 @@ type Group struct {
 	Objects []*unstructured.Unstructured
 }
 
+// RefillArgs are the controller flags of the spec's refill shaping, none when
+// it is off (the controller's defaults then hold). The local cluster's
+// supervisor passes the same flags, read from the installed Deployment, to
+// the controller it runs (localcluster.RefillArgsOf).
+func RefillArgs(r model.AgentSandboxRelease) []string {
+	var out []string
+	if r.RefillDelay > 0 {
+		out = append(out, "--sandbox-warm-pool-replenish-delay="+r.RefillDelay.String())
+	}
+	if r.RefillPerMinute > 0 {
+		out = append(out, "--sandbox-warm-pool-max-refill-rate="+strconv.FormatFloat(float64(r.RefillPerMinute)/60, 'g', -1, 64))
+	}
+	return out
+}
+
 // ReleaseOptions shapes the pinned Agent Sandbox release for the platform's target.
 func ReleaseOptions(p *model.Platform) agentsandbox.Options {
 	image := p.AgentSandbox.Image
 	if d := p.AgentSandbox.Digest; d != "" && !strings.Contains(image, "@") {
 		image += "@" + d
 	}
-	o := agentsandbox.Options{Image: image, Labels: p.Labels("")}
+	o := agentsandbox.Options{Image: image, Labels: p.Labels(""), ControllerArgs: RefillArgs(p.AgentSandbox)}
 	if p.Target.Kind == model.TargetLocal {
 		// Nothing on the local target can run the controller image; the real
 		// controller runs outside the cluster against the same API server.

@@ -87,7 +87,13 @@ type AgentSandboxRelease struct {
 	// Digest optionally pins the controller image by content ("sha256:..."):
 	// components pull Image@Digest when it is set.
 	Digest string
-	Attrs  Attrs
+
+	// RefillDelay and RefillPerMinute shape how the controller refills warm
+	// pools after claims drain them (zero: at once, unpaced).
+	RefillDelay     time.Duration
+	RefillPerMinute int64
+
+	Attrs Attrs
 }
 
 // Toleration mirrors the Kubernetes toleration fields Paddock sets.

@@ -27,6 +27,8 @@ const (
 	argDescription              = "description"
 	argDestination              = "destination"
 	argDigest                   = "digest"
+	argRefillDelay              = "refill_delay"
+	argRefillPerMinute          = "refill_per_minute"
 	argDns                      = "dns"
 	argEffect                   = "effect"
 	argEnabled                  = "enabled"

@@ -292,6 +292,14 @@ runtime_class "kata" {
   version = "v0.5.6"
   digest  = /*@*/"sha256:abc"
 }`, 1), "Invalid digest", "64 lower case hex digits"},
+		{"refill delay", strings.Replace(head, `agent_sandbox { version = "v0.5.6" }`, `agent_sandbox {
+  version      = "v0.5.6"
+  refill_delay = /*@*/"1h"
+}`, 1), "Value out of range", "refill_delay must be between 0s and 10m, not 1h."},
+		{"refill rate", strings.Replace(head, `agent_sandbox { version = "v0.5.6" }`, `agent_sandbox {
+  version           = "v0.5.6"
+  refill_per_minute = /*@*/-3
+}`, 1), "Value out of range", "refill_per_minute must be between 0 and 60000"},
 		{"pod security", ten(`pod_security = /*@*/"restricte"`), "Invalid Pod Security level", `Did you mean "restricted"?`},
 		{"pod security privileged", ten(`pod_security = /*@*/"privileged"`), "Pod Security privileged refused", `"baseline" with a waiver of PDK-101`},
 		{"quota quantity", ten(`quota { cpu = /*@*/"8 cores" }`), "Invalid quantity", `The quota cpu "8 cores"`},

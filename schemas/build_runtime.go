@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/pins"
@@ -49,8 +50,21 @@ func (b *builder) agentSandbox(ac *node) model.AgentSandboxRelease {
 		}
 		r.Digest = d
 	}
+	if d, st := b.duration(ac.attr(argRefillDelay), 0, maxRefillDelay, false); st == set {
+		r.RefillDelay = d
+	}
+	if n, st := b.integer(ac.attr(argRefillPerMinute), 0, maxRefillPerMinute); st == set {
+		r.RefillPerMinute = n
+	}
 	return r
 }
+
+// The refill shaping's bounds: a longer delay leaves pools empty for good
+// after a burst; past a thousand a second the pacing does nothing.
+const (
+	maxRefillDelay     = 10 * time.Minute
+	maxRefillPerMinute = 60000
+)
 
 // pinnedOr is v, or fallback when no pin is set (for examples in messages).
 func pinnedOr(v, fallback string) string {

@@ -447,6 +447,8 @@ var agentSandboxSpec = &blockSpec{
 		{Name: argVersion, Kind: kString, Doc: "An exact release tag, vMAJOR.MINOR.PATCH."},
 		{Name: argImage, Kind: kString, Default: "the release's controller image", Doc: "The controller image, for a mirror; keep the release tag."},
 		{Name: argDigest, Kind: kString, Doc: "Pin the controller image by content: \"sha256:<64 hex digits>\"."},
+		{Name: argRefillDelay, Kind: kDuration, Default: "0s", Doc: "How long the controller waits, after claims take sandboxes out of a warm pool, before it builds replacements (re-armed while claims keep coming), so a burst of claims is served first; 0s to 10m. The controller's --sandbox-warm-pool-replenish-delay."},
+		{Name: argRefillPerMinute, Kind: kNumber, Default: "0", Doc: "At most this many replacement sandboxes a minute per warm pool, so a refill cannot stampede the node pool; 0 builds a pool's whole deficit at once, else 1 to 60000. The controller's --sandbox-warm-pool-max-refill-rate (per second)."},
 	},
 }
 

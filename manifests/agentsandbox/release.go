@@ -52,6 +52,8 @@ type Options struct {
 	ControllerReplicas *int64
 	// Labels are added to every object (ownership labels).
 	Labels map[string]string
+	// ControllerArgs are appended to the controller container's args.
+	ControllerArgs []string
 }
 
 // Objects parses the embedded release of version and applies opts. The result is in
@@ -146,6 +148,13 @@ func shapeController(u *unstructured.Unstructured, opts Options) error {
 			}
 			cm["image"] = opts.Image
 			replaced = true
+			if len(opts.ControllerArgs) > 0 {
+				args, _ := cm["args"].([]any)
+				for _, a := range opts.ControllerArgs {
+					args = append(args, a)
+				}
+				cm["args"] = args
+			}
 		}
 	}
 	if !replaced {

@@ -44,6 +44,14 @@ func TestInit(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// Building Paddock for linux downloads only the modules linux builds
+		// read; tidy walks every platform's imports (github.com/mitchellh/go-ps,
+		// github.com/ebitengine/purego, ...). Fetch every module Paddock's go.mod
+		// pins, from the module proxy, so a fresh machine's cache is as complete
+		// as a long-used one's; only then go offline.
+		if out, err := goIn(t, live.repo, []string{"GOWORK=off", "GOFLAGS=-mod=readonly"}, "mod", "download"); err != nil {
+			t.Fatalf("go mod download in %s: %v\n%s", live.repo, err, out)
+		}
 		offline := []string{"GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local"}
 		// tidy also resolves the packages the tests of dependencies import;
 		// -e records what it can when one of those is not in the cache.

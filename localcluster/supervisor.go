@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -291,7 +292,7 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 		return err
 	}
 	defer logf.Close()
-	refill := installedRefillArgs(ctx, dc)
+	refill, _ := installedRefillArgs(ctx, dc)
 	args := append(controllerArgs(s.c.kubeconfig(), s.rep.MetricsPort, s.rep.ProbePort), refill...)
 	fmt.Fprintf(logf, "\n=== %s paddock supervisor %d: start %d: %s %s\n",
 		time.Now().Format(time.RFC3339), s.rep.Self.PID, s.rep.Starts+1, bin, strings.Join(args, " "))
@@ -360,32 +361,36 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 			if misses >= 2 {
 				return stop(fmt.Errorf("%w (%s)", errCRDsGone, strings.Join(missing, ", ")))
 			}
-			if now := installedRefillArgs(ctx, dc); !slices.Equal(now, refill) {
+			if now, ok := installedRefillArgs(ctx, dc); ok && !slices.Equal(now, refill) {
 				return stop(fmt.Errorf("%w: [%s] -> [%s]", errArgsChanged, strings.Join(refill, " "), strings.Join(now, " ")))
 			}
 		}
 	}
 }
 
+var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
 // refillFlags are the only controller flags the supervisor takes from the
 // installed Deployment: the spec's refill shaping (manifests.RefillArgs). Any
 // other flag someone adds to the Deployment stays there, unrun.
-var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-
 var refillFlags = []string{"--sandbox-warm-pool-replenish-delay=", "--sandbox-warm-pool-max-refill-rate="}
 
 // installedRefillArgs reads the refill flags of the release's controller
 // Deployment, which `paddock up` installs with zero replicas here: the spec's
-// shaping reaches the controller this supervisor runs. None when the
-// Deployment cannot be read (not installed yet): the controller's defaults.
-func installedRefillArgs(ctx context.Context, dc dynamic.Interface) []string {
+// shaping reaches the controller this supervisor runs. None when there is no
+// such Deployment (the controller's defaults); ok is false when it could not
+// be read (the API server restarting): nothing is known, so nothing changes.
+func installedRefillArgs(ctx context.Context, dc dynamic.Interface) (args []string, ok bool) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	dep, err := dc.Resource(deploymentGVR).Namespace(agentsandbox.Namespace).Get(rctx, agentsandbox.ControllerDeployment, metav1.GetOptions{})
-	if err != nil {
-		return nil
+	if apierrors.IsNotFound(err) {
+		return nil, true
 	}
-	return refillArgsOf(dep)
+	if err != nil {
+		return nil, false
+	}
+	return refillArgsOf(dep), true
 }
 
 // refillArgsOf picks the refill flags out of a Deployment's containers' args.

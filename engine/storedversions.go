@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
 )
 
@@ -30,11 +31,13 @@ func (e *Engine) guardStoredVersions(ctx context.Context, op string, p *model.Pl
 	if err != nil {
 		return err
 	}
-	objs, err := manifests.Build(p)
+	// Only the release's CRDs matter: parse the release, not every tenant's
+	// objects (up's fast path builds those itself).
+	release, err := agentsandbox.Objects(p.AgentSandbox.Version, manifests.ReleaseOptions(p))
 	if err != nil {
 		return err
 	}
-	return checkStoredVersions(ctx, c.dyn, op, p.AgentSandbox.Version, objs.Release)
+	return checkStoredVersions(ctx, c.dyn, op, p.AgentSandbox.Version, release)
 }
 
 // storedVersionConflict is one CRD the release would drop a stored version of.

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestRefillShapingReachesTheController(t *testing.T) {
 		}
 		var refill []string
 		for _, a := range args {
-			if slices.ContainsFunc([]string{"--sandbox-warm-pool-replenish-delay", "--sandbox-warm-pool-max-refill-rate"}, func(f string) bool { return len(a) > len(f) && a[:len(f)] == f }) {
+			if strings.HasPrefix(a, "--sandbox-warm-pool-replenish-delay=") || strings.HasPrefix(a, "--sandbox-warm-pool-max-refill-rate=") {
 				refill = append(refill, a)
 			}
 		}

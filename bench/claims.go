@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +57,7 @@ type ClaimsOptions struct {
 	// Count is how many sequential claims the warm and cold modes make.
 	Count int
 	// Burst is how many claims the burst mode makes at once (0 = twice the
-	// pool's replicas plus one).
+	// pool's replicas); it repeats such bursts until Count claims are measured.
 	Burst int
 	// TTL is the claims' ttlSecondsAfterFinished, MaxTTL the tenant's
 	// max_ttl, which bounds their spec.lifecycle.shutdownTime: the tenant's
@@ -82,6 +83,10 @@ type ClaimsResult struct {
 	HitRate  float64 `json:"hitRate"`
 	// Seconds are the claim → Ready times in creation order.
 	Seconds []float64 `json:"seconds"`
+	// Phases is the median of each phase of the claims' time (ClaimPhases),
+	// over the PhaseClaims claims whose pod was seen through every phase.
+	Phases      map[string]float64 `json:"phasesP50Seconds,omitempty"`
+	PhaseClaims int                `json:"phaseClaims,omitempty"`
 }
 
 // Claims measures claim → Ready on a provisioned warm pool: warm hits one at
@@ -112,7 +117,7 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 		return nil, fmt.Errorf("warm pool %s/%s keeps no sandbox warm (replicas %d): nothing to measure a hit on", o.Namespace, o.WarmPool, replicas)
 	}
 	if o.Burst <= 0 {
-		o.Burst = int(2*replicas + 1)
+		o.Burst = int(2 * replicas)
 	}
 	run := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000_000)
 	c := &claimer{dyn: dyn, o: o, run: run, ready: map[string]chan struct{}{}}
@@ -121,6 +126,11 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 		return nil, err
 	}
 	defer stopWatch()
+	stopPods, err := c.watchPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopPods()
 	defer c.cleanup()
 
 	var out []ClaimsResult
@@ -135,6 +145,7 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 		}
 		var times []float64
 		var hits int
+		c.resetPhases()
 		switch mode {
 		case ModeWarm, ModeCold:
 			for i := 0; i < o.Count; i++ {
@@ -160,34 +171,23 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 				}
 			}
 		case ModeBurst:
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			errs := make(chan error, o.Burst)
-			times = make([]float64, o.Burst)
-			for i := 0; i < o.Burst; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					d, warm, err := c.one(ctx, fmt.Sprintf("burst-%d", i), o.WarmPool)
-					if err != nil {
-						errs <- err
-						return
+			// Rounds of Burst claims at once, each on a full pool, until at
+			// least Count claims are measured: one burst of a few claims
+			// gives no percentile worth reading.
+			for round := 0; len(times) < o.Count || round == 0; round++ {
+				if round > 0 {
+					if err := c.waitPoolFull(ctx, replicas); err != nil {
+						return out, err
 					}
-					mu.Lock()
-					times[i] = d.Seconds()
-					if warm {
-						hits++
-					}
-					mu.Unlock()
-				}(i)
-			}
-			wg.Wait()
-			close(errs)
-			if err := <-errs; err != nil {
-				return out, err
-			}
-			if err := c.delete(ctx); err != nil {
-				return out, err
+				}
+				got, warm, err := c.burst(ctx, round)
+				if err != nil {
+					return out, err
+				}
+				times, hits = append(times, got...), hits+warm
+				if err := c.delete(ctx); err != nil {
+					return out, err
+				}
 			}
 		}
 		pool, poolReplicas := o.WarmPool, replicas
@@ -195,7 +195,8 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 			pool, poolReplicas = o.ColdPool, 0
 		}
 		r := summarize(mode, pool, poolReplicas, times, hits)
-		fmt.Fprintf(o.Out, "bench claims: %-5s %3d claims  P50 %.3fs  P95 %.3fs  max %.3fs  warm hits %d/%d\n", mode, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims)
+		r.Phases, r.PhaseClaims = c.phasesP50()
+		fmt.Fprintf(o.Out, "bench claims: %-5s %3d claims  P50 %.3fs  P95 %.3fs  max %.3fs  warm hits %d/%d; P50 by phase: %s\n", mode, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims, phaseCell(r))
 		out = append(out, r)
 	}
 	return out, nil
@@ -226,6 +227,39 @@ func Percentile(sorted []float64, p float64) float64 {
 	return sorted[rank-1]
 }
 
+// burst makes Burst claims at once on the warm pool and waits for all of
+// them: their claim → Ready times in creation order, and how many were warm.
+func (c *claimer) burst(ctx context.Context, round int) ([]float64, int, error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, c.o.Burst)
+	times := make([]float64, c.o.Burst)
+	hits := 0
+	for i := 0; i < c.o.Burst; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			d, warm, err := c.one(ctx, fmt.Sprintf("burst-%d-%d", round, i), c.o.WarmPool)
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			times[i] = d.Seconds()
+			if warm {
+				hits++
+			}
+			mu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, 0, err
+	}
+	return times, hits, nil
+}
+
 // claimer makes claims and learns of their readiness from one watch.
 type claimer struct {
 	dyn dynamic.Interface
@@ -234,6 +268,21 @@ type claimer struct {
 
 	mu    sync.Mutex
 	ready map[string]chan struct{} // closed when the claim is Ready
+
+	podsSeen *podWatch
+	phases   []map[string]float64 // of this mode's claims, guarded by mu
+}
+
+func (c *claimer) resetPhases() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.phases = nil
+}
+
+func (c *claimer) phasesP50() (map[string]float64, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return medianPhases(c.phases), len(c.phases)
 }
 
 func (c *claimer) watch(ctx context.Context) (func(), error) {
@@ -342,7 +391,8 @@ wait:
 			return 0, false, ctx.Err()
 		}
 	}
-	took := time.Since(start)
+	readyAt := time.Now()
+	took := readyAt.Sub(start)
 	claim, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return took, false, err
@@ -354,6 +404,15 @@ wait:
 	s, err := c.dyn.Resource(sandboxesGVR).Namespace(c.o.Namespace).Get(ctx, sb, metav1.GetOptions{})
 	if err != nil {
 		return took, false, fmt.Errorf("sandbox %s of claim %s: %w", sb, name, err)
+	}
+	if c.podsSeen != nil {
+		if m, ok := c.podsSeen.moments(agentsandbox.PodName(sb, s.GetAnnotations())); ok {
+			if ph, ok := claimPhases(start, readyAt, m); ok {
+				c.mu.Lock()
+				c.phases = append(c.phases, ph)
+				c.mu.Unlock()
+			}
+		}
 	}
 	return took, s.GetLabels()[launchTypeLabel] == launchWarm, nil
 }
@@ -411,8 +470,20 @@ func (c *claimer) cleanup() {
 
 // WriteClaimsTable writes claim results as a markdown table.
 func WriteClaimsTable(w io.Writer, rs []ClaimsResult) {
-	fmt.Fprintf(w, "| mode | pool replicas | claims | P50 (s) | P95 (s) | max (s) | warm hits |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| mode | pool replicas | claims | P50 (s) | P95 (s) | max (s) | warm hits | where a claim's time goes (P50 s) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %s | %d | %d | %.3f | %.3f | %.3f | %d/%d (%.0f%%) |\n", r.Mode, r.Replicas, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims, 100*r.HitRate)
+		fmt.Fprintf(w, "| %s | %d | %d | %.3f | %.3f | %.3f | %d/%d (%.0f%%) | %s |\n", r.Mode, r.Replicas, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims, 100*r.HitRate, phaseCell(r))
 	}
+}
+
+// phaseCell is a claims row's phase medians, in ClaimPhases order.
+func phaseCell(r ClaimsResult) string {
+	if len(r.Phases) == 0 {
+		return "–"
+	}
+	var parts []string
+	for _, ph := range ClaimPhases {
+		parts = append(parts, fmt.Sprintf("%s %.3f", ph, r.Phases[ph]))
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf(" (%d claims)", r.PhaseClaims)
 }

@@ -39,7 +39,8 @@ func newBenchClaimsCmd() *cobra.Command {
 			"  warm   one claim at a time, each once the pool is full again (every claim can hit);\n" +
 			"  cold   one claim at a time on a pool of the tenant with replicas 0 (--cold-pool): every\n" +
 			"         sandbox starts from the template, the path of a claim that finds no warm one;\n" +
-			"  burst  --burst claims at once, more than the pool holds: the warm-pool hit rate.\n" +
+			"  burst  --burst claims at once, more than the pool holds, repeated on a full pool until\n" +
+			"         --claims are measured: the warm-pool hit rate under a stampede.\n" +
 			"Claims carry the tenant's lifecycle (TTL, a shutdownTime within max_ttl, Delete) and a\n" +
 			"paddock.dev/bench-run label, and are deleted before it returns. Run it against a platform\n" +
 			"you may load.",
@@ -96,7 +97,7 @@ func newBenchClaimsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&pool, "pool", "", "warm pool of the tenant (default: its only warm pool)")
 	cmd.Flags().StringVar(&coldPool, "cold-pool", "", "pool of the tenant with replicas 0 for the cold mode (default: its only such pool; none skips the cold mode)")
 	cmd.Flags().IntVar(&count, "claims", 10, "claims per sequential mode (warm, cold)")
-	cmd.Flags().IntVar(&burst, "burst", 0, "claims of the burst (default: twice the pool's replicas plus one)")
+	cmd.Flags().IntVar(&burst, "burst", 0, "claims of each burst (default: twice the pool's replicas); bursts repeat, each on a full pool, until --claims are measured")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long one claim may take to become Ready")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text (a table), json or markdown")
 	return cmd

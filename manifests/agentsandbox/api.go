@@ -26,3 +26,13 @@ var CRDs = []string{
 	SandboxTemplates.GroupResource().String(),
 	SandboxWarmPools.GroupResource().String(),
 }
+
+// PodName is the name of a Sandbox's pod: the controller's pod-name
+// annotation when set (a sandbox that adopted a warm pod), else the
+// sandbox's own name, as the controller itself resolves it.
+func PodName(sandboxName string, annotations map[string]string) string {
+	if n := annotations[sandboxv1beta1.SandboxPodNameAnnotation]; n != "" {
+		return n
+	}
+	return sandboxName
+}

@@ -88,10 +88,10 @@ unit: ## unit tests (no cluster)
 	go test -count=1 ./...
 
 # The terratest suite, its log kept in $(E2E_LOG); on failure the failed tests
-# are listed again at the end, where CI's tail shows them.
+# are listed again at the end, with the lines the tests logged, where CI's tail shows them.
 E2E_LOG ?= $(BIN)/e2e.log
 E2E_RUN = mkdir -p $(BIN) && PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 75m -v ./test/e2e/... 2>&1 | tee $(E2E_LOG) \
-	  || { echo; echo "e2e: failed tests (full log: $(E2E_LOG)):"; grep -E -- '--- FAIL|^panic:|^FAIL' $(E2E_LOG) || true; exit 1; }
+	  || { echo; echo "e2e: failed tests (full log: $(E2E_LOG)):"; awk '/^=== (RUN|CONT|PAUSE)/{buf=""} {buf=buf $$0 "\n"} /^ *--- FAIL|^panic:/{printf "%s", buf; buf=""}' $(E2E_LOG) | tail -n 150; exit 1; }
 
 .PHONY: e2e
 e2e: tools tools-test build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)

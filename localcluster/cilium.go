@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
@@ -64,5 +65,58 @@ func (c *cluster) installCiliumCRDs(ctx context.Context) error {
 			return fmt.Errorf("installing CRD %s: %w", u.GetName(), err)
 		}
 	}
+	return c.waitCRDsServed(ctx, dc, crds)
+}
+
+// waitCRDsServed returns once every CRD among crds is Established and the API
+// server lists its resource. An applied CRD is not served at once: `local up`
+// returning before then let the first client of a policy kind get a 404.
+func (c *cluster) waitCRDsServed(ctx context.Context, dc dynamic.Interface, crds []*unstructured.Unstructured) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	for _, want := range crds {
+		name := want.GetName()
+		group, _, _ := unstructured.NestedString(want.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(want.Object, "spec", "names", "plural")
+		version := servedStorageVersion(want)
+		var last error
+		for {
+			got, err := dc.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case err != nil:
+				last = err
+			case !crdEstablished(got):
+				last = errors.New("not Established yet")
+			default:
+				gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: plural}
+				if _, err := dc.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+					last = err
+				} else {
+					last = nil
+				}
+			}
+			if last == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("CRD %s is not served after %s: %v", name, c.timeout, last)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
 	return nil
+}
+
+// servedStorageVersion is the version a CRD stores, the one surely served.
+func servedStorageVersion(crd *unstructured.Unstructured) string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		m, ok := v.(map[string]any)
+		if ok && m["storage"] == true {
+			name, _ := m["name"].(string)
+			return name
+		}
+	}
+	return ""
 }

@@ -104,8 +104,8 @@ func run() error {
 	// The "before" is read now: the first save below replaces the file.
 	var before *bench.Baseline
 	noBefore := "No before/after table: there were no results in -out to replace."
-	// The results being replaced: the "before", and the claims a run that
-	// skips them carries over rather than drops.
+	// The results being replaced: the "before", and the provisioning or
+	// claims figures a run that skips them carries over rather than drops.
 	old, oldErr := bench.ReadResults(filepath.Join(*outDir, "results.json"))
 	switch {
 	case *baseline != "":
@@ -248,6 +248,9 @@ func run() error {
 		if err != nil {
 			return err
 		}
+	} else if oldErr == nil && len(old.Provision) > 0 && old.Paddock != nil {
+		res.Provision = old.Provision
+		res.Notes = append(res.Notes, fmt.Sprintf("Provisioning: not measured by this run (-skip-provision); the figures below are carried over from the results of binary %.12s.", old.Paddock.Commit))
 	}
 
 	if !*skipClaim {

@@ -54,12 +54,12 @@ observability {
 // and agent_sandbox_claim_creation_total), kube-state-metrics, Prometheus'
 // own up, and the rule file's own recording.
 var knownMetrics = map[string]string{
-	"agent_sandboxes":                   "agent-sandbox controller",
+	"agent_sandboxes":                    "agent-sandbox controller",
 	"agent_sandbox_claim_creation_total": "agent-sandbox controller",
-	"kube_pod_labels":                   "kube-state-metrics",
-	"kube_resourcequota":                "kube-state-metrics",
-	"up":                                "Prometheus",
-	manifests.RecordClaimedSeconds:      "paddock-alerts",
+	"kube_pod_labels":                    "kube-state-metrics",
+	"kube_resourcequota":                 "kube-state-metrics",
+	"up":                                 "Prometheus",
+	manifests.RecordClaimedSeconds:       "paddock-alerts",
 }
 
 func prometheusRule(t *testing.T) *unstructured.Unstructured {

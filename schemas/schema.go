@@ -471,7 +471,7 @@ var observabilitySpec = &blockSpec{
 		"Without this block nothing is rendered. With it, `paddock up` and `preview` refuse a cluster without the servicemonitors and prometheusrules.monitoring.coreos.com CRDs. " +
 		"The quota and lifetime alerts read kube-state-metrics; the lifetime ones need its --metric-labels-allowlist=pods=[agents.x-k8s.io/claim-uid].",
 	Attrs: []attrSpec{
-		{Name: argServiceMonitor, Kind: kBool, Default: "true", Doc: "Render the ServiceMonitor that scrapes the controller's metrics Service."},
+		{Name: argServiceMonitor, Kind: kBool, Default: "true", Doc: "Render the ServiceMonitor that scrapes the controller's metrics Service. Off, the warm pool and controller alerts need another scrape of that Service as job \"agent-sandbox-controller\"."},
 		{Name: argPrometheusRule, Kind: kBool, Default: "true", Doc: "Render the PrometheusRule \"paddock-alerts\"."},
 		{Name: argLifetimeFactor, Kind: kFraction, Default: "2", Doc: "Alert when a claimed sandbox has lived longer than this many times its tenant's max_ttl; 1 to 10."},
 		{Name: argClaimExpiryRate, Kind: kNumber, Default: "3", Doc: "Alert when at least this many sessions of one tenant ran into max_ttl within an hour (sessions dying mid-work); 1 to 10000."},

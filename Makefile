@@ -86,6 +86,11 @@ bench: tools tools-test build ## benchmarks on a throwaway local cluster: provis
 .PHONY: unit
 unit: ## unit tests (no cluster)
 	go test -count=1 ./...
+	$(PROMRULES)
+
+# The PrometheusRule checked with Prometheus' own rule parser: a module of its
+# own (test/promrules), so Prometheus' dependencies never move the main module's.
+PROMRULES = cd test/promrules && go vet ./... && go test -count=1 ./...
 
 # The terratest suite, its log kept in $(E2E_LOG); on failure the failed tests
 # are listed again at the end, with the lines the tests logged, where CI's tail shows them.
@@ -104,6 +109,7 @@ test: tools tools-test build ## everything CI runs: vet, unit tests, live end-to
 	go vet -tags e2e ./test/...
 	go vet -tags gke ./components/gcp/ ./program/
 	go test -count=1 ./...
+	$(PROMRULES)
 	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./localcluster/
 	$(E2E_RUN)
 

@@ -14,8 +14,8 @@ type PlatformArgs struct {
 	Platform *model.Platform
 }
 
-// Platform is the root component: the Agent Sandbox release, the runtime classes
-// and every tenant, in dependency order. The kubernetes provider comes from the
+// Platform is the root component: the Agent Sandbox release, the runtime classes,
+// every tenant and the opt-in monitoring objects, in dependency order. The kubernetes provider comes from the
 // caller through pulumi.Providers and is inherited by every child.
 type Platform struct {
 	pulumi.ResourceState
@@ -57,6 +57,11 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 			return nil, err
 		}
 		tenants = append(tenants, pulumi.String(tp.Tenant.Name))
+	}
+	if len(objs.Observability) > 0 {
+		if _, err := NewMonitoring(ctx, "monitoring", &MonitoringArgs{Objects: objs.Observability, DependsOn: release.Ready}, pulumi.Parent(root)); err != nil {
+			return nil, err
+		}
 	}
 	root.Tenants = tenants.ToStringArrayOutput()
 	root.AgentSandboxVersion = pulumi.String(p.AgentSandbox.Version).ToStringOutput()

@@ -61,6 +61,8 @@ var componentLayers = map[string]string{
 	"paddock:tenant:Tenant":        layerTenant,
 	"paddock:agentsandbox:Release": layerRelease,
 	"paddock:runtime:RuntimeClass": layerRuntimeClass,
+	// The monitoring objects live in the release's namespace and go with it.
+	"paddock:observability:Monitoring": layerRelease,
 }
 
 // Direct destroy's bounds. The client rate limit (clusterQPS) is far above

@@ -609,3 +609,27 @@ func TestLockStackHoldsOthersOff(t *testing.T) {
 	}
 	again()
 }
+
+// The monitoring objects are in the release's namespace: a stack holding them
+// is still destroyed directly, the objects going with that namespace.
+func TestPlanDirectDestroyTakesMonitoringWithTheRelease(t *testing.T) {
+	const monT = "paddock:index:Platform$paddock:observability:Monitoring"
+	st := platformState().
+		object(monT, "monitoring.coreos.com/v1", "ServiceMonitor", "agent-sandbox-system", "agent-sandbox-controller").
+		object(monT, "monitoring.coreos.com/v1", "PrometheusRule", "agent-sandbox-system", "paddock-alerts")
+	plan, why, err := planDirectDestroy(st.json(t), minimalLocalPlatform())
+	if err != nil || why != "" {
+		t.Fatalf("plan: %v / %q", err, why)
+	}
+	if got := names(plan.Release.Namespaces); !slices.Equal(got, []string{"Namespace agent-sandbox-system"}) {
+		t.Errorf("release namespaces %q", got)
+	}
+	for _, o := range plan.Release.all() {
+		if o.GVK.Group == "monitoring.coreos.com" {
+			t.Errorf("%s is deleted by name; its namespace takes it along", o)
+		}
+	}
+	if plan.Resources != 14 {
+		t.Errorf("%d objects, want 14", plan.Resources)
+	}
+}

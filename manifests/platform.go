@@ -63,6 +63,9 @@ type Objects struct {
 	RuntimeClasses []RuntimeClassPart
 	// Tenants are the tenants' objects, in spec order.
 	Tenants []TenantParts
+	// Observability is the opt-in ServiceMonitor and PrometheusRule (none
+	// without an observability block).
+	Observability []*unstructured.Unstructured
 }
 
 // RuntimeClassPart is one managed RuntimeClass and the spec block it comes from.
@@ -107,12 +110,15 @@ func Build(p *model.Platform) (*Objects, error) {
 		}
 		o.Tenants = append(o.Tenants, parts)
 	}
+	if o.Observability, err = ObservabilityObjects(p); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
 // Groups are the objects grouped by concept, in apply order: the Agent
-// Sandbox release, the runtime classes (when Paddock manages any), then one
-// group per tenant.
+// Sandbox release, the runtime classes (when Paddock manages any), one group
+// per tenant, then the monitoring objects (when the spec asks for them).
 func (o *Objects) Groups() []Group {
 	groups := []Group{{Name: "agent-sandbox", Objects: o.Release}}
 	if len(o.RuntimeClasses) > 0 {
@@ -125,8 +131,15 @@ func (o *Objects) Groups() []Group {
 	for _, tp := range o.Tenants {
 		groups = append(groups, Group{Name: "tenant-" + tp.Tenant.Name, Objects: tp.All()})
 	}
+	if len(o.Observability) > 0 {
+		groups = append(groups, Group{Name: ObservabilityGroup, Objects: o.Observability})
+	}
 	return groups
 }
+
+// ObservabilityGroup names the monitoring objects' group; no tenant can take
+// it ("tenant-" prefixes theirs).
+const ObservabilityGroup = "observability"
 
 // Platform is every object the platform owns, grouped by concept in the order
 // the components register them (Build, then Groups). `render` writes exactly

@@ -25,6 +25,9 @@ type Platform struct {
 	NodePools []NodePool
 	// AuditSinks ship the platform's audit trail out of the cluster.
 	AuditSinks []AuditSink
+	// Observability is the opt-in ServiceMonitor and PrometheusRule (nil:
+	// no observability block, nothing rendered).
+	Observability *Observability
 	// Src is where the platform block is.
 	Src Range
 	// Attrs are the source ranges of the platform block's arguments.

@@ -101,6 +101,10 @@ func (b *builder) build(cfg *config) *model.Platform {
 	for _, as := range cfg.AuditSinks {
 		p.AuditSinks = append(p.AuditSinks, b.auditSink(as))
 	}
+	if oc := cfg.Observability; oc != nil {
+		o := b.observability(oc)
+		p.Observability = &o
+	}
 	for _, wc := range cfg.Waivers {
 		p.Waivers = append(p.Waivers, b.waiver(wc))
 	}

@@ -121,7 +121,7 @@ type config struct {
 	Locals     map[string]*hcl.Attribute
 	LocalOrder []string
 
-	Platform, Target, Cluster, AgentSandbox *node
+	Platform, Target, Cluster, AgentSandbox, Observability *node
 
 	NodePools, RuntimeClasses, Tenants, AuditSinks, Waivers []*node
 }
@@ -174,6 +174,8 @@ func decode(files []*hcl.File) (*config, hcl.Diagnostics) {
 				singleton(&cfg.Cluster, n)
 			case blockAgentSandbox:
 				singleton(&cfg.AgentSandbox, n)
+			case blockObservability:
+				singleton(&cfg.Observability, n)
 			case blockNodePool:
 				if unique(n) {
 					cfg.NodePools = append(cfg.NodePools, n)

@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -452,6 +453,22 @@ func (e *evaluator) integer(attr *hcl.Attribute, min, max int64) (int64, state) 
 		return 0, invalid
 	}
 	return i, set
+}
+
+// fraction evaluates attr as a number, whole or not, within [min, max].
+func (e *evaluator) fraction(attr *hcl.Attribute, min, max float64) (float64, state) {
+	v, st := e.value(attr, cty.Number)
+	if st != set {
+		return 0, st
+	}
+	bf := v.AsBigFloat()
+	f, _ := bf.Float64()
+	if bf.IsInf() || f < min || f > max {
+		e.errorf(attr.Expr.Range(), "Value out of range", "%s must be between %s and %s, not %s.",
+			attr.Name, strconv.FormatFloat(min, 'g', -1, 64), strconv.FormatFloat(max, 'g', -1, 64), numberText(bf))
+		return 0, invalid
+	}
+	return f, set
 }
 
 // durationNone is the spelling of "no duration at all" where one is allowed.

@@ -143,6 +143,8 @@ func (g *schemaGen) attrSchema(a attrSpec) object {
 		}
 	case kNumber:
 		o = object{"anyOf": []any{object{"type": "integer"}, templateString}}
+	case kFraction:
+		o = object{"anyOf": []any{object{"type": "number"}, templateString}}
 	case kBool:
 		o = object{"anyOf": []any{object{"type": "boolean"}, templateString}}
 	case kStringList:

@@ -45,6 +45,7 @@ const (
 	blockSecretEnv        = "secret_env"
 	blockWarmPool         = "warm_pool"
 	blockAuditSink        = "audit_sink"
+	blockObservability    = "observability"
 	blockWaiver           = "waiver"
 )
 
@@ -70,6 +71,7 @@ type valueKind int
 const (
 	kString      valueKind = iota
 	kNumber                // a whole number
+	kFraction              // any number, such as 0.9
 	kBool                  //
 	kStringList            // list of strings
 	kNumberList            // list of whole numbers
@@ -463,6 +465,23 @@ var auditSinkSpec = &blockSpec{
 	},
 }
 
+var observabilitySpec = &blockSpec{
+	Type: blockObservability,
+	Doc: "Opt-in Prometheus Operator objects in the Agent Sandbox release's namespace: a ServiceMonitor for the controller's metrics and the PrometheusRule \"paddock-alerts\" (sandboxes living far beyond max_ttl, sessions running into max_ttl, tenant quota saturation, empty warm pools, the controller down). " +
+		"Without this block nothing is rendered. With it, `paddock up` and `preview` refuse a cluster without the servicemonitors and prometheusrules.monitoring.coreos.com CRDs. " +
+		"The quota and lifetime alerts read kube-state-metrics; the lifetime ones need its --metric-labels-allowlist=pods=[agents.x-k8s.io/claim-uid].",
+	Attrs: []attrSpec{
+		{Name: argServiceMonitor, Kind: kBool, Default: "true", Doc: "Render the ServiceMonitor that scrapes the controller's metrics Service. Off, the warm pool and controller alerts need another scrape of that Service as job \"agent-sandbox-controller\"."},
+		{Name: argPrometheusRule, Kind: kBool, Default: "true", Doc: "Render the PrometheusRule \"paddock-alerts\"."},
+		{Name: argLifetimeFactor, Kind: kFraction, Default: "2", Doc: "Alert when a claimed sandbox has lived longer than this many times its tenant's max_ttl; 1 to 10."},
+		{Name: argClaimExpiryRate, Kind: kNumber, Default: "3", Doc: "Alert when at least this many sessions of one tenant ran into max_ttl within an hour (sessions dying mid-work); 1 to 10000."},
+		{Name: argQuotaSaturation, Kind: kFraction, Default: "0.9", Doc: "Alert when a tenant uses at least this fraction of any resource of its ResourceQuota; 0.5 to 1."},
+		{Name: argPoolEmptyFor, Kind: kDuration, Default: "10m", Doc: "Alert when a warm pool has had no ready sandbox for this long; 1m to 24h."},
+		{Name: argControllerDownFor, Kind: kDuration, Default: "5m", Doc: "Alert when the controller's metrics endpoint has been down for this long; 1m to 24h."},
+		{Name: argLabels, Kind: kStringMap, Doc: "Labels of both objects, for the Prometheus Operator's serviceMonitorSelector and ruleSelector (kube-prometheus-stack: { release = \"<its release name>\" })."},
+	},
+}
+
 var waiverSpec = &blockSpec{
 	Type: blockWaiver, Repeat: true,
 	Doc: "An explicit, reasoned exception to one policy rule. Every report shows it; an expired one fails.",
@@ -508,7 +527,7 @@ var platformSpec = &blockSpec{
 var rootSpec = &blockSpec{
 	Blocks: []*blockSpec{
 		variableSpec, localsSpec, platformSpec, targetSpec, clusterSpec, nodePoolSpec,
-		agentSandboxSpec, runtimeClassSpec, tenantSpec, auditSinkSpec, waiverSpec,
+		agentSandboxSpec, runtimeClassSpec, tenantSpec, auditSinkSpec, observabilitySpec, waiverSpec,
 	},
 }
 

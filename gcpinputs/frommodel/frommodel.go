@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/gcpinputs/rules"
@@ -110,7 +111,34 @@ func Args(p *model.Platform) gcpinputs.PlatformArgs {
 			},
 		})
 	}
+	a.Alerts = alerts(p, namespaces)
 	return a
+}
+
+// alerts are the Cloud Monitoring counterparts of the observability block's
+// PrometheusRule, from what GKE records without anything installed: a tenant
+// ResourceQuota refusing a request, and a sandbox container running longer
+// than lifetime_factor × the longest max_ttl (container uptime counts a warm
+// sandbox's time in the pool too, so the longest bound is the only safe one).
+// None without the block.
+func alerts(p *model.Platform, namespaces []string) *gcpinputs.AlertArgs {
+	o := p.Observability
+	if o == nil {
+		return nil
+	}
+	var longest time.Duration
+	for _, t := range p.Tenants {
+		if t.Claims.MaxTTL == 0 {
+			longest = 0 // a tenant without a maximum: no lifetime bound holds
+			break
+		}
+		longest = max(longest, t.Claims.MaxTTL)
+	}
+	return &gcpinputs.AlertArgs{
+		Namespaces:         append([]string(nil), namespaces...),
+		QuotaSaturation:    true,
+		SandboxMaxLifetime: time.Duration(o.LifetimeFactor * float64(longest)).Round(time.Second),
+	}
 }
 
 func nodePool(np model.NodePool) gcpinputs.NodePoolArgs {

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-platform/paddock/gcpinputs"
 	"github.com/paddock-platform/paddock/gcpinputs/rules"
@@ -321,5 +322,33 @@ tenant "b" {
 	want := []string{"europe-docker.pkg.dev/my-project/agents/a:1", "python:3.12-slim", "europe-docker.pkg.dev/my-project/agents/b:2", p.AgentSandbox.Image}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("images %v, want %v", got, want)
+	}
+}
+
+// On GKE the observability block also makes the matching Cloud Monitoring
+// policies: quota refusals in the tenant namespaces, and sandboxes living
+// longer than lifetime_factor × the longest max_ttl. Without the block, none.
+func TestArgsAlertsFromObservability(t *testing.T) {
+	tenants := `
+tenant "a" {}
+tenant "b" {
+  claims { max_ttl = "6h" }
+}
+`
+	if a := Args(load(t, gkeHead+tenants)).Alerts; a != nil {
+		t.Errorf("alerts without an observability block: %+v", a)
+	}
+	a := Args(load(t, gkeHead+tenants+"observability {\n  lifetime_factor = 1.5\n}\n")).Alerts
+	if a == nil {
+		t.Fatal("no alerts with an observability block")
+	}
+	want := gcpinputs.AlertArgs{Namespaces: []string{"agents-a", "agents-b"}, QuotaSaturation: true, SandboxMaxLifetime: 9 * time.Hour}
+	if !reflect.DeepEqual(*a, want) {
+		t.Errorf("alerts %+v, want %+v", *a, want)
+	}
+	for _, v := range rules.Validate(gcpinputs.PlatformArgs{Alerts: a}) {
+		if v.Object == "alerts" {
+			t.Errorf("the GCP rules refuse the derived alerts: %+v", v)
+		}
 	}
 }

@@ -168,3 +168,38 @@ func shapeController(u *unstructured.Unstructured, opts Options) error {
 	}
 	return nil
 }
+
+// MetricsEndpoint is where the release's controller serves its Prometheus
+// metrics: the Service in front of the controller, its selector labels and
+// the name of its metrics port, read from the embedded release manifest so
+// a new release that moves them is followed, not contradicted.
+type MetricsEndpoint struct {
+	Service  string
+	Labels   map[string]string
+	PortName string
+}
+
+// metricsPortName is the port name the release gives the controller's
+// metrics (Service and container alike).
+const metricsPortName = "metrics"
+
+// Metrics finds the controller's metrics Service in release version.
+func Metrics(version string) (MetricsEndpoint, error) {
+	docs, err := parsed(version)
+	if err != nil {
+		return MetricsEndpoint{}, err
+	}
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{Object: doc}
+		if u.GetKind() != "Service" || u.GetNamespace() != Namespace {
+			continue
+		}
+		ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")
+		for _, p := range ports {
+			if m, _ := p.(map[string]any); m != nil && m["name"] == metricsPortName {
+				return MetricsEndpoint{Service: u.GetName(), Labels: u.GetLabels(), PortName: metricsPortName}, nil
+			}
+		}
+	}
+	return MetricsEndpoint{}, fmt.Errorf("agent sandbox %s: the release has no Service with a %q port in %s", version, metricsPortName, Namespace)
+}

@@ -443,27 +443,7 @@ runtime_class "kata" {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want := markerPos(t, "spec.hcl", tt.src)
-			l := NewLoader()
-			p, diags := l.LoadSource("spec.hcl", []byte(tt.src), LoadOptions{Environ: []string{}})
-			if p != nil || !diags.HasErrors() {
-				t.Fatalf("want errors, got %v", diags)
-			}
-			for _, d := range diags {
-				if d.Summary != tt.summary {
-					continue
-				}
-				if got := pos(*d.Subject); got != want {
-					t.Errorf("%q at %s, want %s", d.Summary, got, want)
-				}
-				if !strings.Contains(d.Detail, tt.detail) {
-					t.Errorf("detail %q does not contain %q", d.Detail, tt.detail)
-				}
-				return
-			}
-			var b strings.Builder
-			l.WriteDiagnostics(&b, diags)
-			t.Errorf("no %q diagnostic; got:\n%s", tt.summary, b.String())
+			assertDiagnosticAt(t, tt.src, tt.summary, tt.detail)
 		})
 	}
 }
@@ -484,4 +464,31 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("fmtDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
+}
+
+// assertDiagnosticAt loads src as spec.hcl and wants it refused with a
+// diagnostic of summary at the /*@*/ marker whose detail contains detail.
+func assertDiagnosticAt(t *testing.T, src, summary, detail string) {
+	t.Helper()
+	want := markerPos(t, "spec.hcl", src)
+	l := NewLoader()
+	p, diags := l.LoadSource("spec.hcl", []byte(src), LoadOptions{Environ: []string{}})
+	if p != nil || !diags.HasErrors() {
+		t.Fatalf("want errors, got %v", diags)
+	}
+	for _, d := range diags {
+		if d.Summary != summary {
+			continue
+		}
+		if got := pos(*d.Subject); got != want {
+			t.Errorf("%q at %s, want %s", d.Summary, got, want)
+		}
+		if !strings.Contains(d.Detail, detail) {
+			t.Errorf("detail %q does not contain %q", d.Detail, detail)
+		}
+		return
+	}
+	var b strings.Builder
+	l.WriteDiagnostics(&b, diags)
+	t.Errorf("no %q diagnostic; got:\n%s", summary, b.String())
 }

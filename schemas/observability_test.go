@@ -2,7 +2,6 @@ package schemas
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,27 +65,7 @@ func TestObservabilityErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := head + "observability {\n  " + tt.body + "\n}\n"
-			want := markerPos(t, "spec.hcl", src)
-			l := NewLoader()
-			p, diags := l.LoadSource("spec.hcl", []byte(src), LoadOptions{Environ: []string{}})
-			if p != nil || !diags.HasErrors() {
-				t.Fatalf("want errors, got %v", diags)
-			}
-			for _, d := range diags {
-				if d.Summary != tt.summary {
-					continue
-				}
-				if got := pos(*d.Subject); got != want {
-					t.Errorf("%q at %s, want %s", d.Summary, got, want)
-				}
-				if !strings.Contains(d.Detail, tt.detail) {
-					t.Errorf("detail %q does not contain %q", d.Detail, tt.detail)
-				}
-				return
-			}
-			var b strings.Builder
-			l.WriteDiagnostics(&b, diags)
-			t.Errorf("no %q diagnostic; got:\n%s", tt.summary, b.String())
+			assertDiagnosticAt(t, src, tt.summary, tt.detail)
 		})
 	}
 }

@@ -56,6 +56,10 @@ var (
 	KataDeployDigest     = values["KATA_DEPLOY_DIGEST"]
 )
 
+// AgentSandboxImageOf is the controller image of an Agent Sandbox release when
+// the spec names none: the pinned image repository, tagged with the release.
+func AgentSandboxImageOf(version string) string { return AgentSandboxImage + ":" + version }
+
 // AgentSandboxReleases are the Agent Sandbox releases Paddock vendors and a spec
 // may name: the pinned one first, then the previous one.
 func AgentSandboxReleases() []string {

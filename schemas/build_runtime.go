@@ -45,7 +45,7 @@ func (b *builder) agentSandbox(ac *node) model.AgentSandboxRelease {
 		r.Image = image
 	case unset:
 		if r.Version != "" {
-			r.Image = pins.AgentSandboxImage + ":" + r.Version
+			r.Image = pins.AgentSandboxImageOf(r.Version)
 		}
 	}
 	if d, st := b.str(ac.attr(argDigest)); st == set {

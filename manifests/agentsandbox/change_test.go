@@ -88,7 +88,7 @@ func crd(name string, storage string, versions ...string) *unstructured.Unstruct
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{"group": "agents.x-k8s.io", "names": map[string]any{"plural": strings.SplitN(name, ".", 2)[0]}, "versions": vs},
+		"spec":     map[string]any{"group": "agents.x-k8s.io", "names": map[string]any{"plural": strings.SplitN(name, ".", 2)[0]}, "versions": vs},
 	}}
 	return u
 }

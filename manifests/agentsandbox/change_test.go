@@ -181,3 +181,11 @@ func TestEmbeddedReleasesAreTheVendoredOnes(t *testing.T) {
 		}
 	}
 }
+
+// v0.5.6's warm pools report the generation their status describes; v0.5.5's do not.
+func TestReportsPoolGeneration(t *testing.T) {
+	if !ReportsPoolGeneration(pins.AgentSandbox) || ReportsPoolGeneration(pins.AgentSandboxPrevious) || ReportsPoolGeneration("v0.0.1") {
+		t.Errorf("ReportsPoolGeneration: %s %v, %s %v, v0.0.1 %v", pins.AgentSandbox, ReportsPoolGeneration(pins.AgentSandbox),
+			pins.AgentSandboxPrevious, ReportsPoolGeneration(pins.AgentSandboxPrevious), ReportsPoolGeneration("v0.0.1"))
+	}
+}

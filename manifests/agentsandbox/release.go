@@ -187,3 +187,32 @@ func shapeController(u *unstructured.Unstructured, opts Options) error {
 	}
 	return nil
 }
+
+// ReportsPoolGeneration reports whether the release's SandboxWarmPool CRD has
+// status.observedGeneration (v0.5.6 on): only then does its controller say
+// which generation of a pool its status describes. False for a release this
+// build does not carry.
+func ReportsPoolGeneration(version string) bool {
+	docs, err := parsed(version)
+	if err != nil {
+		return false
+	}
+	for _, doc := range docs {
+		u := unstructured.Unstructured{Object: doc}
+		if u.GetKind() != "CustomResourceDefinition" || u.GetName() != warmPoolCRD {
+			continue
+		}
+		versions, _, _ := unstructured.NestedSlice(doc, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			if storage, _ := m["storage"].(bool); !storage {
+				continue
+			}
+			_, found, _ := unstructured.NestedFieldNoCopy(m, "schema", "openAPIV3Schema", "properties", "status", "properties", "observedGeneration")
+			return found
+		}
+	}
+	return false
+}
+
+const warmPoolCRD = "sandboxwarmpools.extensions.agents.x-k8s.io"

@@ -318,7 +318,7 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 	if err != nil {
 		rec = procRecord{PID: cmd.Process.Pid} // exited at once; Wait reports why
 	}
-	s.rep.Controller = &rec
+	s.rep.Controller, s.rep.Release = &rec, want.Version
 	s.rep.Starts++
 	s.setPhase(phaseRunning)
 	s.log.Printf("agent-sandbox-controller started (pid %d, %s, release %s, probe 127.0.0.1:%d)", rec.PID, filepath.Base(bin), want.versionOrPinned(), s.rep.ProbePort)

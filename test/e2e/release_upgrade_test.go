@@ -295,6 +295,7 @@ type supervisorFile struct {
 		PID int `json:"pid"`
 	} `json:"controller"`
 	LastExit string `json:"lastExit"`
+	Release  string `json:"release"`
 }
 
 func readSupervisor(t *testing.T, e *env) supervisorFile {
@@ -330,8 +331,8 @@ func waitRelease(t *testing.T, e *env, version, bin string) {
 		if err != nil {
 			return err
 		}
-		if filepath.Base(exe) != bin {
-			return fmt.Errorf("the supervisor runs %s, want %s", exe, bin)
+		if filepath.Base(exe) != bin || s.Release != version {
+			return fmt.Errorf("the supervisor runs %s for release %q, want %s for %s", exe, s.Release, bin, version)
 		}
 		return nil
 	})

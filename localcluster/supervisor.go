@@ -367,6 +367,10 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 			}
 			if now, ok := installedController(ctx, dc); ok && !now.equal(want) {
 				return stop(fmt.Errorf("%w: %s -> %s", errArgsChanged, want, now))
+			} else if ok && now.Version != s.rep.Release {
+				// The same build, now labelled (the first up): say which release it serves.
+				s.rep.Release = now.Version
+				s.write()
 			}
 		}
 	}
@@ -388,8 +392,11 @@ type installedSpec struct {
 	Refill  []string
 }
 
+// equal reports whether the same controller build runs with the same flags: a
+// Deployment without the label and one labelled with the pinned release are
+// the same (the first up installs the label), so that restarts nothing.
 func (c installedSpec) equal(o installedSpec) bool {
-	return c.Version == o.Version && slices.Equal(c.Refill, o.Refill)
+	return agentsandbox.ControllerBinary(c.Version) == agentsandbox.ControllerBinary(o.Version) && slices.Equal(c.Refill, o.Refill)
 }
 
 func (c installedSpec) versionOrPinned() string {

@@ -65,6 +65,9 @@ func TestInstalledController(t *testing.T) {
 	if spec.equal(installedSpec{Version: "v0.5.6", Refill: spec.Refill}) || spec.equal(installedSpec{Version: "v0.5.5"}) {
 		t.Error("a different release or different refill flags compare equal: the supervisor would not restart the controller")
 	}
+	if !(installedSpec{}).equal(installedSpec{Version: pins.AgentSandbox}) {
+		t.Error("no version label and the pinned release's compare different: the first up would restart the controller for nothing")
+	}
 
 	dc.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")

@@ -11,8 +11,9 @@ BIN          := $(CURDIR)/bin
 PADDOCK      := $(BIN)/paddock
 # Longest builds first, so the last of two parallel builds is a short one.
 TOOLS        := kubernetes pulumi-kubernetes kwok pulumi agent-sandbox coredns kube-router etcd gvisor containerd
-# Only the test and bench suites run kubectl (terratest's k8s helpers, the bench baseline).
-TEST_TOOLS   := kubectl
+# Only the test and bench suites run kubectl (terratest's k8s helpers, the bench baseline) and the
+# previous Agent Sandbox controller (the release upgrade and rollback e2e test).
+TEST_TOOLS   := kubectl agent-sandbox-previous
 GO_LDFLAGS   := -s -w
 EXAMPLE      ?= examples/local
 
@@ -27,7 +28,7 @@ tools: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build every pinned upstream tool t
 	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TOOLS)
 	@$(MAKE) --no-print-directory pulumi-plugins node-packages
 
-tools-test: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build the tools only the test and bench suites use (kubectl)
+tools-test: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build the tools only the test and bench suites use (kubectl, the previous Agent Sandbox controller)
 	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TEST_TOOLS)
 
 # The real node's Debian packages (runc, CNI plugins, iptables, ipset, busybox-static):

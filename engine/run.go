@@ -89,6 +89,9 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	if err := e.guardMonitoringCRDs(ctx, "up", p); err != nil {
 		return nil, err
 	}
+	if err := e.guardReleaseChange(ctx, "up", p); err != nil {
+		return nil, err
+	}
 	if res, err := e.fastUp(ctx, p); err != nil || res != nil {
 		return e.afterUp(ctx, p, since, res, err)
 	}
@@ -158,6 +161,9 @@ func (e *Engine) Preview(ctx context.Context, p *model.Platform) (*Result, error
 		return nil, err
 	}
 	if err := e.guardMonitoringCRDs(ctx, "preview", p); err != nil {
+		return nil, err
+	}
+	if err := e.guardReleaseChange(ctx, "preview", p); err != nil {
 		return nil, err
 	}
 	start := time.Now()

@@ -78,13 +78,16 @@ type supervisorReport struct {
 	Since       time.Time   `json:"since"`
 	MissingCRDs []string    `json:"missingCRDs,omitempty"`
 	Controller  *procRecord `json:"controller,omitempty"`
-	MetricsPort int         `json:"metricsPort,omitempty"`
-	ProbePort   int         `json:"probePort,omitempty"`
-	Starts      int         `json:"starts"`
-	LastExit    string      `json:"lastExit,omitempty"`
-	LastExitAt  time.Time   `json:"lastExitAt,omitzero"`
-	NextStartAt time.Time   `json:"nextStartAt,omitzero"`
-	Message     string      `json:"message,omitempty"`
+	// Release is the Agent Sandbox release whose controller build runs (the
+	// installed Deployment's version label; empty: the pinned build).
+	Release     string    `json:"release,omitempty"`
+	MetricsPort int       `json:"metricsPort,omitempty"`
+	ProbePort   int       `json:"probePort,omitempty"`
+	Starts      int       `json:"starts"`
+	LastExit    string    `json:"lastExit,omitempty"`
+	LastExitAt  time.Time `json:"lastExitAt,omitzero"`
+	NextStartAt time.Time `json:"nextStartAt,omitzero"`
+	Message     string    `json:"message,omitempty"`
 }
 
 // writeJSON writes v to path atomically (temp file + rename), so a reader never

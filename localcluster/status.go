@@ -245,6 +245,9 @@ func (c *cluster) supervisorStatus(ctx context.Context, st *clusterState) (Compo
 		}
 	case rep.Phase == phaseRunning && ctlAlive:
 		ctl.State, ctl.Detail = c.probeController(ctx, rep)
+		if rep.Release != "" {
+			ctl.Detail += "; Agent Sandbox " + rep.Release + " (" + agentsandbox.ControllerBinary(rep.Release) + ")"
+		}
 	case rep.Phase == phaseBackoff || (rep.Phase == phaseRunning && !ctlAlive):
 		ctl.State = Crashed
 		ctl.Detail = "exited"

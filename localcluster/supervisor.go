@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,7 @@ var (
 var (
 	errClusterGone = errors.New("the local cluster is gone")
 	errCRDsGone    = errors.New("the Agent Sandbox CRDs are gone")
-	errArgsChanged = errors.New("the installed controller Deployment's refill flags changed")
+	errArgsChanged = errors.New("the installed controller Deployment changed (its release version or refill flags)")
 )
 
 // Supervise runs the Agent Sandbox controller for the local cluster in dir. It
@@ -273,9 +274,13 @@ func controllerArgs(kubeconfig string, metricsPort, probePort int) []string {
 // (errClusterGone) or when ctx is done; in the last three cases it stops the
 // controller first.
 func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) error {
-	bin := s.c.state.Binaries["agent-sandbox-controller"]
-	if bin == "" {
+	if s.c.state.Binaries[agentsandbox.ControllerBinary("")] == "" {
 		return fmt.Errorf("%w: no agent-sandbox-controller binary recorded", errClusterGone)
+	}
+	want, _ := installedController(ctx, dc)
+	bin, err := s.controllerBinary(want.Version)
+	if err != nil {
+		return err // the backoff retries, and the log says what to build
 	}
 	// Ports chosen at Up may have been taken since; pick others then.
 	if !portFree(s.rep.MetricsPort) || !portFree(s.rep.ProbePort) || s.rep.MetricsPort == s.rep.ProbePort {
@@ -292,8 +297,7 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 		return err
 	}
 	defer logf.Close()
-	refill, _ := installedRefillArgs(ctx, dc)
-	args := append(controllerArgs(s.c.kubeconfig(), s.rep.MetricsPort, s.rep.ProbePort), refill...)
+	args := append(controllerArgs(s.c.kubeconfig(), s.rep.MetricsPort, s.rep.ProbePort), want.Refill...)
 	fmt.Fprintf(logf, "\n=== %s paddock supervisor %d: start %d: %s %s\n",
 		time.Now().Format(time.RFC3339), s.rep.Self.PID, s.rep.Starts+1, bin, strings.Join(args, " "))
 
@@ -314,10 +318,10 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 	if err != nil {
 		rec = procRecord{PID: cmd.Process.Pid} // exited at once; Wait reports why
 	}
-	s.rep.Controller = &rec
+	s.rep.Controller, s.rep.Release = &rec, want.Version
 	s.rep.Starts++
 	s.setPhase(phaseRunning)
-	s.log.Printf("agent-sandbox-controller started (pid %d, probe 127.0.0.1:%d)", rec.PID, s.rep.ProbePort)
+	s.log.Printf("agent-sandbox-controller started (pid %d, %s, release %s, probe 127.0.0.1:%d)", rec.PID, filepath.Base(bin), want.versionOrPinned(), s.rep.ProbePort)
 
 	stop := func(why error) error {
 		s.rep.Phase = phaseStopping
@@ -361,8 +365,12 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 			if misses >= 2 {
 				return stop(fmt.Errorf("%w (%s)", errCRDsGone, strings.Join(missing, ", ")))
 			}
-			if now, ok := installedRefillArgs(ctx, dc); ok && !slices.Equal(now, refill) {
-				return stop(fmt.Errorf("%w: [%s] -> [%s]", errArgsChanged, strings.Join(refill, " "), strings.Join(now, " ")))
+			if now, ok := installedController(ctx, dc); ok && !now.equal(want) {
+				return stop(fmt.Errorf("%w: %s -> %s", errArgsChanged, want, now))
+			} else if ok && now.Version != s.rep.Release {
+				// The same build, now labelled (the first up): say which release it serves.
+				s.rep.Release = now.Version
+				s.write()
 			}
 		}
 	}
@@ -375,22 +383,65 @@ var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Re
 // other flag someone adds to the Deployment stays there, unrun.
 var refillFlags = []string{"--sandbox-warm-pool-replenish-delay=", "--sandbox-warm-pool-max-refill-rate="}
 
-// installedRefillArgs reads the refill flags of the release's controller
-// Deployment, which `paddock up` installs with zero replicas here: the spec's
-// shaping reaches the controller this supervisor runs. None when there is no
-// such Deployment (the controller's defaults); ok is false when it could not
-// be read (the API server restarting): nothing is known, so nothing changes.
-func installedRefillArgs(ctx context.Context, dc dynamic.Interface) (args []string, ok bool) {
+// installedSpec is what the supervisor takes from the installed controller
+// Deployment: which release it belongs to (agentsandbox.VersionLabel; "" for
+// a release installed before the label, or none: the pinned one) and the
+// spec's refill shaping.
+type installedSpec struct {
+	Version string
+	Refill  []string
+}
+
+// equal reports whether the same controller build runs with the same flags: a
+// Deployment without the label and one labelled with the pinned release are
+// the same (the first up installs the label), so that restarts nothing.
+func (c installedSpec) equal(o installedSpec) bool {
+	return agentsandbox.ControllerBinary(c.Version) == agentsandbox.ControllerBinary(o.Version) && slices.Equal(c.Refill, o.Refill)
+}
+
+func (c installedSpec) versionOrPinned() string {
+	if c.Version == "" {
+		return "pinned"
+	}
+	return c.Version
+}
+
+func (c installedSpec) String() string {
+	return fmt.Sprintf("release %s [%s]", c.versionOrPinned(), strings.Join(c.Refill, " "))
+}
+
+// installedController reads the release's controller Deployment, which `paddock
+// up` installs with zero replicas here: its release version picks the controller
+// build, and the spec's refill shaping reaches the controller this supervisor
+// runs. Nothing when there is no such Deployment (the pinned build with its
+// defaults); ok is false when it could not be read (the API server
+// restarting): nothing is known, so nothing changes.
+func installedController(ctx context.Context, dc dynamic.Interface) (spec installedSpec, ok bool) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	dep, err := dc.Resource(deploymentGVR).Namespace(agentsandbox.Namespace).Get(rctx, agentsandbox.ControllerDeployment, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, true
+		return installedSpec{}, true
 	}
 	if err != nil {
-		return nil, false
+		return installedSpec{}, false
 	}
-	return refillArgsOf(dep), true
+	return installedSpec{Version: dep.GetLabels()[agentsandbox.VersionLabel], Refill: refillArgsOf(dep)}, true
+}
+
+// controllerBinary is the controller build of the installed release version:
+// the one `local up` recorded for the pinned release, else the versioned build
+// in PADDOCK_HOME/bin (tools/agent-sandbox-previous, `make tools-test`).
+func (s *supervisor) controllerBinary(version string) (string, error) {
+	name := agentsandbox.ControllerBinary(version)
+	if bin := s.c.state.Binaries[name]; bin != "" {
+		return bin, nil
+	}
+	bin, err := paths.Tool(name)
+	if err != nil {
+		return "", fmt.Errorf("the installed Agent Sandbox release is %s, and its controller build %s is not in %s: build it (`make tools-test` builds the previous release's) or install a release this stack has a controller for", version, name, paths.Bin())
+	}
+	return bin, nil
 }
 
 // refillArgsOf picks the refill flags out of a Deployment's containers' args.

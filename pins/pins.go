@@ -46,10 +46,28 @@ var (
 	Kwok              = values["KWOK_VERSION"]
 	AgentSandbox      = values["AGENT_SANDBOX_VERSION"]
 	AgentSandboxImage = values["AGENT_SANDBOX_IMAGE"]
-	Cilium            = values["CILIUM_VERSION"]
-	CoreDNS           = values["COREDNS_VERSION"]
-	PulumiGCP         = values["PULUMI_GCP_VERSION"]
-	KataDeploy        = values["KATA_DEPLOY_VERSION"]
-	KataDeployImage   = values["KATA_DEPLOY_IMAGE"]
-	KataDeployDigest  = values["KATA_DEPLOY_DIGEST"]
+	// AgentSandboxPrevious is the release before AgentSandbox, vendored beside it.
+	AgentSandboxPrevious = values["AGENT_SANDBOX_PREVIOUS_VERSION"]
+	Cilium               = values["CILIUM_VERSION"]
+	CoreDNS              = values["COREDNS_VERSION"]
+	PulumiGCP            = values["PULUMI_GCP_VERSION"]
+	KataDeploy           = values["KATA_DEPLOY_VERSION"]
+	KataDeployImage      = values["KATA_DEPLOY_IMAGE"]
+	KataDeployDigest     = values["KATA_DEPLOY_DIGEST"]
 )
+
+// AgentSandboxImageOf is the controller image of an Agent Sandbox release when
+// the spec names none: the pinned image repository, tagged with the release.
+func AgentSandboxImageOf(version string) string { return AgentSandboxImage + ":" + version }
+
+// AgentSandboxReleases are the Agent Sandbox releases Paddock vendors and a spec
+// may name: the pinned one first, then the previous one.
+func AgentSandboxReleases() []string {
+	var out []string
+	for _, v := range []string{AgentSandbox, AgentSandboxPrevious} {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -47,6 +47,7 @@ func TestModulesAgreeWithVersionsEnv(t *testing.T) {
 		{"../tools/etcd/go.mod", "go.etcd.io/etcd/server/v3", Etcd},
 		{"../tools/kwok/go.mod", "sigs.k8s.io/kwok", Kwok},
 		{"../tools/agent-sandbox/go.mod", "sigs.k8s.io/agent-sandbox", AgentSandbox},
+		{"../tools/agent-sandbox-previous/go.mod", "sigs.k8s.io/agent-sandbox", AgentSandboxPrevious},
 		{"../tools/cilium/go.mod", "github.com/cilium/cilium", Cilium},
 		{"../tools/containerd/go.mod", "github.com/containerd/containerd/v2", Get("CONTAINERD_VERSION")},
 		{"../tools/gvisor/go.mod", "gvisor.dev/gvisor", Get("GVISOR_VERSION")},

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/paddock-platform/paddock/model"
@@ -25,9 +26,13 @@ func (b *builder) agentSandbox(ac *node) model.AgentSandboxRelease {
 	version, st := b.str(ac.attr(argVersion))
 	example := fmt.Sprintf("version = %q", pinnedOr(pins.AgentSandbox, "v0.5.6"))
 	if b.required(st, ac.attr(argVersion), ac.blockMeta, argVersion, "a pinned release version", example) == set {
-		if !versionRe.MatchString(version) {
+		switch releases := pins.AgentSandboxReleases(); {
+		case !versionRe.MatchString(version):
 			b.errorf(ac.attr(argVersion).Expr.Range(), "Invalid agent_sandbox version",
 				"%q is not a release version. Pin an exact release tag of the form vMAJOR.MINOR.PATCH, for example: %s", version, example)
+		case len(releases) > 0 && !slices.Contains(releases, version):
+			b.errorf(ac.attr(argVersion).Expr.Range(), "Unsupported agent_sandbox version",
+				"Agent Sandbox %s is not a release this Paddock vendors: it installs only releases whose manifests it carries, pinned byte for byte (%s). Use one of them, for example: %s", version, vendoredList(releases), example)
 		}
 		r.Version = version
 	}
@@ -40,7 +45,7 @@ func (b *builder) agentSandbox(ac *node) model.AgentSandboxRelease {
 		r.Image = image
 	case unset:
 		if r.Version != "" {
-			r.Image = pins.AgentSandboxImage + ":" + r.Version
+			r.Image = pins.AgentSandboxImageOf(r.Version)
 		}
 	}
 	if d, st := b.str(ac.attr(argDigest)); st == set {
@@ -65,6 +70,20 @@ const (
 	maxRefillDelay     = 10 * time.Minute
 	maxRefillPerMinute = 60000
 )
+
+// vendoredList names the vendored releases, the pinned one marked.
+func vendoredList(releases []string) string {
+	out := make([]string, len(releases))
+	for i, v := range releases {
+		out[i] = fmt.Sprintf("%q", v)
+		if v == pins.AgentSandbox {
+			out[i] += " (pinned)"
+		} else if v == pins.AgentSandboxPrevious {
+			out[i] += " (previous)"
+		}
+	}
+	return strings.Join(out, ", ")
+}
 
 // pinnedOr is v, or fallback when no pin is set (for examples in messages).
 func pinnedOr(v, fallback string) string {

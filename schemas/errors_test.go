@@ -164,6 +164,7 @@ tenant "b" {
 		{"invalid node selector value", head + rc(`node_selector = { a = /*@*/"no spaces" }`), "Invalid node selector value", "not a valid label value", ""},
 		{"invalid handler", head + `runtime_class "kata" { handler = /*@*/"Kata_Runtime" }`, "Invalid runtime handler", "DNS-1123 label", ""},
 		{"invalid version", strings.Replace(head, `version = "v0.5.6"`, `version = /*@*/"latest"`, 1), "Invalid agent_sandbox version", `vMAJOR.MINOR.PATCH`, ""},
+		{"version not vendored", strings.Replace(head, `version = "v0.5.6"`, `version = /*@*/"v0.4.0"`, 1), "Unsupported agent_sandbox version", `Agent Sandbox v0.4.0 is not a release this Paddock vendors: it installs only releases whose manifests it carries, pinned byte for byte ("v0.5.6" (pinned), "v0.5.5" (previous))`, ""},
 		{"invalid controller image", strings.Replace(head, `agent_sandbox { version = "v0.5.6" }`, `agent_sandbox {
   version = "v0.5.6"
   image   = /*@*/"a b"

@@ -244,7 +244,7 @@ func TestLoadMergesFiles(t *testing.T) {
 const minimalSpec = `
 platform { name = "minimal" }
 target "local" {}
-agent_sandbox { version = "v1.2.3" }
+agent_sandbox { version = "v0.5.5" }
 tenant "t" {
   template "x" { image = "busybox:1.36" }
   warm_pool "x" { template = "x" }
@@ -265,7 +265,7 @@ func TestLoadAppliesDefaults(t *testing.T) {
 		Name:         "minimal",
 		Src:          model.Range{Filename: "spec.hcl", Line: 2, Column: 1},
 		Target:       model.Target{Kind: model.TargetLocal, FQDNPolicy: model.FQDNPolicyCilium, Src: model.Range{Filename: "spec.hcl", Line: 3, Column: 1}},
-		AgentSandbox: model.AgentSandboxRelease{Version: "v1.2.3", Image: pins.AgentSandboxImage + ":v1.2.3", Src: model.Range{Filename: "spec.hcl", Line: 4, Column: 1}},
+		AgentSandbox: model.AgentSandboxRelease{Version: "v0.5.5", Image: pins.AgentSandboxImage + ":v0.5.5", Src: model.Range{Filename: "spec.hcl", Line: 4, Column: 1}},
 		Tenants:      []model.Tenant{tenant},
 	}
 	stripAttrs(p)

@@ -458,6 +458,9 @@ func checkSandboxPlacement(ctx context.Context, v *Verifier) []Result {
 func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	var rep *policy.Report // judged only for a pool that keeps stale sandboxes
+	// A release whose pools do not report the generation their status
+	// describes (v0.5.5) cannot be held to it.
+	tracksGeneration := agentsandbox.ReportsPoolGeneration(v.p.AgentSandbox.Version)
 	for i := range v.p.Tenants {
 		t := &v.p.Tenants[i]
 		if len(t.WarmPools) == 0 {
@@ -501,7 +504,7 @@ func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 				}
 				waiver = policy.StaleSandboxWaiver(rep, t, wp)
 			}
-			out = append(out, warmPoolResult(subject, *wp, u, sandboxes.Items, pods.Items, &fresh, waiver))
+			out = append(out, warmPoolResult(subject, *wp, u, sandboxes.Items, pods.Items, &fresh, waiver, tracksGeneration))
 		}
 	}
 	return out
@@ -509,13 +512,15 @@ func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 
 // warmPoolResult judges one pool from its object, the namespace's sandboxes
 // and its pods, and fresh, its sandboxes judged against its template;
-// waiver is the one that lets it keep stale sandboxes, if any.
-func warmPoolResult(subject string, wp model.WarmPool, pool *unstructured.Unstructured, sandboxes []unstructured.Unstructured, pods []corev1.Pod, fresh *pools.Pool, waiver *model.Waiver) Result {
+// waiver is the one that lets it keep stale sandboxes, if any. The pool's
+// status must be of its current generation when the release reports one
+// (tracksGeneration).
+func warmPoolResult(subject string, wp model.WarmPool, pool *unstructured.Unstructured, sandboxes []unstructured.Unstructured, pods []corev1.Pod, fresh *pools.Pool, waiver *model.Waiver, tracksGeneration bool) Result {
 	if replicas, found, _ := unstructured.NestedInt64(pool.Object, "spec", "replicas"); found && int32(replicas) != wp.Replicas {
 		return fail(subject, "spec.replicas is %d, the spec says %d", replicas, wp.Replicas)
 	}
 	observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
-	if observed < pool.GetGeneration() {
+	if tracksGeneration && observed < pool.GetGeneration() {
 		return fail(subject, "the controller has not observed the pool's generation %d (status is of generation %d)", pool.GetGeneration(), observed)
 	}
 	if fresh != nil && fresh.Stale > 0 {

@@ -30,6 +30,7 @@ import (
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/pins"
 	"github.com/paddock-platform/paddock/schemas"
 )
 
@@ -460,6 +461,17 @@ func TestV07CountsReadySandboxesNotTheStatus(t *testing.T) {
 			wantStatus(t, only(t, v, "V07"), tc.want, tc.words...)
 		})
 	}
+	// The previous release's pools never report status.observedGeneration
+	// (its CRD has no such field): a full pool of its passes.
+	t.Run("previous release, no observedGeneration", func(t *testing.T) {
+		prev := localPlatform(t)
+		prev.AgentSandbox.Version = pins.AgentSandboxPrevious
+		unobserved := pool(ns, 2, 1, 0, 2)
+		unstructured.RemoveNestedField(unobserved.Object, "status", "observedGeneration")
+		v, _, _ := fakeVerifier(t, prev, []runtime.Object{readyPod(ns, "sb-1", true), readyPod(ns, "sb-2", true)},
+			unobserved, poolSandbox(ns, "sb-1", true), poolSandbox(ns, "sb-2", true))
+		wantStatus(t, only(t, v, "V07"), Pass, "2/2")
+	})
 }
 
 // admission answers claim creates the way the API server does with the

@@ -1,14 +1,17 @@
-// Command agentsandbox-manifests renders the pinned Agent Sandbox release from the
-// module's own k8s/ kustomization (the same assembly upstream publishes as
+// Command agentsandbox-manifests renders each vendored Agent Sandbox release (the
+// pinned one and the previous one, pins.AgentSandboxReleases) from the module's
+// own k8s/ kustomization (the same assembly upstream publishes as
 // sandbox-with-extensions.yaml) and writes it into manifests/agentsandbox, where
-// the paddock binary embeds it. The module's go.sum hash pins the input byte for
-// byte; main_test.go fails when the committed copy differs from a fresh render.
+// the paddock binary embeds it. A go.sum hash pins each input byte for byte: the
+// main module's for the pinned release, tools/agent-sandbox-previous's for the
+// previous one. main_test.go fails when a committed copy differs from a fresh render.
 //
 //	go run ./hack/agentsandbox-manifests
 package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,22 +26,38 @@ import (
 const module = "sigs.k8s.io/agent-sandbox"
 
 func main() {
-	out, err := render()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "agentsandbox-manifests:", err)
-		os.Exit(1)
+	for _, r := range releases() {
+		out, err := render(r)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "agentsandbox-manifests:", err)
+			os.Exit(1)
+		}
+		path := outputPath(r.version)
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "agentsandbox-manifests:", err)
+			os.Exit(1)
+		}
+		fmt.Println("wrote", path)
 	}
-	path := outputPath()
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "agentsandbox-manifests:", err)
-		os.Exit(1)
-	}
-	fmt.Println("wrote", path)
 }
 
-// outputPath is where the release for the pinned version lives, relative to the module root.
-func outputPath() string {
-	return filepath.Join(repoRoot(), "manifests", "agentsandbox", "release-"+pins.AgentSandbox+".yaml")
+// release is one vendored version and the module (a directory holding a go.mod
+// and go.sum) that requires it, so its hash is checked.
+type release struct {
+	pin, version, modDir string
+}
+
+func releases() []release {
+	root := repoRoot()
+	return []release{
+		{"AGENT_SANDBOX_VERSION", pins.AgentSandbox, root},
+		{"AGENT_SANDBOX_PREVIOUS_VERSION", pins.AgentSandboxPrevious, filepath.Join(root, "tools", "agent-sandbox-previous")},
+	}
+}
+
+// outputPath is where the release of version lives, relative to the module root.
+func outputPath(version string) string {
+	return filepath.Join(repoRoot(), "manifests", "agentsandbox", "release-"+version+".yaml")
 }
 
 func repoRoot() string {
@@ -49,20 +68,31 @@ func repoRoot() string {
 	return strings.TrimSpace(string(out))
 }
 
-// render builds the kustomization of the pinned module version in the Go module cache.
-func render() ([]byte, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}} {{.Dir}}", module)
-	cmd.Dir = repoRoot()
+// render builds the kustomization of r's module version, downloaded (from the Go
+// module proxy, checked against r.modDir's go.sum) into the Go module cache.
+func render(r release) ([]byte, error) {
+	if r.version == "" {
+		return nil, fmt.Errorf("pins/versions.env sets no %s", r.pin)
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = r.modDir
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("locating %s in the module cache (run `go mod download`): %w", module, err)
+		return nil, fmt.Errorf("downloading %s as %s requires it: %w", module, filepath.Join(r.modDir, "go.mod"), err)
 	}
-	version, dir, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-	if version != pins.AgentSandbox {
-		return nil, fmt.Errorf("go.mod requires %s %s but pins/versions.env pins %s: make them agree", module, version, pins.AgentSandbox)
+	var dl struct{ Version, Dir, Error string }
+	if err := json.Unmarshal(out, &dl); err != nil {
+		return nil, fmt.Errorf("go mod download %s: %w", module, err)
+	}
+	if dl.Error != "" {
+		return nil, fmt.Errorf("go mod download %s: %s", module, dl.Error)
+	}
+	version, dir := dl.Version, dl.Dir
+	if version != r.version {
+		return nil, fmt.Errorf("%s requires %s %s but pins/versions.env pins %s=%s: make them agree", filepath.Join(r.modDir, "go.mod"), module, version, r.pin, r.version)
 	}
 	if dir == "" {
-		return nil, fmt.Errorf("%s %s is not in the module cache: run `go mod download %s`", module, version, module)
+		return nil, fmt.Errorf("%s %s is not in the module cache: run `go mod download %s` in %s", module, version, module, r.modDir)
 	}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	rm, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(dir, "k8s"))

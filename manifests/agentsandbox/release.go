@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paddock-platform/paddock/pins"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -26,7 +27,26 @@ const (
 	// ControllerDeployment is the controller's Deployment name in the release.
 	ControllerDeployment = "agent-sandbox-controller"
 	imagePlaceholder     = "ko://sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller"
+	// VersionLabel carries the release version on every object of the release:
+	// the local stack's supervisor reads it from the controller Deployment to
+	// run the matching controller build, and `up` reads it to know which
+	// release is installed.
+	VersionLabel = "app.kubernetes.io/version"
+	// controllerBinary is the pinned release's controller, as tools/agent-sandbox
+	// names it in PADDOCK_HOME/bin.
+	controllerBinary = "agent-sandbox-controller"
 )
+
+// ControllerBinary is the name, in PADDOCK_HOME/bin, of the controller build of
+// release version: the pinned release's is agent-sandbox-controller (make tools),
+// any other's carries its version (agent-sandbox-controller-v0.5.5, built by
+// tools/agent-sandbox-previous for tests). An empty version is the pinned one.
+func ControllerBinary(version string) string {
+	if version == "" || version == pins.AgentSandbox {
+		return controllerBinary
+	}
+	return controllerBinary + "-" + version
+}
 
 // Versions lists the releases embedded in this binary.
 func Versions() []string {
@@ -66,16 +86,15 @@ func Objects(version string, opts Options) ([]*unstructured.Unstructured, error)
 	out := make([]*unstructured.Unstructured, 0, len(docs))
 	for _, doc := range docs {
 		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(doc)}
-		if len(opts.Labels) > 0 {
-			l := u.GetLabels()
-			if l == nil {
-				l = map[string]string{}
-			}
-			for k, v := range opts.Labels {
-				l[k] = v
-			}
-			u.SetLabels(l)
+		l := u.GetLabels()
+		if l == nil {
+			l = map[string]string{}
 		}
+		for k, v := range opts.Labels {
+			l[k] = v
+		}
+		l[VersionLabel] = version
+		u.SetLabels(l)
 		if u.GetKind() == "Deployment" && u.GetName() == ControllerDeployment {
 			if err := shapeController(u, opts); err != nil {
 				return nil, err
@@ -203,3 +222,32 @@ func Metrics(version string) (MetricsEndpoint, error) {
 	}
 	return MetricsEndpoint{}, fmt.Errorf("agent sandbox %s: the release has no Service with a %q port in %s", version, metricsPortName, Namespace)
 }
+
+// ReportsPoolGeneration reports whether the release's SandboxWarmPool CRD has
+// status.observedGeneration (v0.5.6 on): only then does its controller say
+// which generation of a pool its status describes. False for a release this
+// build does not carry.
+func ReportsPoolGeneration(version string) bool {
+	docs, err := parsed(version)
+	if err != nil {
+		return false
+	}
+	for _, doc := range docs {
+		u := unstructured.Unstructured{Object: doc}
+		if u.GetKind() != "CustomResourceDefinition" || u.GetName() != warmPoolCRD {
+			continue
+		}
+		versions, _, _ := unstructured.NestedSlice(doc, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			if storage, _ := m["storage"].(bool); !storage {
+				continue
+			}
+			_, found, _ := unstructured.NestedFieldNoCopy(m, "schema", "openAPIV3Schema", "properties", "status", "properties", "observedGeneration")
+			return found
+		}
+	}
+	return false
+}
+
+const warmPoolCRD = "sandboxwarmpools.extensions.agents.x-k8s.io"

@@ -105,6 +105,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer rec.abandon() // however the run ends, its lease stops with it
 	var res auto.UpResult
 	err = e.journaled(ctx, "up", s.Name(), rec, func() error {
 		if err := e.clearPending(ctx, "up", s); err != nil {
@@ -182,6 +183,7 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	defer rec.abandon() // however the run ends, its lease stops with it
 	if res, done, err := e.destroyDirect(ctx, p, s, rec); err != nil || done {
 		if err == nil {
 			err = e.finishRun(ctx, "destroy", p, s.Name(), rec, dead)

@@ -108,6 +108,7 @@ func (e *Engine) parallel() int {
 type Engine struct {
 	opts   Options
 	opened map[string]auto.Stack
+	stores map[string]stateStore // by backend URL (store)
 }
 
 // New returns an engine with opts.

@@ -19,7 +19,8 @@ import (
 // This file is Pulumi's PostgreSQL DIY backend (postgres://, Pulumi v3.177+)
 // as Paddock reads it. Pulumi keeps every object of a DIY backend as one row
 // of its state table (?table=, default pulumi_state): key is the object's
-// path (the same paths as on file://), data is JSON {"data": <base64 of the
+// path (the same paths as on file://, after the URL's path: the database
+// name and a slash), data is JSON {"data": <base64 of the
 // object's bytes>}, updated_at when it was last written. Paddock reads the
 // checkpoint and the update locks from those rows and writes a lock the same
 // way, so Pulumi and Paddock see each other's locks. Paddock's run journal is
@@ -39,6 +40,9 @@ type postgresStore struct {
 	runsTable string
 	where     string // the database, without credentials
 	secrets   []string
+	// prefix is what Pulumi puts before every key of a bucket-like backend:
+	// the URL's path (here the database name) and a slash.
+	prefix string
 }
 
 // openPostgresStore connects to the database of a postgres:// backend URL.
@@ -72,6 +76,9 @@ func openPostgresStore(ctx context.Context, backend string) (stateStore, error) 
 		runsTable = schema + "." + runsTableName
 	}
 	s := &postgresStore{table: table, runsTable: runsTable, secrets: secrets}
+	if sub := strings.TrimLeft(u.Path, "/"); sub != "" {
+		s.prefix = strings.TrimSuffix(sub, "/") + "/"
+	}
 	s.where = fmt.Sprintf("postgres://%s%s (table %s)", u.Host, u.Path, table)
 
 	cfg, err := pgxpool.ParseConfig(u.String())
@@ -130,9 +137,13 @@ func (s *postgresStore) checkpoint(ctx context.Context, project, stack string) (
 	// Like Pulumi: of the variants present, the most recently written (on a
 	// tie the later key, as its listing in key order keeps the last).
 	var key, data string
+	keys := checkpointVariants(project, stack)
+	for i := range keys {
+		keys[i] = s.prefix + keys[i]
+	}
 	err := s.pool.QueryRow(ctx,
 		"SELECT key, data::text FROM "+s.table+" WHERE key = ANY($1) ORDER BY updated_at DESC, key DESC LIMIT 1",
-		checkpointVariants(project, stack)).Scan(&key, &data)
+		keys).Scan(&key, &data)
 	if errors.Is(err, pgx.ErrNoRows) || missingTable(err) {
 		return nil, "", false, nil
 	}
@@ -149,7 +160,7 @@ func (s *postgresStore) checkpoint(ctx context.Context, project, stack string) (
 }
 
 func (s *postgresStore) locks(ctx context.Context, project, stack string) ([]Lock, error) {
-	rows, err := s.pool.Query(ctx, "SELECT key, data::text FROM "+s.table+" WHERE starts_with(key, $1) ORDER BY key", lockPrefix(project, stack))
+	rows, err := s.pool.Query(ctx, "SELECT key, data::text FROM "+s.table+" WHERE starts_with(key, $1) ORDER BY key", s.prefix+lockPrefix(project, stack))
 	if missingTable(err) {
 		return nil, nil
 	}
@@ -184,7 +195,7 @@ func (s *postgresStore) locks(ctx context.Context, project, stack string) ([]Loc
 }
 
 func (s *postgresStore) addLock(ctx context.Context, project, stack string, body []byte) (string, error) {
-	key := lockPrefix(project, stack) + newLockID() + ".json"
+	key := s.prefix + lockPrefix(project, stack) + newLockID() + ".json"
 	data, err := json.Marshal(struct {
 		Data string `json:"data"`
 	}{base64.StdEncoding.EncodeToString(body)})

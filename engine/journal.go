@@ -113,19 +113,25 @@ func backendKey(backend string) string {
 // the objects of p's spec it may create (nil p: none, as for a destroy), and
 // keeps its lease renewed until end or abandon.
 func (e *Engine) beginRun(op, name string, p *model.Platform) (*runRecord, error) {
+	if p == nil {
+		return e.beginRecord(op, name, "", nil)
+	}
+	declared, err := declaredObjects(p)
+	if err != nil {
+		return nil, err
+	}
+	return e.beginRecord(op, name, p.Name, declared)
+}
+
+// beginRecord is beginRun once the declared objects are known.
+func (e *Engine) beginRecord(op, name, platform string, declared []ObjectRef) (*runRecord, error) {
 	s, err := e.store()
 	if err != nil {
 		return nil, err
 	}
-	r := &runRecord{Op: op, Stack: name, PID: os.Getpid(), Host: hostname(), Started: time.Now(), journal: s}
+	r := &runRecord{Op: op, Stack: name, Platform: platform, PID: os.Getpid(), Host: hostname(), Started: time.Now(), Declared: declared, journal: s}
 	if t, ok := processStart(r.PID); ok {
 		r.ProcessStart = t
-	}
-	if p != nil {
-		r.Platform = p.Name
-		if r.Declared, err = declaredObjects(p); err != nil {
-			return nil, err
-		}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {

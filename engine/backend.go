@@ -137,7 +137,7 @@ func openStore(ctx context.Context, backend string) (stateStore, error) {
 		if u.Host != "" && u.Host != "localhost" {
 			root = filepath.Join(u.Host, u.Path)
 		}
-		return &fileStore{root: root, runsRoot: filepath.Join(root, ".paddock", "runs")}, nil
+		return &fileStore{root: root, runsRoot: filepath.Join(root, ".paddock", "runs"), legacyRoot: legacyRunsRoot(backend)}, nil
 	case "postgres", "postgresql":
 		return openPostgresStore(ctx, backend)
 	}
@@ -146,7 +146,7 @@ func openStore(ctx context.Context, backend string) (stateStore, error) {
 		reason = "the Pulumi Cloud keeps the state behind its API, which only the engine reads; Paddock falls back to Pulumi's refresh"
 	}
 	return &localJournalStore{
-		fileStore: fileStore{runsRoot: filepath.Join(paths.Home(), "runs", backendKey(backend))},
+		fileStore: fileStore{runsRoot: legacyRunsRoot(backend), legacyRoot: legacyRunsRoot(backend)},
 		reason:    reason,
 	}, nil
 }
@@ -156,6 +156,15 @@ func openStore(ctx context.Context, backend string) (stateStore, error) {
 type fileStore struct {
 	root     string
 	runsRoot string
+	// legacyRoot is where runs before the journal moved into the backend
+	// kept their records ($PADDOCK_HOME/runs/<backend>/<stack>): read, so a
+	// run that died before an upgrade is still found.
+	legacyRoot string
+}
+
+// legacyRunsRoot is this runner's journal directory for backend.
+func legacyRunsRoot(backend string) string {
+	return filepath.Join(paths.Home(), "runs", backendKey(backend))
 }
 
 func (f *fileStore) close() {}
@@ -265,7 +274,16 @@ func (f *fileStore) renewRun(_ context.Context, key string) error {
 }
 
 func (f *fileStore) listRuns(_ context.Context, project, stack string) ([]storedRun, error) {
-	dir := f.runsDir(project, stack)
+	out, err := listRunFiles(f.runsDir(project, stack))
+	if err != nil || f.legacyRoot == "" {
+		return out, err
+	}
+	legacy, err := listRunFiles(filepath.Join(f.legacyRoot, url.PathEscape(stack)))
+	return append(out, legacy...), err
+}
+
+// listRunFiles reads the records of one journal directory.
+func listRunFiles(dir string) ([]storedRun, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

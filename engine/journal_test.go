@@ -281,3 +281,25 @@ func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
 		t.Errorf("a dead destroy's record stayed: %v", left)
 	}
 }
+
+// A record a run kept under $PADDOCK_HOME/runs before the journal moved
+// beside the state is still found.
+func TestJournalReadsRecordsFromBeforeTheMove(t *testing.T) {
+	t.Setenv("PADDOCK_HOME", t.TempDir())
+	backend := "file://" + t.TempDir()
+	e := journalEngine(t, backend)
+	dir := filepath.Join(legacyRunsRoot(backend), "fault")
+	os.MkdirAll(dir, 0o700)
+	b, _ := json.Marshal(runRecord{Op: "up", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
+	os.WriteFile(filepath.Join(dir, "up-old.json"), b, 0o600)
+	dead, err := e.deadRuns("fault")
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("dead runs = %v %v, want the record from before the move", dead, err)
+	}
+	if err := e.clearRuns(dead); err != nil {
+		t.Fatal(err)
+	}
+	if dead, _ := e.deadRuns("fault"); len(dead) != 0 {
+		t.Errorf("left after clearing: %v", dead)
+	}
+}

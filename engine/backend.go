@@ -411,3 +411,34 @@ func (e *Engine) stackRef(name string) (project, stack string) {
 	}
 	return e.projectName(), parts[len(parts)-1]
 }
+
+// hideBackendPassword removes the backend URL's password from err: Pulumi
+// quotes the URL as given in some of its errors (a database it cannot open).
+func (e *Engine) hideBackendPassword(err error) error {
+	if err == nil {
+		return nil
+	}
+	backend, berr := e.backendURL()
+	if berr != nil {
+		return err
+	}
+	u, perr := url.Parse(backend)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), pw, "****"), err: err}
+}
+
+// redactedError keeps the error chain (errors.Is/As) under a message
+// without the password.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (r *redactedError) Error() string { return r.msg }
+func (r *redactedError) Unwrap() error { return r.err }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -323,5 +324,20 @@ func TestPostgresErrorsHideThePassword(t *testing.T) {
 	}
 	if got := redactURL(good); strings.Contains(got, srv.Password) {
 		t.Errorf("redactURL: %q", got)
+	}
+}
+
+func TestHideBackendPassword(t *testing.T) {
+	e := New(Options{Backend: "postgres://ci:p4ss-w0rd@db.example:5432/state?sslmode=require"})
+	err := e.hideBackendPassword(fmt.Errorf("wrapped: %w", context.DeadlineExceeded))
+	if err.Error() != "wrapped: context deadline exceeded" {
+		t.Errorf("an error without the password changed: %v", err)
+	}
+	err = e.hideBackendPassword(fmt.Errorf(`unable to open state database "postgres://ci:p4ss-w0rd@db.example:5432/state": %w`, context.DeadlineExceeded))
+	if strings.Contains(err.Error(), "p4ss-w0rd") || !strings.Contains(err.Error(), "ci:****@") {
+		t.Errorf("redacted: %v", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Error("the redacted error lost its chain")
 	}
 }

@@ -589,7 +589,7 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 		return err
 	})
 	if err != nil {
-		return nil, false, opError("destroy", name, err)
+		return nil, false, opError("destroy", name, e.hideBackendPassword(err))
 	}
 	defer func() {
 		if unlock != nil {

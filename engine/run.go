@@ -120,7 +120,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		return err
 	})
 	if err != nil {
-		return nil, opError("up", s.Name(), err)
+		return nil, opError("up", s.Name(), e.hideBackendPassword(err))
 	}
 	if err := e.finishRun(ctx, "up", p, s.Name(), rec, dead); err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func (e *Engine) Preview(ctx context.Context, p *model.Platform) (*Result, error
 	res, err := s.Preview(ctx, optpreview.Refresh(), optpreview.Parallel(e.parallel()), optpreview.EventStreams(ch), optpreview.SuppressProgress())
 	pr.wait()
 	if err != nil {
-		return nil, opError("preview", s.Name(), err)
+		return nil, opError("preview", s.Name(), e.hideBackendPassword(err))
 	}
 	c := map[string]int{}
 	for op, n := range res.ChangeSummary {
@@ -204,7 +204,7 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 		return err
 	})
 	if err != nil {
-		return nil, opError("destroy", s.Name(), err)
+		return nil, opError("destroy", s.Name(), e.hideBackendPassword(err))
 	}
 	if err := e.finishRun(ctx, "destroy", p, s.Name(), rec, dead); err != nil {
 		return nil, err

@@ -317,7 +317,7 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 		}
 	}
 	if err != nil {
-		return auto.Stack{}, fmt.Errorf("selecting stack %q in %s: %w", name, redactURL(backend), err)
+		return auto.Stack{}, fmt.Errorf("selecting stack %q in %s: %w", name, redactURL(backend), e.hideBackendPassword(err))
 	}
 	if e.opened == nil {
 		e.opened = map[string]auto.Stack{}

@@ -28,8 +28,9 @@ tools: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build every pinned upstream tool t
 	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TOOLS)
 	@$(MAKE) --no-print-directory pulumi-plugins node-packages
 
-tools-test: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build the tools only the test and bench suites use (kubectl, the previous Agent Sandbox controller)
+tools-test: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build the tools only the test and bench suites use (kubectl, the previous Agent Sandbox controller), install their Debian packages (postgresql)
 	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TEST_TOOLS)
+	@tools/test-packages.sh
 
 # The real node's Debian packages (runc, CNI plugins, iptables, ipset, busybox-static):
 # installs only what is missing; without root or apt-get it says so and the local

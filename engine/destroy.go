@@ -576,7 +576,7 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 		return nil, false, err
 	}
 	if root == "" {
-		return fallback("the state is not on a file backend, whose lock direct deletion takes")
+		return fallback("direct deletion empties the state file itself, so it runs on a file backend only")
 	}
 	if p.Target.Kind == model.TargetGKE || p.Target.Kubeconfig == "" {
 		return fallback("the platform's cluster is reached only through the stack (target " + string(p.Target.Kind) + ")")
@@ -591,7 +591,7 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 		return err
 	})
 	if err != nil {
-		return nil, false, opError("destroy", name, err)
+		return nil, false, opError("destroy", name, e.hideBackendPassword(err))
 	}
 	defer func() {
 		if unlock != nil {

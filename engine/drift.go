@@ -43,7 +43,7 @@ func (e *Engine) Drift(ctx context.Context, p *model.Platform) (*drift.Report, e
 	_, err = s.Preview(ctx, optpreview.Refresh(), optpreview.Parallel(e.parallel()), optpreview.EventStreams(ch), optpreview.SuppressProgress())
 	c.waitAfter(err)
 	if err != nil {
-		return nil, opError("drift check", s.Name(), err)
+		return nil, opError("drift check", s.Name(), e.hideBackendPassword(err))
 	}
 	rep := &drift.Report{Platform: p.Name, Stack: s.Name(), Target: string(p.Target.Kind)}
 	rep.Resources, rep.Checked = c.resources()

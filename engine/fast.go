@@ -209,18 +209,17 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 	case p.Target.Kubeconfig == "":
 		return nil, nil, "the target has no kubeconfig"
 	}
-	root, _, err := e.fileBackend()
-	if err != nil {
-		return nil, nil, "the backend: " + oneLine(err)
-	}
-	if root == "" {
-		return nil, nil, "the backend is not a file backend"
-	}
-	file, err := e.stateFile(name)
-	if err != nil {
+	data, _, err := e.readStackState(name)
+	var noReader *noReaderError
+	var corrupt *CorruptStateError
+	switch {
+	case errors.As(err, &noReader):
+		return nil, nil, noReader.reason
+	case errors.As(err, &corrupt):
+		return nil, nil, "the state does not parse"
+	case err != nil:
 		return nil, nil, "the state: " + oneLine(err)
-	}
-	if file == "" {
+	case data == nil:
 		return nil, nil, "the stack does not exist yet"
 	}
 	if locks, err := e.Locks(name); err != nil || len(locks) > 0 {
@@ -233,7 +232,7 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 	if len(dead) > 0 {
 		return nil, nil, fmt.Sprintf("a %s of this stack (pid %d) died before it finished", dead[0].Op, dead[0].PID)
 	}
-	cp, err := readFullCheckpoint(file)
+	cp, err := parseFullCheckpoint(data)
 	if err != nil {
 		return nil, nil, "the state does not parse"
 	}

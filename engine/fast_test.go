@@ -437,8 +437,17 @@ func TestFastPlanFallsBack(t *testing.T) {
 		{name: "GKE target", want: "GKE", platform: func(p *model.Platform) { p.Target.Kind = model.TargetGKE }},
 		{name: "no kubeconfig", want: "no kubeconfig", platform: func(p *model.Platform) { p.Target.Kubeconfig = "" }},
 		{name: "no stack", want: "does not exist", setup: func(t *testing.T, e *Engine, file string) { os.Remove(file) }},
-		{name: "not a file backend", want: "not a file backend", setup: func(t *testing.T, e *Engine, file string) {
+		{name: "s3 bucket", want: "on s3:// it falls back to Pulumi's refresh", setup: func(t *testing.T, e *Engine, file string) {
 			e.opts.Backend = "s3://bucket/state"
+		}},
+		{name: "gs bucket", want: "on gs:// it falls back to Pulumi's refresh", setup: func(t *testing.T, e *Engine, file string) {
+			e.opts.Backend = "gs://bucket/state"
+		}},
+		{name: "azblob container", want: "on azblob:// it falls back to Pulumi's refresh", setup: func(t *testing.T, e *Engine, file string) {
+			e.opts.Backend = "azblob://container"
+		}},
+		{name: "Pulumi Cloud", want: "only the engine reads", setup: func(t *testing.T, e *Engine, file string) {
+			e.opts.Backend = "https://api.pulumi.com"
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

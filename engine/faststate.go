@@ -13,8 +13,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/sig"
 )
 
-// This file reads a stack's last checkpoint straight from a file backend,
-// without the Pulumi CLI, for the fast no-op up and drift (fast.go). Secret
+// This file reads a stack's last checkpoint straight from the backend
+// (backend.go: file:// or postgres://), without the Pulumi CLI, for the fast no-op up and drift (fast.go). Secret
 // values are decrypted with the stack's passphrase into memory only: they
 // are compared, never written or printed.
 
@@ -49,11 +49,11 @@ type fullCheckpoint struct {
 // comparison sees its value, the report only "[secret]".
 type secret struct{ value any }
 
-// readFullCheckpoint parses a stack file (decodeStackFile), numbers as
+// parseFullCheckpoint parses a checkpoint (readStackState), numbers as
 // float64 as the engine's events give them.
-func readFullCheckpoint(file string) (*fullCheckpoint, error) {
+func parseFullCheckpoint(data []byte) (*fullCheckpoint, error) {
 	var c fullCheckpoint
-	if err := decodeStackFile(file, &c); err != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, err
 	}
 	return &c, nil

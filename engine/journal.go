@@ -1,21 +1,21 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
-	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/procfs"
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
@@ -24,11 +24,17 @@ import (
 // This file is the run journal. Up and destroy save the state once, at the
 // end (final checkpoints), so a run that dies midway leaves objects the state
 // does not record. Before changing anything each run writes a record of its
-// own under $PADDOCK_HOME/runs/<backend>/<stack>/ and removes it when it
-// succeeds: a record whose process is gone is a run that did not finish, and
-// the next up or destroy cleans up after it (prune.go). One record per run,
-// never one per stack, so a run waiting for the lock cannot overwrite (and
-// hide) the record of one that died.
+// own in the backend that holds the stack (backend.go: beside the state on
+// file://, table paddock_runs on postgres://, on this runner for backends
+// Paddock does not read) and removes it when it succeeds: a record whose run
+// is gone is a run that did not finish, and the next up or destroy, on any
+// runner sharing the backend, cleans up after it (prune.go). One record per
+// run, never one per stack, so a run waiting for the lock cannot overwrite
+// (and hide) the record of one that died.
+//
+// A record is a lease: its run renews it every leaseRenewEvery. On the host
+// that wrote it the run's process is asked; elsewhere a record not renewed
+// for leaseExpiry is dead, so no record is alive forever.
 
 // DeadRun is an up or destroy of a stack whose process ended without
 // finishing: it may have created or deleted objects the state does not
@@ -40,23 +46,23 @@ type DeadRun struct {
 	Started time.Time
 	// Damaged says why the record could not be read ("" when it could); its
 	// other fields are then unknown. It is taken for dead: a record is
-	// written whole (renamed into place), so no live run is writing it.
+	// written whole, so no live run is writing it.
 	Damaged string
 	// Declared are the objects the run's spec declared: what it may have
 	// created.
 	Declared []ObjectRef
 
-	file string
+	key string
 }
 
 func (d DeadRun) String() string {
 	if d.Damaged != "" {
-		return fmt.Sprintf("damaged record %s (%s)", d.file, d.Damaged)
+		return fmt.Sprintf("damaged record %s (%s)", d.key, d.Damaged)
 	}
 	return fmt.Sprintf("%s by pid %d on %s, started %s", d.Op, d.PID, d.Host, d.Started.Local().Format(time.RFC3339))
 }
 
-// runRecord is one run's file in the journal.
+// runRecord is one run's record in the journal.
 type runRecord struct {
 	Op       string    `json:"op"`
 	Stack    string    `json:"stack"`
@@ -69,20 +75,31 @@ type runRecord struct {
 	ProcessStart time.Time   `json:"processStart,omitzero"`
 	Declared     []ObjectRef `json:"declared,omitempty"`
 
-	file string
+	key     string
+	age     time.Duration // since the lease was last renewed
+	journal runJournal
+	stop    func() // stops the heartbeat
 }
 
-// runsDir is the journal directory of stack name on the engine's backend.
+// runsDir is the journal directory of stack name on a file backend (or on
+// this runner, for a backend Paddock does not read); "" on PostgreSQL.
 func (e *Engine) runsDir(name string) (string, error) {
-	backend, err := e.backendURL()
+	s, err := e.store()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(paths.Home(), "runs", backendKey(backend), url.PathEscape(name)), nil
+	switch f := s.(type) {
+	case *fileStore:
+		return f.runsDir(e.stackRef(name)), nil
+	case *localJournalStore:
+		return f.runsDir(e.stackRef(name)), nil
+	}
+	return "", nil
 }
 
-// backendKey names a backend's journal directory: its scheme, readable, and
-// a hash of its URL (which may hold credentials, and any character).
+// backendKey names a backend's journal directory on this runner: its
+// scheme, readable, and a hash of its URL (which may hold credentials, and
+// any character).
 func backendKey(backend string) string {
 	scheme := "backend"
 	if u, err := url.Parse(backend); err == nil && u.Scheme != "" {
@@ -93,42 +110,82 @@ func backendKey(backend string) string {
 }
 
 // beginRun writes the record of this process's op on stack name, declaring
-// the objects of p's spec it may create (nil p: none, as for a destroy).
+// the objects of p's spec it may create (nil p: none, as for a destroy), and
+// keeps its lease renewed until end or abandon.
 func (e *Engine) beginRun(op, name string, p *model.Platform) (*runRecord, error) {
-	dir, err := e.runsDir(name)
+	if p == nil {
+		return e.beginRecord(op, name, "", nil)
+	}
+	declared, err := declaredObjects(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the run journal %s: %w", dir, err)
+	return e.beginRecord(op, name, p.Name, declared)
+}
+
+// beginRecord is beginRun once the declared objects are known.
+func (e *Engine) beginRecord(op, name, platform string, declared []ObjectRef) (*runRecord, error) {
+	s, err := e.store()
+	if err != nil {
+		return nil, err
 	}
-	r := &runRecord{Op: op, Stack: name, PID: os.Getpid(), Host: hostname(), Started: time.Now()}
+	r := &runRecord{Op: op, Stack: name, Platform: platform, PID: os.Getpid(), Host: hostname(), Started: time.Now(), Declared: declared, journal: s}
 	if t, ok := processStart(r.PID); ok {
 		r.ProcessStart = t
-	}
-	if p != nil {
-		r.Platform = p.Name
-		if r.Declared, err = declaredObjects(p); err != nil {
-			return nil, err
-		}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
-	base := fmt.Sprintf("%s-%s-%d-%d", op, r.Host, r.PID, r.Started.UnixNano())
-	r.file = filepath.Join(dir, base+".json")
-	// Written aside and renamed in, so a record is never seen half written.
-	tmp := filepath.Join(dir, "."+base+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		os.Remove(tmp)
-		return nil, fmt.Errorf("writing the run record: %w", err)
+	id := fmt.Sprintf("%s-%s-%d-%d", op, r.Host, r.PID, r.Started.UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	project, stack := e.stackRef(name)
+	if r.key, err = s.putRun(ctx, project, stack, id, b); err != nil {
+		return nil, err
 	}
-	if err := os.Rename(tmp, r.file); err != nil {
-		os.Remove(tmp)
-		return nil, fmt.Errorf("writing the run record: %w", err)
-	}
+	r.stop = heartbeat(s, r.key, e.opts.Out, op)
 	return r, nil
+}
+
+// heartbeat renews the lease of record key every leaseRenewEvery until the
+// returned function is called. A renewal that fails is said once: the run
+// goes on, and other runners may take it for dead after leaseExpiry.
+func heartbeat(j runJournal, key string, out io.Writer, op string) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(leaseRenewEvery)
+		defer t.Stop()
+		failing := false
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), leaseRenewEvery)
+				err := j.renewRun(ctx, key)
+				cancel()
+				if err != nil && !failing {
+					fmt.Fprintf(out, "paddock %s: renewing this run's record failed (%s); other runners take the run for dead after %s without a renewal\n", op, oneLine(err), leaseExpiry)
+				}
+				failing = err != nil
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done); <-stopped })
+	}
+}
+
+// abandon stops renewing the record and keeps it: the run failed, and the
+// next run takes it for dead once its lease expires (or this process ends).
+func (r *runRecord) abandon() {
+	if r != nil && r.stop != nil {
+		r.stop()
+	}
 }
 
 // end removes the record: the run finished, or never started.
@@ -136,17 +193,18 @@ func (r *runRecord) end() error {
 	if r == nil {
 		return nil
 	}
-	if err := os.Remove(r.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing the run record %s: %w", r.file, err)
-	}
-	return nil
+	r.abandon()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	return r.journal.deleteRun(ctx, r.key)
 }
 
-// alive reports whether the run's process still runs. A record of another
-// host is never taken for dead: its process cannot be seen from here.
+// alive reports whether the run still goes on. On the host that wrote the
+// record its process is asked; a record of another host is alive while its
+// lease is renewed.
 func (r *runRecord) alive() bool {
 	if r.Host != hostname() {
-		return true
+		return r.age < leaseExpiry
 	}
 	if r.PID <= 0 {
 		return false
@@ -177,47 +235,38 @@ func (r *runRecord) alive() bool {
 // readRuns reads every record of stack name: the readable ones, and the
 // damaged ones (as dead runs that say why).
 func (e *Engine) readRuns(name string) ([]*runRecord, []DeadRun, error) {
-	dir, err := e.runsDir(name)
+	s, err := e.store()
 	if err != nil {
 		return nil, nil, err
 	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	project, stack := e.stackRef(name)
+	stored, err := s.listRuns(ctx, project, stack)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the run journal %s: %w", dir, err)
+		return nil, nil, err
 	}
 	var recs []*runRecord
 	var damaged []DeadRun
-	for _, ent := range entries {
-		if ent.IsDir() || !strings.HasSuffix(ent.Name(), ".json") || strings.HasPrefix(ent.Name(), ".") {
-			continue
-		}
-		file := filepath.Join(dir, ent.Name())
-		b, err := os.ReadFile(file)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // its run ended meanwhile
-		}
+	for _, sr := range stored {
 		var r runRecord
-		if err == nil {
-			err = json.Unmarshal(b, &r)
-		}
+		err := json.Unmarshal(sr.body, &r)
 		if err == nil && (r.Op == "" || r.PID <= 0 || r.Host == "") {
 			err = errors.New("it names no operation, pid or host")
 		}
 		if err != nil {
-			damaged = append(damaged, DeadRun{Damaged: err.Error(), file: file})
+			damaged = append(damaged, DeadRun{Damaged: err.Error(), key: sr.key})
 			continue
 		}
-		r.file = file
+		r.key, r.age, r.journal = sr.key, sr.age, s
 		recs = append(recs, &r)
 	}
 	return recs, damaged, nil
 }
 
 // deadRuns lists the runs of stack name that ended without finishing, oldest
-// first: those whose process is gone from this host, and damaged records.
+// first: those whose process is gone from this host, those of other hosts
+// whose lease expired, and damaged records.
 func (e *Engine) deadRuns(name string) ([]DeadRun, error) {
 	recs, damaged, err := e.readRuns(name)
 	if err != nil {
@@ -228,14 +277,14 @@ func (e *Engine) deadRuns(name string) ([]DeadRun, error) {
 		if r.alive() {
 			continue
 		}
-		out = append(out, DeadRun{Op: r.Op, PID: r.PID, Host: r.Host, Started: r.Started, Declared: r.Declared, file: r.file})
+		out = append(out, DeadRun{Op: r.Op, PID: r.PID, Host: r.Host, Started: r.Started, Declared: r.Declared, key: r.key})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
 	return append(out, damaged...), nil
 }
 
-// otherLiveRuns lists the records of stack name, other than self, whose
-// process still runs (or runs on another host).
+// otherLiveRuns lists the records of stack name, other than self, whose run
+// still goes on.
 func (e *Engine) otherLiveRuns(name string, self *runRecord) ([]*runRecord, error) {
 	recs, _, err := e.readRuns(name)
 	if err != nil {
@@ -243,7 +292,7 @@ func (e *Engine) otherLiveRuns(name string, self *runRecord) ([]*runRecord, erro
 	}
 	var out []*runRecord
 	for _, r := range recs {
-		if self != nil && r.file == self.file {
+		if self != nil && r.key == self.key {
 			continue
 		}
 		if r.alive() {
@@ -254,10 +303,16 @@ func (e *Engine) otherLiveRuns(name string, self *runRecord) ([]*runRecord, erro
 }
 
 // clearRuns removes the records of dead runs once what they left is dealt with.
-func clearRuns(dead []DeadRun) error {
+func (e *Engine) clearRuns(dead []DeadRun) error {
+	s, err := e.store()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
 	for _, d := range dead {
-		if err := os.Remove(d.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("removing the record of a dead run %s: %w", d.file, err)
+		if err := s.deleteRun(ctx, d.key); err != nil {
+			return fmt.Errorf("removing the record of a dead run: %w", err)
 		}
 	}
 	return nil

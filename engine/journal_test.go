@@ -14,8 +14,7 @@ import (
 	"github.com/paddock-platform/paddock/model"
 )
 
-// journalEngine is an engine on a file backend of its own under a fresh
-// PADDOCK_HOME.
+// journalEngine is an engine on backend.
 func journalEngine(t *testing.T, backend string) *Engine {
 	t.Helper()
 	return New(Options{Backend: backend})
@@ -51,7 +50,7 @@ func writeRecord(t *testing.T, e *Engine, name string, rec runRecord) string {
 
 func TestJournalDeadAndAliveRuns(t *testing.T) {
 	t.Setenv("PADDOCK_HOME", t.TempDir())
-	e := journalEngine(t, "file:///tmp/paddock-journal-a")
+	e := journalEngine(t, "file://"+t.TempDir())
 	declared := []ObjectRef{{APIVersion: "v1", Kind: "Namespace", Name: "agents-t1"}}
 
 	// This very process: alive.
@@ -101,7 +100,7 @@ func TestJournalDeadAndAliveRuns(t *testing.T) {
 		t.Errorf("other live runs = %+v, want only the other host's", others)
 	}
 
-	if err := clearRuns(dead); err != nil {
+	if err := e.clearRuns(dead); err != nil {
 		t.Fatal(err)
 	}
 	if dead, _ := e.deadRuns("fault"); len(dead) != 0 {
@@ -110,14 +109,14 @@ func TestJournalDeadAndAliveRuns(t *testing.T) {
 	if err := self.end(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(self.file); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(self.key); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the record of a finished run is still there: %v", err)
 	}
 }
 
 func TestJournalDamagedRecord(t *testing.T) {
 	t.Setenv("PADDOCK_HOME", t.TempDir())
-	e := journalEngine(t, "file:///tmp/paddock-journal-a")
+	e := journalEngine(t, "file://"+t.TempDir())
 	dir, _ := e.runsDir("fault")
 	os.MkdirAll(dir, 0o700)
 	os.WriteFile(filepath.Join(dir, "torn.json"), []byte(`{"op":"up","pid":`), 0o600)
@@ -137,7 +136,7 @@ func TestJournalDamagedRecord(t *testing.T) {
 			t.Errorf("damaged record not reported as such: %+v (%s)", d, d)
 		}
 	}
-	if err := clearRuns(dead); err != nil {
+	if err := e.clearRuns(dead); err != nil {
 		t.Fatal(err)
 	}
 	if dead, _ := e.deadRuns("fault"); len(dead) != 0 {
@@ -147,8 +146,8 @@ func TestJournalDamagedRecord(t *testing.T) {
 
 func TestJournalSeparateBackendsAndStacks(t *testing.T) {
 	t.Setenv("PADDOCK_HOME", t.TempDir())
-	a := journalEngine(t, "file:///tmp/paddock-journal-a")
-	b := journalEngine(t, "file:///tmp/paddock-journal-b")
+	a := journalEngine(t, "file://"+t.TempDir())
+	b := journalEngine(t, "file://"+t.TempDir())
 	writeRecord(t, a, "fault", runRecord{Op: "up", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
 	writeRecord(t, a, "org/proj/other", runRecord{Op: "up", Stack: "org/proj/other", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
 
@@ -185,7 +184,7 @@ func TestJournaledRefusedOnLockLeavesNoRecord(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "another update is running") {
 		t.Fatalf("refused on the lock: %v", err)
 	}
-	if _, err := os.Stat(rec.file); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(rec.key); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a run refused on the lock left its record: %v", err)
 	}
 
@@ -196,14 +195,14 @@ func TestJournaledRefusedOnLockLeavesNoRecord(t *testing.T) {
 	if err == nil {
 		t.Fatal("the failure was lost")
 	}
-	if _, err := os.Stat(rec.file); err != nil {
+	if _, err := os.Stat(rec.key); err != nil {
 		t.Errorf("a run that failed lost its record: %v", err)
 	}
 	// One that succeeds (and found nothing dead) removes it.
 	if err := e.finishRun(ctx, "up", nil, "fault", rec, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(rec.file); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(rec.key); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a run that succeeded kept its record: %v", err)
 	}
 }
@@ -225,7 +224,7 @@ func TestCheckpointsDefault(t *testing.T) {
 func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
 	t.Setenv("PADDOCK_HOME", t.TempDir())
 	var out strings.Builder
-	e := New(Options{Backend: "file:///tmp/paddock-journal-a", Out: &out})
+	e := New(Options{Backend: "file://" + t.TempDir(), Out: &out})
 	p := &model.Platform{Name: "fault"} // no kubeconfig: nothing to reach beside Pulumi
 	declared := []ObjectRef{{APIVersion: "v1", Kind: "Namespace", Name: "agents-t1"}}
 	writeRecord(t, e, "fault", runRecord{Op: "up", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now(), Declared: declared})
@@ -265,13 +264,13 @@ func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
 	if left, _ := e.deadRuns("fault"); len(left) != 1 {
 		t.Errorf("the dead run's record went though nothing was pruned: %v", left)
 	}
-	if _, err := os.Stat(self.file); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(self.key); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the finished run kept its record: %v", err)
 	}
 
 	// A dead run that declared nothing (a destroy) leaves nothing to look
 	// for: its record goes.
-	clearRuns(dead)
+	e.clearRuns(dead)
 	writeRecord(t, e, "fault", runRecord{Op: "destroy", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
 	dead, _ = e.deadRuns("fault")
 	self, _ = e.beginRun("destroy", "fault", nil)
@@ -280,5 +279,27 @@ func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
 	}
 	if left, _ := e.deadRuns("fault"); len(left) != 0 {
 		t.Errorf("a dead destroy's record stayed: %v", left)
+	}
+}
+
+// A record a run kept under $PADDOCK_HOME/runs before the journal moved
+// beside the state is still found.
+func TestJournalReadsRecordsFromBeforeTheMove(t *testing.T) {
+	t.Setenv("PADDOCK_HOME", t.TempDir())
+	backend := "file://" + t.TempDir()
+	e := journalEngine(t, backend)
+	dir := filepath.Join(legacyRunsRoot(backend), "fault")
+	os.MkdirAll(dir, 0o700)
+	b, _ := json.Marshal(runRecord{Op: "up", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
+	os.WriteFile(filepath.Join(dir, "up-old.json"), b, 0o600)
+	dead, err := e.deadRuns("fault")
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("dead runs = %v %v, want the record from before the move", dead, err)
+	}
+	if err := e.clearRuns(dead); err != nil {
+		t.Fatal(err)
+	}
+	if dead, _ := e.deadRuns("fault"); len(dead) != 0 {
+		t.Errorf("left after clearing: %v", dead)
 	}
 }

@@ -65,6 +65,8 @@ func (e *Engine) journaled(ctx context.Context, op, name string, rec *runRecord,
 		if endErr := rec.end(); endErr != nil {
 			fmt.Fprintf(e.opts.Out, "paddock %s: %v\n", op, endErr)
 		}
+	} else if err != nil {
+		rec.abandon() // kept, and left to expire: the next run finds it dead
 	}
 	return err
 }
@@ -105,7 +107,7 @@ func (e *Engine) recoverDeadRuns(ctx context.Context, op string, p *model.Platfo
 	if err != nil || !done {
 		return err
 	}
-	return clearRuns(dead)
+	return e.clearRuns(dead)
 }
 
 // pruneLeftovers deletes the platform's labelled objects that a dead run
@@ -116,7 +118,7 @@ func (e *Engine) pruneLeftovers(ctx context.Context, op string, p *model.Platfor
 	var candidates []ObjectRef
 	for _, d := range dead {
 		if d.Damaged != "" {
-			fmt.Fprintf(e.opts.Out, "paddock %s: the run record %s is damaged (%s): removing it; anything its run left that no state holds shows in `paddock drift` (S05)\n", op, d.file, d.Damaged)
+			fmt.Fprintf(e.opts.Out, "paddock %s: the run record %s is damaged (%s): removing it; anything its run left that no state holds shows in `paddock drift` (S05)\n", op, d.key, d.Damaged)
 		}
 		candidates = append(candidates, d.Declared...)
 	}

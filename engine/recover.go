@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -119,25 +118,37 @@ func decodeStackFile(file string, v any) error {
 	return json.NewDecoder(r).Decode(v)
 }
 
-// checkState reads the stack file of a file backend: a corrupt one is a
-// CorruptStateError; otherwise the pending operations it holds.
+// checkState reads the stack's checkpoint (a file or PostgreSQL backend): a
+// corrupt one is a CorruptStateError; otherwise the pending operations it
+// holds. A backend Paddock does not read has none to report.
 func (e *Engine) checkState(name string) ([]PendingOperation, error) {
-	file, err := e.stateFile(name)
-	if err != nil || file == "" {
+	c, err := e.stackCheckpoint(name)
+	if err != nil || c == nil || c.Checkpoint.Latest == nil {
 		return nil, err
-	}
-	c, err := readCheckpoint(file)
-	if err != nil {
-		return nil, &CorruptStateError{Stack: name, File: file, Err: err}
-	}
-	if c.Checkpoint.Latest == nil {
-		return nil, nil
 	}
 	var out []PendingOperation
 	for _, op := range c.Checkpoint.Latest.PendingOperations {
 		out = append(out, PendingOperation{Op: op.Type, URN: op.Resource.URN})
 	}
 	return out, nil
+}
+
+// stackCheckpoint parses the stack's checkpoint: nil when there is none, or
+// the backend is one Paddock does not read.
+func (e *Engine) stackCheckpoint(name string) (*checkpoint, error) {
+	data, where, err := e.readStackState(name)
+	var noReader *noReaderError
+	if errors.As(err, &noReader) {
+		return nil, nil
+	}
+	if err != nil || data == nil {
+		return nil, err
+	}
+	var c checkpoint
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, &CorruptStateError{Stack: name, File: where, Err: err}
+	}
+	return &c, nil
 }
 
 // prepare readies stack s for an update after a crash: it stops provider
@@ -173,8 +184,9 @@ func (e *Engine) clearPending(ctx context.Context, op string, s auto.Stack) erro
 }
 
 // removeStaleLocks removes the update locks of stack name when every holder
-// is a process of this host that is gone, and reports whether it did. A
-// live holder, or one on another host, is never second-guessed.
+// is gone (Locks: a process of this host, or a journaled run of another host
+// whose lease expired), and reports whether it did. A live holder, or one no
+// journal explains, is never second-guessed.
 func (e *Engine) removeStaleLocks(op, name string) bool {
 	locks, err := e.Locks(name)
 	if err != nil || len(locks) == 0 {
@@ -185,12 +197,17 @@ func (e *Engine) removeStaleLocks(op, name string) bool {
 			return false
 		}
 	}
+	store, err := e.store()
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
 	for _, l := range locks {
-		if err := os.Remove(l.File); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := store.removeLock(ctx, l.File); err != nil {
 			fmt.Fprintf(e.opts.Out, "paddock %s: cannot remove the lock of a dead update (%s): %v\n", op, l, err)
 			return false
 		}
-		_ = os.Remove(l.File + ".attrs")
 		fmt.Fprintf(e.opts.Out, "paddock %s: removed the lock of a dead update (%s)\n", op, l)
 	}
 	// The dead update's plugins outlive it: they are orphans only now.
@@ -355,19 +372,12 @@ func parentPID(pid int) (int, bool) {
 type ObjectRef = drift.ObjectRef
 
 // Inventory lists the Kubernetes objects the state of stack name holds and
-// the operations a dead update left pending (a file backend only; nil for
-// others).
+// the operations a dead update left pending (a file or PostgreSQL backend;
+// nil for others).
 func (e *Engine) Inventory(name string) ([]ObjectRef, []PendingOperation, error) {
-	file, err := e.stateFile(name)
-	if err != nil || file == "" {
+	c, err := e.stackCheckpoint(name)
+	if err != nil || c == nil || c.Checkpoint.Latest == nil {
 		return nil, nil, err
-	}
-	c, err := readCheckpoint(file)
-	if err != nil {
-		return nil, nil, &CorruptStateError{Stack: name, File: file, Err: err}
-	}
-	if c.Checkpoint.Latest == nil {
-		return nil, nil, nil
 	}
 	var objs []ObjectRef
 	for _, r := range c.Checkpoint.Latest.Resources {

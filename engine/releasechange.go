@@ -92,13 +92,13 @@ func (e *Engine) installedRelease(ctx context.Context, dyn dynamic.Interface, p 
 }
 
 // lastExportedRelease reads the agentSandboxVersion output of the stack's last
-// checkpoint (file backends only).
+// checkpoint, from whichever backend holds it (readStackState).
 func (e *Engine) lastExportedRelease(p *model.Platform) string {
-	file, err := e.stateFile(e.stackName(p))
-	if err != nil || file == "" {
+	data, _, err := e.readStackState(e.stackName(p))
+	if err != nil || data == nil {
 		return ""
 	}
-	cp, err := readFullCheckpoint(file)
+	cp, err := parseFullCheckpoint(data)
 	if err != nil || cp.Checkpoint.Latest == nil {
 		return ""
 	}

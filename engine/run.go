@@ -111,6 +111,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer rec.abandon() // however the run ends, its lease stops with it
 	var res auto.UpResult
 	err = e.journaled(ctx, "up", s.Name(), rec, func() error {
 		if err := e.clearPending(ctx, "up", s); err != nil {
@@ -125,7 +126,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		return err
 	})
 	if err != nil {
-		return nil, opError("up", s.Name(), err)
+		return nil, opError("up", s.Name(), e.hideBackendPassword(err))
 	}
 	if err := e.finishRun(ctx, "up", p, s.Name(), rec, dead); err != nil {
 		return nil, err
@@ -173,7 +174,7 @@ func (e *Engine) Preview(ctx context.Context, p *model.Platform) (*Result, error
 	res, err := s.Preview(ctx, optpreview.Refresh(), optpreview.Parallel(e.parallel()), optpreview.EventStreams(ch), optpreview.SuppressProgress())
 	pr.wait()
 	if err != nil {
-		return nil, opError("preview", s.Name(), err)
+		return nil, opError("preview", s.Name(), e.hideBackendPassword(err))
 	}
 	c := map[string]int{}
 	for op, n := range res.ChangeSummary {
@@ -194,6 +195,7 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	defer rec.abandon() // however the run ends, its lease stops with it
 	if res, done, err := e.destroyDirect(ctx, p, s, rec); err != nil || done {
 		if err == nil {
 			err = e.finishRun(ctx, "destroy", p, s.Name(), rec, dead)
@@ -214,7 +216,7 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 		return err
 	})
 	if err != nil {
-		return nil, opError("destroy", s.Name(), err)
+		return nil, opError("destroy", s.Name(), e.hideBackendPassword(err))
 	}
 	if err := e.finishRun(ctx, "destroy", p, s.Name(), rec, dead); err != nil {
 		return nil, err

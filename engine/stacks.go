@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -96,14 +97,15 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-// Lock is one update lock held on a stack of a file backend.
+// Lock is one update lock held on a stack.
 type Lock struct {
+	// File is where the lock is: a file, or a key of the PostgreSQL backend.
 	File      string    `json:"file"`
 	PID       int       `json:"pid"`
 	Username  string    `json:"username"`
 	Hostname  string    `json:"hostname"`
 	Timestamp time.Time `json:"timestamp"`
-	// Stale is set when the holder ran on this host and is no longer running.
+	// Stale is set when the holder is known to be gone (see Locks).
 	Stale bool `json:"stale"`
 }
 
@@ -115,33 +117,73 @@ func (l Lock) String() string {
 	return s
 }
 
-// Locks lists the update locks held on the stack called name. Only file
-// backends can be read this way; others return nil.
+// Locks lists the update locks held on the stack called name, on a file or
+// PostgreSQL backend; others return nil. A holder on this host is stale
+// when its process is gone; one on another host only when the run journal
+// says that host's run of the stack died (its lease expired) and none of its
+// runs goes on: a lock no journaled run explains is never second-guessed.
 func (e *Engine) Locks(name string) ([]Lock, error) {
-	root, project, err := e.fileBackend()
-	if err != nil || root == "" {
+	s, err := e.store()
+	if err != nil {
 		return nil, err
 	}
-	// .pulumi/locks/<org>/<project>/<stack>/<lock id>.json (project-scoped layout).
-	files, _ := filepath.Glob(filepath.Join(root, ".pulumi", "locks", "*", project, bareStack(name), "*.json"))
-	host, _ := os.Hostname()
-	var out []Lock
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // released meanwhile
-		}
-		var l Lock
-		if err := json.Unmarshal(b, &l); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	project, stack := e.stackRef(name)
+	out, err := s.locks(ctx, project, stack)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	host := hostname()
+	var runs []*runRecord
+	for i := range out {
+		l := &out[i]
+		if l.Hostname == host {
+			l.Stale = l.PID > 0 && !holderAlive(l.PID, l.Timestamp)
 			continue
 		}
-		l.File = f
-		l.Stale = l.Hostname == host && l.PID > 0 && !holderAlive(l.PID, l.Timestamp)
-		out = append(out, l)
+		if runs == nil {
+			if runs, _, err = e.readRuns(name); err != nil {
+				return nil, err
+			}
+		}
+		l.Stale = diedOnHost(runs, l.Hostname, l.Timestamp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Timestamp.Before(out[j].Timestamp) })
 	return out, nil
 }
+
+// diedOnHost reports whether a lock host took at since belongs to a dead
+// run: a run of host started by then has expired and none of host's runs is
+// alive.
+func diedOnHost(runs []*runRecord, host string, since time.Time) bool {
+	dead := false
+	for _, r := range runs {
+		if r.Host != host {
+			continue
+		}
+		if r.alive() {
+			return false
+		}
+		// The lock is taken after the record is written; allow for clocks.
+		if !r.Started.After(since.Add(time.Minute)) {
+			dead = true
+		}
+	}
+	return dead
+}
+
+// parseLock reads a lock in Pulumi's format.
+func parseLock(b []byte) (Lock, bool) {
+	var l Lock
+	if err := json.Unmarshal(b, &l); err != nil {
+		return Lock{}, false
+	}
+	return l, true
+}
+
+// newLockID names a lock as Pulumi does: a random UUID.
+func newLockID() string { return uuid.NewString() }
 
 // fileBackend is the root directory of the stack's file backend and the
 // project name its paths use; root is "" for any other backend.
@@ -158,13 +200,19 @@ func (e *Engine) fileBackend() (root, project string, err error) {
 	if u.Host != "" && u.Host != "localhost" {
 		root = filepath.Join(u.Host, u.Path)
 	}
-	project = ProjectName
-	if e.opts.ProjectDir != "" {
-		if proj, err := workspace.LoadProject(filepath.Join(e.opts.ProjectDir, "Pulumi.yaml")); err == nil {
-			project = string(proj.Name)
-		}
+	return root, e.projectName(), nil
+}
+
+// projectFileName is the name in the project's Pulumi.yaml ("" without one).
+func (e *Engine) projectFileName() string {
+	if e.opts.ProjectDir == "" {
+		return ""
 	}
-	return root, project, nil
+	proj, err := workspace.LoadProject(filepath.Join(e.opts.ProjectDir, "Pulumi.yaml"))
+	if err != nil {
+		return ""
+	}
+	return string(proj.Name)
 }
 
 // bareStack drops an org/project prefix from a stack name.

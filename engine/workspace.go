@@ -108,6 +108,7 @@ func (e *Engine) parallel() int {
 type Engine struct {
 	opts   Options
 	opened map[string]auto.Stack
+	stores map[string]stateStore // by backend URL (store)
 }
 
 // New returns an engine with opts.
@@ -316,7 +317,7 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 		}
 	}
 	if err != nil {
-		return auto.Stack{}, fmt.Errorf("selecting stack %q in %s: %w", name, redactURL(backend), err)
+		return auto.Stack{}, fmt.Errorf("selecting stack %q in %s: %w", name, redactURL(backend), e.hideBackendPassword(err))
 	}
 	if e.opened == nil {
 		e.opened = map[string]auto.Stack{}

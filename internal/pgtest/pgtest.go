@@ -1,0 +1,252 @@
+// Package pgtest starts a throwaway PostgreSQL server for tests: Debian's
+// postgresql binaries (installed by `make tools-test`), initdb in a fresh
+// directory, the server on 127.0.0.1 at a free port, stopped and removed in
+// the test's cleanup. As root it runs as the unprivileged postgres user
+// (the server refuses root). Missing binaries skip the test, except as
+// root, where CI installs them: there they fail it.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is one running PostgreSQL server.
+type Server struct {
+	Port     int
+	User     string
+	Password string
+	dir      string
+}
+
+// BinEnv names a directory holding initdb and postgres, overriding the search.
+const BinEnv = "PADDOCK_PG_BIN"
+
+// findBin is the directory of initdb and postgres: $PADDOCK_PG_BIN, else the
+// newest /usr/lib/postgresql/<version>/bin (Debian keeps them off PATH),
+// else PATH.
+func findBin() (string, error) {
+	if dir := os.Getenv(BinEnv); dir != "" {
+		return dir, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", errors.New("no PostgreSQL server binaries (initdb, postgres): install Debian's postgresql (`make tools-test` does, as root) or set " + BinEnv)
+}
+
+func version(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+// Start starts a server for t and stops it when t ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := findBin()
+	if err != nil {
+		if os.Geteuid() == 0 {
+			t.Fatalf("pgtest: %v (as root the test packages are installed, so this is a failure)", err)
+		}
+		t.Skipf("pgtest: %v; not root, so skipping", err)
+	}
+	var cred *syscall.Credential
+	owner := -1
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatalf("pgtest: running as root needs the postgres user (Debian's postgresql package creates it): %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		owner = uid
+	}
+	// Not t.TempDir: its parent is private to this user, and the server may
+	// run as another.
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if owner >= 0 {
+		if err := os.Chown(dir, owner, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &Server{User: "paddock", Password: randomHex(12), dir: dir}
+	pwfile := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwfile, []byte(s.Password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if owner >= 0 {
+		os.Chown(pwfile, owner, -1)
+	}
+	data := filepath.Join(dir, "data")
+	initdb := command(cred, filepath.Join(bin, "initdb"), "-D", data, "-U", s.User, "--pwfile="+pwfile,
+		"--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("pgtest: initdb: %v\n%s", err, out)
+	}
+	os.Remove(pwfile)
+
+	var lastErr error
+	for range 3 { // a free port can be taken between finding it and binding it
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Port = port
+		if lastErr = s.run(t, cred, bin, data); lastErr == nil {
+			return s
+		}
+	}
+	t.Fatalf("pgtest: %v", lastErr)
+	return nil
+}
+
+func (s *Server) run(t testing.TB, cred *syscall.Credential, bin, data string) error {
+	logFile := filepath.Join(s.dir, "server.log")
+	log, err := os.Create(logFile)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := command(cred, filepath.Join(bin, "postgres"), "-D", data,
+		"-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(s.Port),
+		"-c", "unix_socket_directories="+s.dir,
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "shared_buffers=16MB", "-c", "max_connections=40")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr.Setpgid = true
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting postgres: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGINT) // fast shutdown
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logFile)
+			return fmt.Errorf("postgres exited (%v):\n%s", err, tail(string(b), 2000))
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		if err == nil {
+			err = conn.Ping(ctx)
+			conn.Close(ctx)
+		}
+		cancel()
+		if err == nil {
+			t.Cleanup(stop)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			b, _ := os.ReadFile(logFile)
+			return fmt.Errorf("postgres did not accept connections in 60s:\n%s", tail(string(b), 2000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// command runs name at the lowest CPU priority (the machine may be timing
+// something else), as cred's user when set.
+func command(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if nice, err := exec.LookPath("nice"); err == nil {
+		cmd = exec.Command(nice, append([]string{"-n", "19", name}, args...)...)
+	} else {
+		cmd = exec.Command(name, args...)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	return cmd
+}
+
+// URL is the connection URL of database db, with the password.
+func (s *Server) URL(db string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(s.User, s.Password),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)),
+		Path:     "/" + db,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
+}
+
+// NewDatabase creates an empty database and returns its URL.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	name := "t_" + randomHex(6)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("pgtest: creating database: %v", err)
+	}
+	return s.URL(name)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -386,7 +386,7 @@ wait:
 					}
 				}
 			}
-			return 0, false, fmt.Errorf("claim %s/%s not Ready within %s%s", c.o.Namespace, name, c.o.Timeout, why)
+			return 0, false, fmt.Errorf("claim %s/%s not Ready within %s%s%s", c.o.Namespace, name, c.o.Timeout, why, c.podWhy(ctx, name))
 		case <-ctx.Done():
 			return 0, false, ctx.Err()
 		}
@@ -415,6 +415,37 @@ wait:
 		}
 	}
 	return took, s.GetLabels()[launchTypeLabel] == launchWarm, nil
+}
+
+// podWhy says where the pod of claim name stands when the claim is not
+// Ready: its phase and any condition not met (an unschedulable pod names the
+// resource the node ran out of), or "" when there is no pod to ask about.
+func (c *claimer) podWhy(ctx context.Context, name string) string {
+	claim, err := c.dyn.Resource(claimsGVR).Namespace(c.o.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	sb, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
+	if sb == "" {
+		return "; no sandbox assigned yet"
+	}
+	s, err := c.dyn.Resource(sandboxesGVR).Namespace(c.o.Namespace).Get(ctx, sb, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	pod, err := c.dyn.Resource(podsGVR).Namespace(c.o.Namespace).Get(ctx, agentsandbox.PodName(sb, s.GetAnnotations()), metav1.GetOptions{})
+	if err != nil {
+		return "; sandbox " + sb + " has no pod"
+	}
+	phase, _, _ := unstructured.NestedString(pod.Object, "status", "phase")
+	why := fmt.Sprintf("; pod %s %s", pod.GetName(), phase)
+	conds, _, _ := unstructured.NestedSlice(pod.Object, "status", "conditions")
+	for _, cd := range conds {
+		if m, ok := cd.(map[string]any); ok && m["status"] != "True" {
+			why += fmt.Sprintf(", %v: %v %v", m["type"], m["reason"], m["message"])
+		}
+	}
+	return why
 }
 
 // waitPoolFull waits until the pool reports all its replicas ready.

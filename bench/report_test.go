@@ -94,3 +94,58 @@ func TestBuildOfAsksTheBinary(t *testing.T) {
 		t.Error("a binary that prints no commit was accepted")
 	}
 }
+
+// Each section names the binary that measured it: claims carried into a
+// run that measured provisioning (or the other way round) keep their own.
+func TestEachSectionNamesItsBinary(t *testing.T) {
+	r := measured()
+	r.Claims = []ClaimsResult{{Mode: ModeWarm, Pool: "agent", Replicas: 2, Claims: 1, P50: 0.1, P95: 0.1, Max: 0.1, Seconds: []float64{0.1}}}
+	r.ClaimsNodes = "real"
+	r.MeasuredBy = map[string]Measured{SectionClaims: {Paddock: &Build{Commit: "fedcba987654", SHA256: "cd"}, Date: "2026-12-03 09:40 UTC"}}
+	var b bytes.Buffer
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	prov, claims := strings.Index(md, "## Provisioning"), strings.Index(md, "## Sandbox start through claims")
+	if prov < 0 || claims < 0 {
+		t.Fatalf("sections missing:\n%s", md)
+	}
+	if !strings.Contains(md[prov:claims], "Measured by binary 0123456789ab on 2026-12-01 00:00 UTC") {
+		t.Errorf("provisioning does not fall back to the run's own binary:\n%s", md[prov:claims])
+	}
+	if !strings.Contains(md[claims:], "Measured by binary fedcba987654 on 2026-12-03 09:40 UTC") || strings.Contains(md[claims:], "0123456789ab") {
+		t.Errorf("claims do not name their own binary:\n%s", md[claims:])
+	}
+}
+
+// The sandbox start targets are judged on real nodes over enough claims
+// only: kwok nodes or ten claims measure nothing of them.
+func TestClaimTargets(t *testing.T) {
+	claims := func(n int) []ClaimsResult {
+		return []ClaimsResult{
+			{Mode: ModeWarm, Claims: n, P50: 0.1, P95: 0.35},
+			{Mode: ModeCold, Claims: n, P50: 2.4},
+		}
+	}
+	verdicts := func(nodes string, n int) []string {
+		r := measured()
+		r.Claims, r.ClaimsNodes = claims(n), nodes
+		var out []string
+		for _, v := range r.judgeClaims() {
+			out = append(out, v.Verdict())
+		}
+		return out
+	}
+	if got := strings.Join(verdicts("real", 100), " "); got != "yes no yes" {
+		t.Errorf("real node, 100 claims: %s, want warm P50 met, warm P95 missed, cold P50 met", got)
+	}
+	for _, c := range []struct {
+		nodes string
+		n     int
+	}{{"fake", 100}, {"real", 10}} {
+		if got := strings.Join(verdicts(c.nodes, c.n), " "); got != "not measured not measured not measured" {
+			t.Errorf("%s nodes, %d claims: %s", c.nodes, c.n, got)
+		}
+	}
+}

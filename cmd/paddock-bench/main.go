@@ -65,6 +65,7 @@ func run() error {
 		keepHome  = flag.Bool("keep-home", false, "keep the throwaway PADDOCK_HOME (state, logs) for inspection")
 		skipProv  = flag.Bool("skip-provision", false, "skip the provisioning benchmark")
 		skipClaim = flag.Bool("skip-claims", false, "skip the claims benchmark")
+		skipValid = flag.Bool("skip-validate", false, "skip the validate benchmark")
 		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
 		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)
@@ -149,22 +150,29 @@ func run() error {
 		c.Env = append(os.Environ(), env...)
 		return c
 	}
-	fmt.Println("paddock-bench: starting a local cluster in", home)
-	// kwok nodes: 100 tenants must not need 200 real pods.
-	if out, err := paddockCmd("local", "up", "--nodes", "fake").CombinedOutput(); err != nil {
-		return fmt.Errorf("local up: %v\n%s", err, out)
-	}
 	defer func() {
-		// Not ctx: an interrupt cancels it, and the cluster must still go.
-		down := exec.Command(bin, "local", "down")
-		down.Env = append(os.Environ(), env...)
-		if out, err := down.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "paddock-bench: local down: %v\n%s", err, out)
-		}
 		if !*keepHome {
 			os.RemoveAll(home)
 		}
 	}()
+	// The provisioning benchmark's cluster, only when it runs: an idle
+	// control plane beside the claims benchmark's real node would take
+	// CPU from the sandboxes being timed.
+	if !*skipProv {
+		fmt.Println("paddock-bench: starting a local cluster in", home)
+		// kwok nodes: 100 tenants must not need 200 real pods.
+		if out, err := paddockCmd("local", "up", "--nodes", "fake").CombinedOutput(); err != nil {
+			return fmt.Errorf("local up: %v\n%s", err, out)
+		}
+		defer func() {
+			// Not ctx: an interrupt cancels it, and the cluster must still go.
+			down := exec.Command(bin, "local", "down")
+			down.Env = append(os.Environ(), env...)
+			if out, err := down.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "paddock-bench: local down: %v\n%s", err, out)
+			}
+		}()
+	}
 	kubeconfig := filepath.Join(home, "local", "kubeconfig")
 	work := filepath.Join(home, "specs")
 
@@ -205,7 +213,28 @@ func run() error {
 		}
 	}
 
+	// measured records who measured a section this run; carried keeps an
+	// earlier run's section with who measured it and says so in the notes.
+	res.MeasuredBy = map[string]bench.Measured{}
+	measured := func(section string) {
+		res.MeasuredBy[section] = bench.Measured{Paddock: build, Date: res.Date}
+	}
+	carried := func(section, what, flag string) {
+		m := old.MeasuredOf(section)
+		res.MeasuredBy[section] = m
+		res.Notes = append(res.Notes, fmt.Sprintf("%s: not measured by this run (%s); the figures below are carried over from binary %.12s (%s).", what, flag, m.Paddock.Commit, m.Date))
+	}
+
 	// validate: quick, and needs no cluster.
+	if *skipValid {
+		sizes = nil
+		if oldErr == nil && len(old.Validate) > 0 && old.Paddock != nil {
+			res.Validate = old.Validate
+			carried(bench.SectionValidate, "validate", "-skip-validate")
+		}
+	} else {
+		measured(bench.SectionValidate)
+	}
 	for _, n := range sizes {
 		spec, got := specgen.OfLines(n)
 		dir := filepath.Join(work, fmt.Sprintf("validate-%d", n))
@@ -242,6 +271,7 @@ func run() error {
 			Tenants: counts, EveryStepMax: *everyMax, Full: full, FullMax: *fullMax, WorkDir: work, Out: os.Stdout,
 		})
 		res.Provision = samples
+		measured(bench.SectionProvision)
 		if serr := save(); serr != nil {
 			return serr
 		}
@@ -250,7 +280,7 @@ func run() error {
 		}
 	} else if oldErr == nil && len(old.Provision) > 0 && old.Paddock != nil {
 		res.Provision = old.Provision
-		res.Notes = append(res.Notes, fmt.Sprintf("Provisioning: not measured by this run (-skip-provision); the figures below are carried over from the results of binary %.12s.", old.Paddock.Commit))
+		carried(bench.SectionProvision, "Provisioning", "-skip-provision")
 	}
 
 	if !*skipClaim {
@@ -259,9 +289,10 @@ func run() error {
 			return err
 		}
 		res.Claims, res.ClaimsNodes = claims, *claimNode
+		measured(bench.SectionClaims)
 	} else if oldErr == nil && len(old.Claims) > 0 && old.Paddock != nil {
 		res.Claims, res.ClaimsNodes = old.Claims, old.ClaimsNodes
-		res.Notes = append(res.Notes, fmt.Sprintf("Sandbox start through claims: not measured by this run (-skip-claims); the figures below are carried over from the results of binary %.12s.", old.Paddock.Commit))
+		carried(bench.SectionClaims, "Sandbox start through claims", "-skip-claims")
 	}
 	if err := save(); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/paddock-platform/paddock/drift"
+	"github.com/paddock-platform/paddock/project"
 )
 
 func newDriftCmd() *cobra.Command {
@@ -121,6 +122,7 @@ func driftOf(ctx context.Context, l *loaded, noSweep bool) (*drift.Report, error
 		}
 		// S05: objects labelled as the platform's that its stack does not hold.
 		if inStack, _, err := l.eng.Inventory(rep.Stack); err == nil && inStack != nil {
+			inStack = append(inStack, siblingObjects(l, rep.Stack)...)
 			labelled, err := drift.Labelled(ctx, kube.Discovery(), dyn, l.p.Name)
 			if err != nil {
 				return nil, fmt.Errorf("sweep: %w", err)
@@ -131,4 +133,28 @@ func driftOf(ctx context.Context, l *loaded, noSweep bool) (*drift.Report, error
 		rep.Sweep = time.Since(sweepStart)
 	}
 	return rep, nil
+}
+
+// siblingObjects are the objects the project's other stacks hold (each
+// stack file of l's project, read from the same backend): stacks of one
+// platform on one cluster share its label, so one stack's objects are not
+// another's orphans. A stack the backend does not hold adds nothing.
+func siblingObjects(l *loaded, self string) []drift.ObjectRef {
+	if l.projectDir == "" {
+		return nil
+	}
+	stacks, err := project.Stacks(l.projectDir)
+	if err != nil {
+		return nil
+	}
+	var out []drift.ObjectRef
+	for _, name := range stacks {
+		if name == self {
+			continue
+		}
+		if objs, _, err := l.eng.Inventory(name); err == nil {
+			out = append(out, objs...)
+		}
+	}
+	return out
 }

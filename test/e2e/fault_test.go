@@ -66,9 +66,22 @@ func faultNamespaces(n int) []string {
 
 // started is a paddock run in its own process group, to be killed.
 type started struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan error
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	done   chan error
+	exited chan struct{} // closed once the process has been waited for
+}
+
+// stop kills the run's process group if it is still running and waits for
+// it: deferred by a test that leaves a run behind when it fails, so the
+// cleanup after it (restoring the cluster, destroying) never races that run.
+func (s *started) stop() {
+	select {
+	case <-s.exited:
+	default:
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.exited
+	}
 }
 
 func (e *env) startPaddock(t *testing.T, extraEnv []string, args ...string) *started {
@@ -82,8 +95,8 @@ func (e *env) startPaddock(t *testing.T, extraEnv []string, args ...string) *sta
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &started{cmd: cmd, out: out, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait() }()
+	s := &started{cmd: cmd, out: out, done: make(chan error, 1), exited: make(chan struct{})}
+	go func() { s.done <- cmd.Wait(); close(s.exited) }()
 	return s
 }
 
@@ -553,12 +566,14 @@ func TestFaultAPIServerStopped(t *testing.T) {
 	}
 	pid := killLocal(t, e, "kube-apiserver")
 	defer e.restoreLocal(t) // before the deferred destroy: it needs the API server
+	defer run.stop()        // before the restore: a failed test leaves no up running
 	eventually(t, "the killed API server exited", 30*time.Second, func() error {
 		if processRunning(pid) {
 			return fmt.Errorf("pid %d still running", pid)
 		}
 		return nil
 	})
+	failOnPurpose(t, "apiserver-down")
 	hold.Release() // only now: the held create can no longer complete; the recovering up creates it again
 	done, inFlight := readEngineLog(events).progress()
 	t.Logf("killed kube-apiserver (pid %d) while it held the create of namespace %s: %d change(s) done, %d in flight %v", pid, heldNS, done, len(inFlight), inFlight)

@@ -189,6 +189,20 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// failOnPurposeEnv names one point of one test ("TestName@point") at which
+// that test fails on purpose: the way to show that a test failing at its
+// worst moment (a component killed, a run in flight) still leaves the shared
+// cluster as it found it, so the tests after it pass.
+const failOnPurposeEnv = "PADDOCK_E2E_FAIL_AT"
+
+// failOnPurpose fails the test here when failOnPurposeEnv names this point.
+func failOnPurpose(t *testing.T, point string) {
+	t.Helper()
+	if os.Getenv(failOnPurposeEnv) == t.Name()+"@"+point {
+		t.Fatalf("failed on purpose at %s (%s): the cleanup must restore the cluster for the tests after this one", point, failOnPurposeEnv)
+	}
+}
+
 // eventually retries check until it returns nil or the timeout passes.
 func eventually(t *testing.T, what string, timeout time.Duration, check func() error) {
 	t.Helper()

@@ -160,7 +160,7 @@ func TestReportFleetSection(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"## Fleet drift (`paddock drift --all`)",
-		"4 at once, run 3 times at each size",
+		"up to 4 at once, run 3 times at each size",
 		"| 1 | 47 | 2.00 | 2.00 | 1 / 0 | 1.00 | 1.00 | – |",
 		"| 10 | 470 | 11.00 | 1.10 | 0 / 10 | 5.00 | 0.50 | 300 |",
 		"- `drift --all`: 1.00 s + 1.00 s × stacks",

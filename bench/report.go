@@ -39,6 +39,9 @@ type Results struct {
 	Provision []Sample       `json:"provision"`
 	Validate  []ValidateRun  `json:"validate"`
 	Claims    []ClaimsResult `json:"claims,omitempty"`
+	// Fleet are the runs of `paddock drift --all` over projects of growing
+	// numbers of stacks (-fleet).
+	Fleet []FleetRun `json:"fleet,omitempty"`
 	// ClaimsNodes is the node kind the claims ran on: real (containers
 	// start under gVisor) or fake (kwok: the controller's part only).
 	ClaimsNodes string `json:"claimsNodes,omitempty"`
@@ -77,6 +80,7 @@ const (
 	SectionProvision = "provision"
 	SectionValidate  = "validate"
 	SectionClaims    = "claims"
+	SectionFleet     = "fleet"
 )
 
 // MeasuredOf is who measured section: MeasuredBy's entry, or for results
@@ -552,6 +556,9 @@ func (r *Results) writeMarkdown(w io.Writer) {
 		for _, v := range r.Validate {
 			fmt.Fprintf(w, "| %d | %d | %.3f | %s |\n", v.Lines, v.Tenants, v.Seconds, mib(v.PeakRSS))
 		}
+	}
+	if len(r.Fleet) > 0 {
+		r.writeFleet(w)
 	}
 	if len(r.Claims) > 0 {
 		fmt.Fprintf(w, "\n## Sandbox start through claims\n\n%s", r.measuredLine(SectionClaims))

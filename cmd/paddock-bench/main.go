@@ -1,7 +1,8 @@
 // Command paddock-bench is `make bench`: it starts its own local cluster in a
 // throwaway PADDOCK_HOME (so it never touches the platforms of yours), then
 // measures provisioning (paddock, kubectl, the parallel SSA floor), validate
-// on generated specs and sandbox start through claims, and writes
+// on generated specs, `paddock drift --all` over projects of N stacks
+// (-fleet) and sandbox start through claims, and writes
 // bench/results/{results.json,README.md,provision.png}.
 package main
 
@@ -66,6 +67,7 @@ func run() error {
 		skipProv  = flag.Bool("skip-provision", false, "skip the provisioning benchmark")
 		skipClaim = flag.Bool("skip-claims", false, "skip the claims benchmark")
 		skipValid = flag.Bool("skip-validate", false, "skip the validate benchmark")
+		fleet     = flag.String("fleet", "", "stack counts of the fleet benchmark, e.g. 1,3,10: one project grown to each count of stacks (each a platform of one tenant on the benchmark's cluster), then `paddock drift --all` timed over it (median of 3); empty skips it and carries over the fleet figures of the results in -out")
 		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
 		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)
@@ -89,6 +91,10 @@ func run() error {
 	sizes, err := intList(*lines)
 	if err != nil {
 		return fmt.Errorf("-validate-lines: %w", err)
+	}
+	fleetSizes, err := intList(*fleet)
+	if err != nil {
+		return fmt.Errorf("-fleet: %w", err)
 	}
 	bin, err := filepath.Abs(*paddock)
 	if err != nil {
@@ -155,10 +161,10 @@ func run() error {
 			os.RemoveAll(home)
 		}
 	}()
-	// The provisioning benchmark's cluster, only when it runs: an idle
-	// control plane beside the claims benchmark's real node would take
-	// CPU from the sandboxes being timed.
-	if !*skipProv {
+	// The provisioning benchmark's cluster (the fleet's too), only when one
+	// of them runs: an idle control plane beside the claims benchmark's real
+	// node would take CPU from the sandboxes being timed.
+	if !*skipProv || len(fleetSizes) > 0 {
 		fmt.Println("paddock-bench: starting a local cluster in", home)
 		// kwok nodes: 100 tenants must not need 200 real pods.
 		if out, err := paddockCmd("local", "up", "--nodes", "fake").CombinedOutput(); err != nil {
@@ -281,6 +287,24 @@ func run() error {
 	} else if oldErr == nil && len(old.Provision) > 0 && old.Paddock != nil {
 		res.Provision = old.Provision
 		carried(bench.SectionProvision, "Provisioning", "-skip-provision")
+	}
+
+	// On the same cluster, once provisioning has left it empty; the fleet's
+	// stacks stay until the cluster goes.
+	if len(fleetSizes) > 0 {
+		runs, err := bench.Fleet(ctx, bench.FleetOptions{
+			Paddock: bin, Env: env, Stacks: fleetSizes, Dir: filepath.Join(work, "fleet"), Out: os.Stdout,
+		})
+		res.Fleet = runs
+		measured(bench.SectionFleet)
+		if serr := save(); serr != nil {
+			return serr
+		}
+		if err != nil {
+			return err
+		}
+	} else if oldErr == nil {
+		bench.CarryFleet(res, old)
 	}
 
 	if !*skipClaim {

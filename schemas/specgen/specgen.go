@@ -20,6 +20,10 @@ type Options struct {
 	// binding, default-deny, DNS and FQDN egress policies, a template and a
 	// warm pool.
 	Tenants int
+	// FirstTenant is the number of the first tenant (TenantName): specs
+	// of several platforms on one cluster start where the last one ended,
+	// so no two of them hold the same tenant namespace.
+	FirstTenant int
 	// Replicas is each warm pool's size (0 = 1).
 	Replicas int
 	// ColdPool adds, to every tenant, a second warm pool of the same
@@ -74,7 +78,7 @@ waiver {
   reason = "Benchmark platform on the throwaway local cluster; no audit trail to keep."
 }
 `, o.Tenants, o.Platform)
-	for i := 0; i < o.Tenants; i++ {
+	for i := o.FirstTenant; i < o.FirstTenant+o.Tenants; i++ {
 		fmt.Fprintf(&b, `
 tenant %q {
   quota {

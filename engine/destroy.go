@@ -107,8 +107,11 @@ type destroyPlan struct {
 	// objects in the tenants' namespaces, whoever created them, must be gone
 	// before the release goes.
 	SandboxKinds []schema.GroupKind
-	// Resources is how many Kubernetes objects the state holds.
+	// Resources is how many Kubernetes objects it deletes.
 	Resources int
+	// Kept are the objects other stacks hold too (KeepShared): left in the
+	// cluster, dropped from this stack's state with the rest.
+	Kept []destroyObject
 	// StateResources is how many resources of any kind it holds.
 	StateResources int
 }
@@ -118,7 +121,7 @@ type destroyPlan struct {
 // stack must go through Pulumi's destroy instead: it holds something only
 // Pulumi knows how to delete or keep, or its objects live on another
 // cluster than the platform's kubeconfig reaches.
-func planDirectDestroy(deployment json.RawMessage, p *model.Platform) (plan *destroyPlan, reason string, err error) {
+func planDirectDestroy(deployment json.RawMessage, p *model.Platform, shared map[string]bool) (plan *destroyPlan, reason string, err error) {
 	var d apitype.DeploymentV3
 	if err := json.Unmarshal(deployment, &d); err != nil {
 		return nil, "", fmt.Errorf("reading the exported state: %w", err)
@@ -178,6 +181,10 @@ func planDirectDestroy(deployment json.RawMessage, p *model.Platform) (plan *des
 			continue // a replacement's old and new copies: one object
 		}
 		seen[obj] = true
+		if shared[sharedKey(obj.GVK.Group, obj.GVK.Kind, obj.Namespace, obj.Name)] {
+			plan.Kept = append(plan.Kept, obj)
+			continue
+		}
 		objs = append(objs, placed{obj, layer})
 		if layer == layerRelease && obj.GVK.Kind == "CustomResourceDefinition" {
 			if gk, ok := namespacedKindOf(r.Outputs); ok {
@@ -610,7 +617,7 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 	if err != nil {
 		return nil, false, err
 	}
-	plan, why, err := planDirectDestroy(exported.Deployment, p)
+	plan, why, err := planDirectDestroy(exported.Deployment, p, e.shared)
 	if err != nil {
 		return nil, false, fmt.Errorf("destroy of stack %q: %w", name, err)
 	}
@@ -627,6 +634,9 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 		return nil, false, err
 	}
 	fmt.Fprintf(e.opts.Out, "paddock destroy: deleting the %d objects of stack %q directly; the state is emptied once they are all gone\n", plan.Resources, name)
+	if len(plan.Kept) > 0 {
+		fmt.Fprintf(e.opts.Out, "paddock destroy: leaving %d objects other stacks of the project hold too (the last of them deletes them): %s\n", len(plan.Kept), keptList(plan.Kept))
+	}
 	d := &directDeleter{client: client, mapper: mapper, out: e.opts.Out, workers: directDestroyWorkers, timeout: directDestroyTimeout, poll: 100 * time.Millisecond}
 	fmt.Fprintf(e.opts.Out, "  %s: state exported and read\n", time.Since(start).Round(10*time.Millisecond))
 	if err := d.run(ctx, plan); err != nil {
@@ -651,6 +661,39 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 		return nil, false, fmt.Errorf("destroy of stack %q: every object is deleted, but emptying the state failed (run destroy again: it finds them gone): %w", name, err)
 	}
 	return &Result{Stack: name, Changes: map[string]int{"delete": plan.Resources}, Duration: time.Since(start)}, true, nil
+}
+
+// KeepShared makes destroy leave objects in the cluster that other stacks
+// hold too (stacks of one platform on one cluster all declare its Agent
+// Sandbox release and runtime classes): the direct destroy drops them from
+// this stack's state without deleting them; a destroy that must go through
+// Pulumi is refused rather than delete them.
+func (e *Engine) KeepShared(objs []ObjectRef) {
+	e.shared = map[string]bool{}
+	for _, o := range objs {
+		group := ""
+		if i := strings.Index(o.APIVersion, "/"); i >= 0 {
+			group = o.APIVersion[:i]
+		}
+		e.shared[sharedKey(group, o.Kind, o.Namespace, o.Name)] = true
+	}
+}
+
+// sharedKey names an object across the API versions of its group.
+func sharedKey(group, kind, namespace, name string) string {
+	return group + "/" + kind + "/" + namespace + "/" + name
+}
+
+// keptList names a few of the kept objects.
+func keptList(objs []destroyObject) string {
+	names := make([]string, 0, 3)
+	for _, o := range objs[:min(3, len(objs))] {
+		names = append(names, o.String())
+	}
+	if len(objs) > 3 {
+		names = append(names, fmt.Sprintf("and %d more", len(objs)-3))
+	}
+	return strings.Join(names, ", ")
 }
 
 // emptyDeployment is the exported deployment with no resources and no

@@ -141,7 +141,7 @@ func names(objs []destroyObject) []string {
 }
 
 func TestPlanDirectDestroyLayers(t *testing.T) {
-	plan, why, err := planDirectDestroy(platformState().json(t), minimalLocalPlatform())
+	plan, why, err := planDirectDestroy(platformState().json(t), minimalLocalPlatform(), nil)
 	if err != nil || why != "" {
 		t.Fatalf("plan: %v / %q", err, why)
 	}
@@ -167,6 +167,35 @@ func TestPlanDirectDestroyLayers(t *testing.T) {
 	}
 	if plan.Resources != 12 || plan.StateResources != 15 {
 		t.Errorf("counts: %d objects of %d resources, want 12 of 15", plan.Resources, plan.StateResources)
+	}
+}
+
+// Objects another stack of the project holds too (the release, the runtime
+// class) stay in the cluster: the plan deletes the tenant's alone.
+func TestPlanDirectDestroyKeepsShared(t *testing.T) {
+	e := New(Options{})
+	e.KeepShared([]ObjectRef{
+		{APIVersion: "v1", Kind: "Namespace", Name: "agent-sandbox-system"},
+		{APIVersion: "apiextensions.k8s.io/v1beta1", Kind: "CustomResourceDefinition", Name: "sandboxes.agents.x-k8s.io"}, // another version of its group: the same object
+		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "agent-sandbox-controller"},
+		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "agent-sandbox-system", Name: "agent-sandbox-controller"},
+		{APIVersion: "node.k8s.io/v1", Kind: "RuntimeClass", Name: "gvisor"},
+	})
+	plan, why, err := planDirectDestroy(platformState().json(t), minimalLocalPlatform(), e.shared)
+	if err != nil || why != "" {
+		t.Fatalf("plan: %v / %q", err, why)
+	}
+	if got := names(plan.Release.all()); len(got) != 0 {
+		t.Errorf("release objects deleted: %q", got)
+	}
+	if got := names(plan.RuntimeClasses.all()); len(got) != 0 {
+		t.Errorf("runtime classes deleted: %q", got)
+	}
+	if got := names(plan.Tenants.Namespaces); !slices.Equal(got, []string{"Namespace agents-team-a"}) {
+		t.Errorf("the tenant is not deleted: %q", got)
+	}
+	if len(plan.Kept) != 5 || plan.Resources != 7 {
+		t.Errorf("kept %q, deleting %d; want 5 kept of 12", names(plan.Kept), plan.Resources)
 	}
 }
 
@@ -197,7 +226,7 @@ func TestPlanDirectDestroyLeavesToPulumi(t *testing.T) {
 			minimalLocalPlatform(), "belongs to none"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			plan, why, err := planDirectDestroy(c.state.json(t), c.p)
+			plan, why, err := planDirectDestroy(c.state.json(t), c.p, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +238,7 @@ func TestPlanDirectDestroyLeavesToPulumi(t *testing.T) {
 	t.Run("pending operations", func(t *testing.T) {
 		s := platformState()
 		s.pending = []map[string]any{{"type": "creating", "resource": map[string]any{"urn": testRoot + "$x", "type": "kubernetes:v1:ConfigMap", "custom": true}}}
-		_, why, err := planDirectDestroy(s.json(t), minimalLocalPlatform())
+		_, why, err := planDirectDestroy(s.json(t), minimalLocalPlatform(), nil)
 		if err != nil || !strings.Contains(why, "pending operation") {
 			t.Errorf("reason %q, err %v", why, err)
 		}
@@ -470,7 +499,7 @@ func (c *fakeCluster) deleter(timeout time.Duration) *directDeleter {
 
 func TestDirectDestroyOrder(t *testing.T) {
 	state := platformState().json(t)
-	plan, why, err := planDirectDestroy(state, minimalLocalPlatform())
+	plan, why, err := planDirectDestroy(state, minimalLocalPlatform(), nil)
 	if err != nil || why != "" {
 		t.Fatalf("plan: %v / %q", err, why)
 	}
@@ -517,7 +546,7 @@ func TestDirectDestroyOrder(t *testing.T) {
 
 func TestDirectDestroyNamesWhatAFinalizerHolds(t *testing.T) {
 	state := platformState().json(t)
-	plan, _, err := planDirectDestroy(state, minimalLocalPlatform())
+	plan, _, err := planDirectDestroy(state, minimalLocalPlatform(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +582,7 @@ func TestDirectDestroyDeletesEveryNamespaceBeforeWaiting(t *testing.T) {
 			object(tenantT, "v1", "ConfigMap", fmt.Sprintf("t%02d", i), "settings")
 	}
 	state := s.json(t)
-	plan, why, err := planDirectDestroy(state, minimalLocalPlatform())
+	plan, why, err := planDirectDestroy(state, minimalLocalPlatform(), nil)
 	if err != nil || why != "" {
 		t.Fatalf("plan: %v / %q", err, why)
 	}
@@ -617,7 +646,7 @@ func TestPlanDirectDestroyTakesMonitoringWithTheRelease(t *testing.T) {
 	st := platformState().
 		object(monT, "monitoring.coreos.com/v1", "ServiceMonitor", "agent-sandbox-system", "agent-sandbox-controller").
 		object(monT, "monitoring.coreos.com/v1", "PrometheusRule", "agent-sandbox-system", "paddock-alerts")
-	plan, why, err := planDirectDestroy(st.json(t), minimalLocalPlatform())
+	plan, why, err := planDirectDestroy(st.json(t), minimalLocalPlatform(), nil)
 	if err != nil || why != "" {
 		t.Fatalf("plan: %v / %q", err, why)
 	}

@@ -202,6 +202,9 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 		}
 		return res, err
 	}
+	if len(e.shared) > 0 {
+		return nil, fmt.Errorf("destroy of stack %q refused before anything is deleted: %d of its objects are held by other stacks too, and Pulumi's destroy (the path this stack takes) cannot leave them: destroy the other stacks first, or run again with --delete-shared (their sandboxes go with the shared release)", s.Name(), len(e.shared))
+	}
 	var res auto.DestroyResult
 	err = e.journaled(ctx, "destroy", s.Name(), rec, func() error {
 		if err := e.clearPending(ctx, "destroy", s); err != nil {

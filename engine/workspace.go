@@ -106,7 +106,10 @@ func (e *Engine) parallel() int {
 
 // Engine runs stacks for platforms.
 type Engine struct {
-	opts   Options
+	opts Options
+	// shared are the objects other stacks also hold, which destroy leaves
+	// in the cluster (KeepShared).
+	shared map[string]bool
 	opened map[string]auto.Stack
 	stores map[string]stateStore // by backend URL (store)
 }

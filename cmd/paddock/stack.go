@@ -7,12 +7,15 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/engine"
 	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/project"
 	"github.com/paddock-platform/paddock/specload"
 	"github.com/paddock-platform/paddock/targets"
 )
@@ -36,6 +39,9 @@ type specFlags struct {
 	// poolWait is up's --pool-wait (engine.Options.PoolWait; 0 here means
 	// report only).
 	poolWait time.Duration
+	// deleteShared lets destroy delete objects other stacks of the project
+	// also hold (sharedWithSiblings).
+	deleteShared bool
 }
 
 func (f *specFlags) register(cmd *cobra.Command) {
@@ -139,6 +145,7 @@ func newDestroyCmd() *cobra.Command {
 	}
 	f.register(cmd)
 	f.registerLockWait(cmd)
+	cmd.Flags().BoolVar(&f.deleteShared, "delete-shared", false, "delete also the objects other stacks of the project hold too (the cluster's Agent Sandbox release, runtime classes), which destroy otherwise leaves: those stacks' sandboxes go with them")
 	cmd.Flags().BoolVar(&f.full, "full", false, "go through Pulumi's destroy (a refresh, then one deletion per resource along the dependency graph) instead of deleting the objects directly, namespaces whole, and emptying the state once they are gone")
 	return cmd
 }
@@ -156,6 +163,12 @@ func runOp(cmd *cobra.Command, args []string, f *specFlags, op string) error {
 		// before anything is applied. Destroy must work whatever the images.
 		if err := targets.CheckLocalImages(ctx, p); err != nil {
 			return err
+		}
+	}
+	if op == "destroy" && !f.deleteShared {
+		if shared, holders := sharedWithSiblings(l); len(shared) > 0 {
+			fmt.Fprintf(out, "paddock destroy: %d objects are held by other stacks of the project too (%s): they stay (--delete-shared deletes them, and those stacks' sandboxes with them)\n", len(shared), strings.Join(holders, ", "))
+			eng.KeepShared(shared)
 		}
 	}
 	fmt.Fprintf(out, "paddock %s: platform %q, stack %q, target %s\n", op, p.Name, stack, p.Target.Kind)
@@ -189,4 +202,42 @@ func printOutputs(out io.Writer, outputs map[string]any) {
 		v, _ := json.Marshal(outputs[k])
 		fmt.Fprintf(out, "  %-20s %s\n", k, v)
 	}
+}
+
+// sharedWithSiblings is what the stack holds that other stacks of the
+// project hold too, and which stacks: stacks of one platform on one cluster
+// all declare its Agent Sandbox release and runtime classes, and deleting
+// them (CRDs and all) would delete every stack's sandboxes.
+func sharedWithSiblings(l *loaded) (shared []drift.ObjectRef, holders []string) {
+	if l.projectDir == "" {
+		return nil, nil
+	}
+	mine, _, err := l.eng.Inventory(l.stack)
+	if err != nil || len(mine) == 0 {
+		return nil, nil
+	}
+	stacks, err := project.Stacks(l.projectDir)
+	if err != nil {
+		return nil, nil
+	}
+	byOthers := map[string]bool{}
+	for _, name := range stacks {
+		if name == l.stack {
+			continue
+		}
+		objs, _, err := l.eng.Inventory(name)
+		if err != nil || len(objs) == 0 {
+			continue
+		}
+		holders = append(holders, name)
+		for _, o := range objs {
+			byOthers[o.APIVersion+" "+o.String()] = true
+		}
+	}
+	for _, o := range mine {
+		if byOthers[o.APIVersion+" "+o.String()] {
+			shared = append(shared, o)
+		}
+	}
+	return shared, holders
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gruntwork-io/terratest/modules/k8s"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/model"
@@ -240,6 +241,35 @@ func TestDriftFleet(t *testing.T) {
 		}
 		t.Logf("paddock up --stack %s (repair): %s:\n%s", broken.name, r.took.Round(100*time.Millisecond), tail(r.stdout, 5))
 		clean(t, "after the repair")
+	})
+	if t.Failed() {
+		return
+	}
+
+	// Destroying one stack deletes its tenant and leaves what the others
+	// hold too (the release, CRDs and all, the runtime class): their pools
+	// stay served.
+	t.Run("destroying one stack leaves the shared release to the others", func(t *testing.T) {
+		first := fleetStacks[0]
+		r := e.destroyAndWait(t, nil, []string{first.namespace()}, stackArgs(first.name)...)
+		if want := "held by other stacks of the project too (team-a, team-b): they stay"; !strings.Contains(r.stdout, want) {
+			t.Errorf("destroy --stack %s does not say it leaves the shared objects (%q):\n%s", first.name, want, r.stdout)
+		}
+		if _, err := e.dyn.Resource(crdsGVR).Get(ctxT(t, 10*time.Second), "sandboxwarmpools.extensions.agents.x-k8s.io", metav1.GetOptions{}); err != nil {
+			t.Fatalf("the shared release's CRD after destroying stack %s: %v", first.name, err)
+		}
+		for _, s := range fleetStacks[1:] {
+			eventually(t, "stack "+s.name+"'s warm pool still ready", time.Minute, func() error {
+				u, err := e.dyn.Resource(warmPoolsGVR).Namespace(s.namespace()).Get(ctxT(t, 5*time.Second), "python", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if n, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas"); n < 1 {
+					return fmt.Errorf("readyReplicas %d", n)
+				}
+				return nil
+			})
+		}
 	})
 }
 

@@ -125,13 +125,20 @@ func findField(r *drift.Resource, pathPart string) *drift.Field {
 // returns the destroy's run.
 func (e *env) destroyAndWait(t *testing.T, extraEnv []string, namespaces []string, args ...string) run {
 	t.Helper()
+	return e.destroyWaiting(t, extraEnv, append(namespaces, "agent-sandbox-system"), args...)
+}
+
+// destroyWaiting destroys a stack and waits until the namespaces given are
+// gone: a stack that shares the release with others leaves its namespace.
+func (e *env) destroyWaiting(t *testing.T, extraEnv []string, namespaces []string, args ...string) run {
+	t.Helper()
 	r := e.runPaddock(t, extraEnv, append([]string{"destroy"}, args...)...)
 	if r.code != 0 {
 		t.Errorf("paddock destroy %s: exit %d\n%s\n%s", strings.Join(args, " "), r.code, r.stdout, tail(r.stderr, 20))
 		return r
 	}
 	t.Logf("paddock destroy %s: %s", strings.Join(args, " "), r.took)
-	for _, ns := range append(namespaces, "agent-sandbox-system") {
+	for _, ns := range namespaces {
 		eventually(t, "namespace "+ns+" gone", 180*time.Second, func() error {
 			_, err := e.kube.CoreV1().Namespaces().Get(ctxTimeout(5*time.Second), ns, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gruntwork-io/terratest/modules/k8s"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -206,9 +205,14 @@ func TestDriftFleet(t *testing.T) {
 				}
 				continue
 			}
-			if s.Status != "drifted" || s.Report == nil || s.Differences != 1 {
-				t.Errorf("stack %s: %s with %d differences, want drifted with 1: %+v", s.Stack, s.Status, s.Differences, s.Report)
+			// Two differences: the policy's own field, and the sweep's
+			// judgement of its effect (S02: ingress from anywhere).
+			if s.Status != "drifted" || s.Report == nil || s.Differences != 2 {
+				t.Errorf("stack %s: %s with %d differences, want drifted with 2: %+v", s.Stack, s.Status, s.Differences, s.Report)
 				continue
+			}
+			if u := s.Report.Unmanaged; len(u) != 1 || u[0].Rule != "S02" || u[0].Namespace != broken.namespace() || u[0].Name != "default-deny" {
+				t.Errorf("stack %s: sweep findings %+v, want one S02 on %s/default-deny", s.Stack, u, broken.namespace())
 			}
 			res := findResource(s.Report, "NetworkPolicy", broken.namespace()+"/default-deny")
 			if res == nil || len(s.Report.Resources) != 1 {
@@ -221,7 +225,7 @@ func TestDriftFleet(t *testing.T) {
 		}
 
 		md := e.runPaddock(t, nil, append([]string{"drift", "--all", "--format", "markdown"}, all...)...)
-		for _, want := range []string{"## Paddock drift across 3 stacks", "| `" + broken.name + "` | ❌ drifted | 1 difference(s)", "| `dev` | ✅ clean |", "| `team-b` | ✅ clean |", broken.namespace() + "/default-deny"} {
+		for _, want := range []string{"## Paddock drift across 3 stacks", "| `" + broken.name + "` | ❌ drifted | 2 difference(s)", "| `dev` | ✅ clean |", "| `team-b` | ✅ clean |", broken.namespace() + "/default-deny"} {
 			if !strings.Contains(md.stdout, want) {
 				t.Errorf("markdown (exit %d) lacks %q:\n%s", md.code, want, md.stdout)
 			}
@@ -251,7 +255,7 @@ func TestDriftFleet(t *testing.T) {
 	// stay served.
 	t.Run("destroying one stack leaves the shared release to the others", func(t *testing.T) {
 		first := fleetStacks[0]
-		r := e.destroyAndWait(t, nil, []string{first.namespace()}, stackArgs(first.name)...)
+		r := e.destroyWaiting(t, nil, []string{first.namespace()}, stackArgs(first.name)...)
 		if want := "held by other stacks of the project too (team-a, team-b): they stay"; !strings.Contains(r.stdout, want) {
 			t.Errorf("destroy --stack %s does not say it leaves the shared objects (%q):\n%s", first.name, want, r.stdout)
 		}
@@ -273,34 +277,18 @@ func TestDriftFleet(t *testing.T) {
 	})
 }
 
-// destroyFleet destroys the stacks of TestDriftFleet. They share the
-// cluster's Agent Sandbox release, which the first destroy deletes, CRDs
-// and all: the tenants of every stack go first, while the controller still
-// runs to let go of what it holds, then each stack is destroyed (what is
-// already gone is no work) and its namespaces awaited.
+// destroyFleet destroys the stacks of TestDriftFleet in order. They share
+// the cluster's Agent Sandbox release: each destroy but the last leaves it
+// (another stack still holds it) and the last deletes it, so every stack's
+// sandboxes go while the controller still runs to release them.
 func (e *env) destroyFleet(t *testing.T, stacks []fleetStack, stackArgs func(string) []string) {
 	t.Helper()
-	for _, s := range stacks {
-		err := e.kube.CoreV1().Namespaces().Delete(ctxTimeout(10*time.Second), s.namespace(), metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", s.namespace(), err)
+	for i, s := range stacks {
+		if i < len(stacks)-1 {
+			// The stacks after it still hold the release: it stays.
+			e.destroyWaiting(t, nil, []string{s.namespace()}, stackArgs(s.name)...)
+			continue
 		}
-	}
-	for _, s := range stacks {
-		deadline := time.Now().Add(180 * time.Second)
-		for {
-			_, err := e.kube.CoreV1().Namespaces().Get(ctxTimeout(5*time.Second), s.namespace(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("namespace %s still there 180s after its deletion (%v)", s.namespace(), err)
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-	}
-	for _, s := range stacks {
 		e.destroyAndWait(t, nil, []string{s.namespace()}, stackArgs(s.name)...)
 	}
 }

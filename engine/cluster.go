@@ -53,6 +53,21 @@ func restConfigFor(p *model.Platform) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// clientsFromKubeconfig builds clients from a kubeconfig held in memory
+// (the one a stack's kubernetes provider recorded: stackClusterPlan). An exec
+// credential plugin it names, such as gke-gcloud-auth-plugin, runs as
+// kubectl would run it.
+func clientsFromKubeconfig(kubeconfig string) (*clusterClients, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
+	if err != nil {
+		// The error may quote the kubeconfig: only say that it failed.
+		return nil, errors.New("the kubeconfig the stack recorded does not load")
+	}
+	cfg.QPS, cfg.Burst = clusterQPS, 2*clusterQPS
+	cfg.WarningHandler = rest.NoWarnings{}
+	return clientsFromConfig(cfg)
+}
+
 // clientsFor builds clients for p's target (restConfigFor).
 func clientsFor(p *model.Platform) (*clusterClients, error) {
 	cfg, err := restConfigFor(p)

@@ -59,14 +59,11 @@ func (e *Engine) Drift(ctx context.Context, p *model.Platform) (*drift.Report, e
 // (otherwise a spec change would read as a change in the cluster), and says
 // when it cannot.
 func (e *Engine) addWholeObjectDrift(ctx context.Context, p *model.Platform, name string, rep *drift.Report) {
-	objs, _, reason := e.fastPlan(ctx, p, name)
+	objs, c, reason := e.enginePathObjects(ctx, p, name)
 	var res *fastResult
 	if reason == "" {
-		c, err := clientsFor(p)
-		if err == nil {
-			res, err = e.compareWhole(ctx, c, p, name, objs, formsCached)
-		}
-		if err != nil {
+		var err error
+		if res, err = e.compareWhole(ctx, c, p, name, objs, formsCached); err != nil {
 			reason = oneLine(err)
 		}
 	}
@@ -75,6 +72,33 @@ func (e *Engine) addWholeObjectDrift(ctx context.Context, p *model.Platform, nam
 		return
 	}
 	rep.Resources = mergeDrift(res.Report.Resources, rep.Resources)
+}
+
+// enginePathObjects is, after the engine's refresh, the spec's objects
+// paired with their state and the clients of their cluster: the target's
+// kubeconfig, or for a cluster the stack creates (GKE) the kubeconfig its
+// kubernetes provider recorded (stackClusterPlan). reason says why not.
+func (e *Engine) enginePathObjects(ctx context.Context, p *model.Platform, name string) ([]*fastObject, *clusterClients, string) {
+	if p.Target.Kind == model.TargetGKE {
+		plan, reason := e.stackClusterPlan(ctx, p, name)
+		if reason != "" {
+			return nil, nil, reason
+		}
+		c, err := clientsFromKubeconfig(plan.kubeconfig)
+		if err != nil {
+			return nil, nil, oneLine(err)
+		}
+		return plan.objs, c, ""
+	}
+	objs, _, reason := e.fastPlan(ctx, p, name)
+	if reason != "" {
+		return nil, nil, reason
+	}
+	c, err := clientsFor(p)
+	if err != nil {
+		return nil, nil, oneLine(err)
+	}
+	return objs, c, ""
 }
 
 // mergeDrift is the whole-object comparison's resources, with Pulumi's

@@ -209,39 +209,71 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 	case p.Target.Kubeconfig == "":
 		return nil, nil, "the target has no kubeconfig"
 	}
+	plan, reason := e.planObjects(ctx, p, name, false)
+	if reason != "" {
+		return nil, nil, reason
+	}
+	return plan.objs, plan.outputs, ""
+}
+
+// objectPlan is the declared objects paired with their state.
+type objectPlan struct {
+	objs    []*fastObject
+	outputs map[string]any
+	// kubeconfig is the one the stack's kubernetes provider recorded, read
+	// for a cluster the stack creates (stackCluster); never printed.
+	kubeconfig string
+}
+
+// stackClusterPlan is planObjects for the engine's path on a cluster the
+// stack itself creates (GKE): after Pulumi's refresh has read the cloud
+// resources, the Kubernetes objects of the spec are compared whole like
+// anywhere else, on the cluster the stack's kubernetes provider reaches
+// (stackClients). The GCP resources, and the Kubernetes objects only the
+// cloud layer registers (Kata's installer, GKE's network logging), are
+// left to the engine.
+func (e *Engine) stackClusterPlan(ctx context.Context, p *model.Platform, name string) (*objectPlan, string) {
+	return e.planObjects(ctx, p, name, true)
+}
+
+// planObjects checks everything that can be checked without the cluster
+// and pairs each declared object with its state; reason is "" when the
+// comparison may go on. stackCluster: see stackClusterPlan.
+func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string, stackCluster bool) (*objectPlan, string) {
+	fail := func(reason string) (*objectPlan, string) { return nil, reason }
 	data, _, err := e.readStackState(name)
 	var noReader *noReaderError
 	var corrupt *CorruptStateError
 	switch {
 	case errors.As(err, &noReader):
-		return nil, nil, noReader.reason
+		return fail(noReader.reason)
 	case errors.As(err, &corrupt):
-		return nil, nil, "the state does not parse"
+		return fail("the state does not parse")
 	case err != nil:
-		return nil, nil, "the state: " + oneLine(err)
+		return fail("the state: " + oneLine(err))
 	case data == nil:
-		return nil, nil, "the stack does not exist yet"
+		return fail("the stack does not exist yet")
 	}
 	if locks, err := e.Locks(name); err != nil || len(locks) > 0 {
-		return nil, nil, "the stack is locked by another run"
+		return fail("the stack is locked by another run")
 	}
 	dead, err := e.deadRuns(name)
 	if err != nil {
-		return nil, nil, "the run journal: " + oneLine(err)
+		return fail("the run journal: " + oneLine(err))
 	}
 	if len(dead) > 0 {
-		return nil, nil, fmt.Sprintf("a %s of this stack (pid %d) died before it finished", dead[0].Op, dead[0].PID)
+		return fail(fmt.Sprintf("a %s of this stack (pid %d) died before it finished", dead[0].Op, dead[0].PID))
 	}
 	cp, err := parseFullCheckpoint(data)
 	if err != nil {
-		return nil, nil, "the state does not parse"
+		return fail("the state does not parse")
 	}
 	latest := cp.Checkpoint.Latest
 	if latest == nil || len(latest.Resources) == 0 {
-		return nil, nil, "the stack has no resources yet"
+		return fail("the stack has no resources yet")
 	}
 	if len(latest.PendingOperations) > 0 {
-		return nil, nil, "the state holds operations an earlier run never finished"
+		return fail("the state holds operations an earlier run never finished")
 	}
 	newCrypter := func() (config.Crypter, error) {
 		sp := latest.SecretsProviders
@@ -257,7 +289,7 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 
 	built, err := manifests.Build(p)
 	if err != nil {
-		return nil, nil, "the spec's objects do not build: " + oneLine(err)
+		return fail("the spec's objects do not build: " + oneLine(err))
 	}
 	sensitive := p.SensitiveValues()
 	declared := map[string]*fastObject{}
@@ -266,7 +298,7 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 		for _, u := range g.Objects {
 			key := typeToken(u.GetAPIVersion(), u.GetKind()) + "::" + objectKey(u)
 			if _, dup := declared[key]; dup {
-				return nil, nil, "the spec declares " + key + " twice"
+				return fail("the spec declares " + key + " twice")
 			}
 			o := &fastObject{desired: u, gvr: gvrOf(u)}
 			declared[key] = o
@@ -280,7 +312,7 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 	for i := range latest.Resources {
 		r := &latest.Resources[i]
 		if r.Delete || r.PendingReplacement {
-			return nil, nil, "the state holds a resource waiting to be deleted or replaced"
+			return fail("the state holds a resource waiting to be deleted or replaced")
 		}
 		switch {
 		case r.Type == "pulumi:pulumi:Stack":
@@ -295,51 +327,82 @@ func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) (
 			continue // components and the stack hold no cluster object
 		case r.Type == "pulumi:providers:kubernetes":
 			if provider != nil {
-				return nil, nil, "the stack holds more than one kubernetes provider"
+				return fail("the stack holds more than one kubernetes provider")
 			}
 			provider = r
 			continue
 		case strings.HasPrefix(r.Type, "gcp:") || r.Type == "pulumi:providers:gcp":
-			return nil, nil, "the stack holds GCP resources"
+			if stackCluster {
+				continue // the engine's refresh compares them
+			}
+			return fail("the stack holds GCP resources")
 		case !strings.HasPrefix(r.Type, "kubernetes:"):
-			return nil, nil, "the stack holds a " + r.Type + " resource the fast path does not read"
+			return fail("the stack holds a " + r.Type + " resource the fast path does not read")
 		}
 		key := r.Type + "::" + urnName(r.URN)
 		o := declared[key]
+		if o == nil && stackCluster {
+			continue // registered by the cloud layer, not the spec's: the engine compares it
+		}
 		if o == nil {
-			return nil, nil, "the spec no longer declares " + describeKey(key)
+			return fail("the spec no longer declares " + describeKey(key))
 		}
 		if seen[key] {
-			return nil, nil, "the state holds " + describeKey(key) + " twice"
+			return fail("the state holds " + describeKey(key) + " twice")
 		}
 		seen[key] = true
 		o.state = r
 	}
 	if provider == nil {
-		return nil, nil, "the stack holds no kubernetes provider"
+		return fail("the stack holds no kubernetes provider")
 	}
-	if why := providerChanged(ctx, provider, p, newCrypter); why != "" {
-		return nil, nil, why
+	var kubeconfig string
+	if stackCluster {
+		kc, err := recordedKubeconfig(ctx, provider, newCrypter)
+		if err != nil {
+			return fail(err.Error())
+		}
+		kubeconfig = kc
+	} else if why := providerChanged(ctx, provider, p, newCrypter); why != "" {
+		return fail(why)
 	}
 	providerRef := provider.URN + "::" + provider.ID
 	for _, o := range order {
 		key := typeToken(o.desired.GetAPIVersion(), o.desired.GetKind()) + "::" + objectKey(o.desired)
 		if o.state == nil {
-			return nil, nil, "the spec adds " + describeKey(key)
+			return fail("the spec adds " + describeKey(key))
 		}
 		if o.state.Provider != providerRef {
-			return nil, nil, describeKey(key) + " belongs to another provider"
+			return fail(describeKey(key) + " belongs to another provider")
 		}
 		inputs, err := decryptSecrets(ctx, o.state.Inputs, newCrypter)
 		if err != nil {
-			return nil, nil, "a secret of the state does not decrypt: " + oneLine(err)
+			return fail("a secret of the state does not decrypt: " + oneLine(err))
 		}
 		want := markSecrets(comparableInputs(o.desired.Object), sensitive)
 		if !inputsEqual(want, comparableInputs(inputs.(map[string]any))) {
-			return nil, nil, "the spec changed " + describeKey(key) + " since the last up"
+			return fail("the spec changed " + describeKey(key) + " since the last up")
 		}
 	}
-	return order, outputs, ""
+	return &objectPlan{objs: order, outputs: outputs, kubeconfig: kubeconfig}, ""
+}
+
+// recordedKubeconfig is the kubeconfig the stack's kubernetes provider was
+// given, decrypted when the state holds it as a secret.
+func recordedKubeconfig(ctx context.Context, r *stateResource, newCrypter func() (config.Crypter, error)) (string, error) {
+	in, err := decryptSecrets(ctx, r.Inputs, newCrypter)
+	if err != nil {
+		return "", errors.New("a secret of the state does not decrypt: " + oneLine(err))
+	}
+	v := in.(map[string]any)["kubeconfig"]
+	if sv, ok := v.(secret); ok {
+		v = sv.value
+	}
+	kc, _ := v.(string)
+	if kc == "" {
+		return "", errors.New("the stack's kubernetes provider records no kubeconfig yet")
+	}
+	return kc, nil
 }
 
 // providerChanged says how the kubernetes provider's recorded settings

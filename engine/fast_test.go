@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -497,5 +498,112 @@ func BenchmarkFastPlan(b *testing.B) {
 		if _, _, reason := e.fastPlan(context.Background(), p, "s"); reason != "" {
 			b.Fatal(reason)
 		}
+	}
+}
+
+// gkeKubeconfig is a kubeconfig as the GKE component records it for its
+// kubernetes provider: the cluster's endpoint, exec auth, no credential.
+const gkeKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: gke
+  cluster:
+    server: https://127.0.0.1:1
+    insecure-skip-tls-verify: true
+contexts:
+- name: gke
+  context: {cluster: gke, user: gke}
+current-context: gke
+users:
+- name: gke
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: gke-gcloud-auth-plugin
+      provideClusterInfo: true
+`
+
+// gkeStack is a state shaped as a GKE stack's (a synthetic one: no GKE
+// cluster is reachable here): GCP resources, the kubernetes provider the
+// GCP component makes from the cluster's kubeconfig, the spec's objects, and
+// an object only the cloud layer registers.
+func gkeStack(t *testing.T, kubeconfig any) (*Engine, *model.Platform) {
+	t.Helper()
+	p := localPlatform(t)
+	p.Target = model.Target{Kind: model.TargetGKE}
+	e, _ := fakeStack(t, p, func(res []map[string]any) []map[string]any {
+		for _, r := range res {
+			if r["type"] == "pulumi:providers:kubernetes" {
+				r["inputs"] = map[string]any{"kubeconfig": kubeconfig, "enableServerSideApply": "true", "version": "4.25.0"}
+			}
+		}
+		prov := "urn:pulumi:s::paddock::pulumi:providers:kubernetes::kubernetes::id-1"
+		return append(res,
+			map[string]any{"urn": "urn:pulumi:s::paddock::pulumi:providers:gcp::gcp", "custom": true, "id": "gcp-1", "type": "pulumi:providers:gcp", "inputs": map[string]any{"project": "p"}},
+			map[string]any{"urn": "urn:pulumi:s::paddock::gcp:container/cluster:Cluster::agents", "custom": true, "id": "c", "type": "gcp:container/cluster:Cluster", "inputs": map[string]any{"name": "agents"}},
+			map[string]any{"urn": "urn:pulumi:s::paddock::paddock:gcp:Platform$kubernetes:apps/v1:DaemonSet::kube-system/kata-deploy", "custom": true, "id": "kube-system/kata-deploy",
+				"type": "kubernetes:apps/v1:DaemonSet", "inputs": map[string]any{"kind": "DaemonSet"}, "provider": prov},
+		)
+	})
+	return e, p
+}
+
+// On GKE the fast path still refuses (the cloud resources need Pulumi's
+// refresh), and after the refresh the spec's objects are compared whole on
+// the cluster the stack's provider reaches.
+func TestStackClusterPlanOnGKE(t *testing.T) {
+	ctx := context.Background()
+	e, p := gkeStack(t, gkeKubeconfig)
+	if _, _, reason := e.fastPlan(ctx, p, "s"); !strings.Contains(reason, "GKE") {
+		t.Fatalf("the fast path does not refuse GKE: %q", reason)
+	}
+	plan, reason := e.stackClusterPlan(ctx, p, "s")
+	if reason != "" {
+		t.Fatalf("the GKE plan fell back: %s", reason)
+	}
+	if plan.kubeconfig != gkeKubeconfig {
+		t.Errorf("kubeconfig %q, want the provider's", plan.kubeconfig)
+	}
+	if len(plan.objs) < 30 {
+		t.Fatalf("%d objects paired", len(plan.objs))
+	}
+	for _, o := range plan.objs {
+		if o.state == nil {
+			t.Errorf("%s has no state", objectKey(o.desired))
+		}
+		if o.desired.GetKind() == "DaemonSet" {
+			t.Errorf("the cloud layer's %s is compared; only the engine compares it", objectKey(o.desired))
+		}
+	}
+	c, err := clientsFromKubeconfig(plan.kubeconfig)
+	if err != nil || c == nil {
+		t.Fatalf("clients from the recorded kubeconfig: %v", err)
+	}
+
+	// A kubeconfig the state keeps as a secret is read decrypted.
+	crypter := config.NewSymmetricCrypter(bytes.Repeat([]byte{7}, config.SymmetricCrypterKeyBytes))
+	ct, err := crypter.EncryptValue(ctx, strconv.Quote(gkeKubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &stateResource{Inputs: map[string]any{"kubeconfig": map[string]any{sig.Key: sig.Secret, "ciphertext": ct}}}
+	if kc, err := recordedKubeconfig(ctx, prov, func() (config.Crypter, error) { return crypter, nil }); err != nil || kc != gkeKubeconfig {
+		t.Errorf("secret kubeconfig: %v", err)
+	}
+
+	// No kubeconfig recorded yet, a spec changed since the last up: the
+	// engine's word alone, and why.
+	e3, p3 := gkeStack(t, "")
+	if _, reason := e3.stackClusterPlan(ctx, p3, "s"); !strings.Contains(reason, "no kubeconfig") {
+		t.Errorf("no kubeconfig: reason %q", reason)
+	}
+	p.Tenants[0].WarmPools[0].Replicas++
+	if _, reason := e.stackClusterPlan(ctx, p, "s"); !strings.Contains(reason, "the spec changed") {
+		t.Errorf("changed spec: reason %q", reason)
+	}
+
+	// A kubeconfig that does not load is refused without quoting it.
+	if _, err := clientsFromKubeconfig("not: [a kubeconfig"); err == nil || strings.Contains(err.Error(), "kubeconfig\"") {
+		t.Errorf("a broken kubeconfig: %v", err)
 	}
 }

@@ -184,16 +184,32 @@ func declaredFastObjects(p *model.Platform) ([]*fastObject, error) {
 // repairAfterUp runs after the engine's up: it compares every declared
 // object whole with the live one (recomputing every stored form, which the
 // run may have changed) and repairs what the engine's applies left, the
-// fields other managers own. Without a kubeconfig (a GKE cluster the program
-// creates) there is nothing it can reach, and it says so.
+// fields other managers own. On a cluster the stack creates (GKE) it
+// reaches the cluster through the kubeconfig the stack's kubernetes provider
+// recorded, and says so when it cannot.
 func (e *Engine) repairAfterUp(ctx context.Context, p *model.Platform, name string) (int, error) {
-	if p.Target.Kubeconfig == "" {
-		fmt.Fprintf(e.opts.Out, "paddock up: fields written out of band by other managers are not compared on a cluster the program creates (no kubeconfig to reach it)\n")
+	var c *clusterClients
+	var err error
+	switch {
+	case p.Target.Kind == model.TargetGKE:
+		plan, reason := e.stackClusterPlan(ctx, p, name)
+		if reason == "" {
+			c, err = clientsFromKubeconfig(plan.kubeconfig)
+			if err != nil {
+				reason = oneLine(err)
+			}
+		}
+		if reason != "" {
+			fmt.Fprintf(e.opts.Out, "paddock up: fields written out of band by other managers are not compared: %s\n", reason)
+			return 0, nil
+		}
+	case p.Target.Kubeconfig == "":
+		fmt.Fprintf(e.opts.Out, "paddock up: fields written out of band by other managers are not compared: the target has no kubeconfig\n")
 		return 0, nil
-	}
-	c, err := clientsFor(p)
-	if err != nil {
-		return 0, err
+	default:
+		if c, err = clientsFor(p); err != nil {
+			return 0, err
+		}
 	}
 	objs, err := declaredFastObjects(p)
 	if err != nil {

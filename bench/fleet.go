@@ -325,7 +325,7 @@ func (r *Results) writeFleet(w io.Writer) {
 	fmt.Fprintf(w, "The stacks are provisioned one after the other; then `paddock drift --all` checks them, up to %d at once, run %d times at each size (the median is shown), seconds, wall, the command's start included. ", parallel, fleetRunsOf(r.Fleet))
 	fmt.Fprintf(w, "*--no-sweep* compares each stack with the cluster and nothing more; every stack must be clean there, or the benchmark stops. ")
 	fmt.Fprintf(w, "The stacks share the cluster's Agent Sandbox release and runtime class, which each of them declares, so they share the platform's name (its label) too, or each `up` would relabel what the others declared: ")
-	fmt.Fprintf(w, "with the sweep, a stack's S05 (objects labelled as the platform's that its stack does not hold) then finds the other stacks' tenant objects, and the stack is reported drifted (the *reported clean / drifted* column is what the last run said). That changes the report, not the work it takes.\n\n")
+	fmt.Fprintf(w, "with the sweep, a stack's S05 (objects labelled as the platform's that its stack does not hold) counts what the project's other stacks hold as held, so an untouched fleet reads clean (the *reported clean / drifted* column is what the last run said).\n\n")
 	fmt.Fprintf(w, "| stacks | resources compared | drift --all | a stack | reported clean / drifted | --no-sweep | a stack | peak MiB (whole tree) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, n := range r.fleetStacks() {
 		sw, okSw := r.FindFleet(n, true)

@@ -79,7 +79,7 @@ func openPostgresStore(ctx context.Context, backend string) (stateStore, error) 
 	if sub := strings.TrimLeft(u.Path, "/"); sub != "" {
 		s.prefix = strings.TrimSuffix(sub, "/") + "/"
 	}
-	s.where = fmt.Sprintf("postgres://%s%s (table %s)", u.Host, u.Path, table)
+	s.where = s.scrubText(fmt.Sprintf("postgres://%s%s (table %s)", u.Host, u.Path, table))
 
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
@@ -103,14 +103,20 @@ func (s *postgresStore) scrub(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	for _, secret := range s.secrets {
-		msg = strings.ReplaceAll(msg, secret, "****")
-	}
+	msg := s.scrubText(err.Error())
 	if msg == err.Error() {
 		return err
 	}
 	return errors.New(msg)
+}
+
+// scrubText is text with every spelling of the password replaced: even a
+// malformed URL that repeats it (in its path, say) shows it nowhere.
+func (s *postgresStore) scrubText(text string) string {
+	for _, secret := range s.secrets {
+		text = strings.ReplaceAll(text, secret, "****")
+	}
+	return text
 }
 
 func (s *postgresStore) close() { s.pool.Close() }

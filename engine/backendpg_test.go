@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"net/url"
 	"strings"
 	"syscall"
 	"testing"
@@ -324,6 +325,15 @@ func TestPostgresErrorsHideThePassword(t *testing.T) {
 	}
 	if got := redactURL(good); strings.Contains(got, srv.Password) {
 		t.Errorf("redactURL: %q", got)
+	}
+
+	// A URL pasted into another's path (a database name that is a URL)
+	// repeats the password outside the user info: hidden there too.
+	pasted := strings.Replace(good, "/t_", "/"+url.PathEscape(good)+"t_", 1)
+	e2 := New(Options{Backend: pasted})
+	defer e2.Close()
+	if _, _, err := e2.readStackState("dev"); err == nil || strings.Contains(err.Error(), srv.Password) {
+		t.Errorf("a malformed URL's error: %v", err)
 	}
 }
 

@@ -87,14 +87,22 @@ func (e *Engine) secretsProvider(name string) string {
 	return ps.SecretsProvider
 }
 
-// redactURL hides credentials in a backend URL.
+// redactURL hides credentials in a backend URL: its user info, and the
+// password wherever else a malformed URL repeats it.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return raw
 	}
+	pw, hasPW := u.User.Password()
 	u.User = url.User("****")
-	return u.String()
+	out := u.String()
+	if hasPW && pw != "" {
+		for _, spelling := range []string{pw, url.QueryEscape(pw), url.PathEscape(pw)} {
+			out = strings.ReplaceAll(out, spelling, "****")
+		}
+	}
+	return out
 }
 
 // Lock is one update lock held on a stack.

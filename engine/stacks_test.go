@@ -32,8 +32,15 @@ func TestBackendURL(t *testing.T) {
 	if _, err := New(Options{ProjectDir: proj, Backend: "gs://b"}).backendURL(); err == nil {
 		t.Error("--backend that contradicts Pulumi.yaml accepted")
 	}
-	if got := redactURL("s3://key:secret@host/bucket"); strings.Contains(got, "secret") {
-		t.Errorf("redactURL kept the secret: %s", got)
+	for _, raw := range []string{
+		"s3://key:secret@host/bucket",
+		// A URL pasted into its own path repeats the password there.
+		"postgres://u:s3cr3t@127.0.0.1:5432/postgres://u:s3cr3t@127.0.0.1:5432/db?sslmode=disable",
+		"postgres://u:p%40ss%2Fw@h/db?password=p%40ss%2Fw",
+	} {
+		if got := redactURL(raw); strings.Contains(got, "secret") || strings.Contains(got, "s3cr3t") || strings.Contains(got, "p%40ss") || strings.Contains(got, "p@ss") {
+			t.Errorf("redactURL kept the secret: %s", got)
+		}
 	}
 }
 

@@ -47,7 +47,7 @@ func runnerHome(t *testing.T, e *env) string {
 func TestSharedBackendTwoRunners(t *testing.T) {
 	e := live
 	pg := pgtest.Start(t)
-	backend := pg.URL(pg.NewDatabase(t))
+	backend := pg.NewDatabase(t)
 	homeA, homeB := runnerHome(t, e), runnerHome(t, e)
 	runner := func(home string) []string {
 		return []string{"PADDOCK_HOME=" + home, "PULUMI_CONFIG_PASSPHRASE=" + teamPassphrase}

@@ -49,21 +49,23 @@ func TestSharedBackendTwoRunners(t *testing.T) {
 	pg := pgtest.Start(t)
 	backend := pg.NewDatabase(t)
 	homeA, homeB := runnerHome(t, e), runnerHome(t, e)
+	// The backend goes by the environment, as a CI secret would: its
+	// password never shows in a logged command line.
 	runner := func(home string) []string {
-		return []string{"PADDOCK_HOME=" + home, "PULUMI_CONFIG_PASSPHRASE=" + teamPassphrase}
+		return []string{"PADDOCK_HOME=" + home, "PULUMI_CONFIG_PASSPHRASE=" + teamPassphrase, "PULUMI_BACKEND_URL=" + backend}
 	}
 	small, large := faultSpecs(t, 1, 3)
 	namespaces := faultNamespaces(3)
-	defer e.destroyAndWait(t, runner(homeB), namespaces, small, "--backend", backend)
+	defer e.destroyAndWait(t, runner(homeB), namespaces, small)
 
-	if r := e.runPaddock(t, runner(homeA), "up", small, "--backend", backend); r.code != 0 {
+	if r := e.runPaddock(t, runner(homeA), "up", small); r.code != 0 {
 		t.Fatalf("runner A: up: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 30))
 	}
 
 	// Runner A grows the platform and is killed while the API server holds
 	// the create of the second new tenant's namespace.
 	hold := holdNamespaceCreate(t, e, namespaces[2])
-	run := e.startPaddock(t, runner(homeA), "up", large, "--backend", backend)
+	run := e.startPaddock(t, runner(homeA), "up", large)
 	defer run.stop()
 	select {
 	case <-hold.held:
@@ -115,7 +117,7 @@ func TestSharedBackendTwoRunners(t *testing.T) {
 	}
 
 	// Runner B, sharing only the database, recovers and goes back to one tenant.
-	r := e.runPaddock(t, runner(homeB), "up", small, "--backend", backend, "--lock-wait", "2m")
+	r := e.runPaddock(t, runner(homeB), "up", small, "--lock-wait", "2m")
 	if r.code != 0 {
 		t.Fatalf("runner B: up: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 30))
 	}
@@ -138,7 +140,7 @@ func TestSharedBackendTwoRunners(t *testing.T) {
 		t.Errorf("after runner B's up the database holds %d run record(s) and %d lock(s), want none", n, l)
 	}
 	for _, home := range []string{homeB, homeA} {
-		if rep, _ := e.driftReport(t, 0, runner(home), small, "--backend", backend); rep.Drifted() {
+		if rep, _ := e.driftReport(t, 0, runner(home), small); rep.Drifted() {
 			t.Errorf("drift from %s: %+v %+v", home, rep.Resources, rep.Unmanaged)
 		}
 	}

@@ -374,8 +374,9 @@ func refuseOutput(t *testing.T, who, out string, unwanted ...string) {
 //
 // other-host: A runs under another hostname, so B can only go by A's lease
 // in the database. While the lease is fresh B's up is refused and changes
-// nothing; once it has not been renewed for 60 s, B's up says A's run did
-// not finish, removes A's lock, converges and prunes what A created.
+// nothing; B's up --lock-wait then waits until A's lease has not been renewed
+// for 60 s, removes A's lock, converges, says A's run died while it waited
+// and prunes what A created.
 //
 // same-host: both runners on this host, so B learns A died from the pid A
 // recorded, at once.
@@ -449,42 +450,28 @@ func sharedBackendOtherHost(t *testing.T, e *env) {
 	leftover := leftByA(t, e, namespaces[1:])
 	t.Logf("runner A left %v", leftover)
 
-	// A's lease expires: nothing renews it, and 60 s after its last renewal
-	// the engine takes A's lock for a dead run's, not before.
-	var stale engine.Lock
-	eventually(t, "runner A's lock taken for a dead run's", sharedLease+90*time.Second, func() error {
-		locks := db.engineLocks(t)
-		if len(locks) != 1 {
-			return fmt.Errorf("locks %+v", locks)
-		}
-		if !locks[0].Stale {
-			return fmt.Errorf("the lock %s is still live", locks[0])
-		}
-		stale = locks[0]
-		return nil
-	})
-	runs = db.runs(t)
-	if len(runs) != 1 || runs[0].key != recA.key {
-		t.Fatalf("once A's lock was taken for dead the journal holds %+v, want A's record alone", runs)
-	}
-	if runs[0].age < sharedLease {
-		t.Fatalf("the engine took runner A's lock for dead when A's record was renewed %s ago, before its %s lease expired", runs[0].age.Round(time.Second), sharedLease)
-	}
-	t.Logf("runner A's lease expired (%s since its last renewal, %s since the kill): %s", runs[0].age.Round(time.Second), time.Since(killed).Round(time.Second), stale)
-
-	// B now finds the dead run, says so, converges and prunes what A left.
-	r = b.run(t, e, "up", small)
+	// B waits for the stack (--lock-wait). Nothing renews A's lease; once it
+	// has expired, and not before, B takes A's lock for a dead run's, runs,
+	// and at its end finds that A's run died while it waited and prunes
+	// what A left (not the run after it).
+	r = b.run(t, e, "up", "--lock-wait", "4m", small)
+	waited := time.Since(killed)
 	out = r.stdout + r.stderr
 	if r.code != 0 {
-		t.Fatalf("runner B: up after A's lease expired: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 30))
+		t.Fatalf("runner B: up --lock-wait: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 30))
 	}
-	t.Logf("runner B's up after A's lease expired (%s):\n%s", r.took.Round(100*time.Millisecond), tail(r.stdout, 12))
-	requireOutput(t, "runner B's up", r.stdout,
+	t.Logf("runner B's up --lock-wait (%s, ended %s after the kill):\n%s", r.took.Round(100*time.Millisecond), waited.Round(time.Second), tail(r.stdout, 12))
+	requireOutput(t, "runner B's up --lock-wait", r.stdout,
+		"waiting up to",
 		"removed the lock of a dead update",
-		fmt.Sprintf("did not finish (up by pid %d on %s", pidA, runnerAHost),
+		fmt.Sprintf("died while this one waited for it (up by pid %d on %s", pidA, runnerAHost),
 		"a dead run created that no state holds",
 		"pruned")
-	refuseOutput(t, "runner B's up", out, "waiting up to")
+	// A's record was renewed recA.age before it was read after the kill: its
+	// lease ran out sharedLease after that renewal.
+	if expiry := sharedLease - recA.age; waited < expiry {
+		t.Errorf("runner B's up ended %s after the kill, before runner A's lease ran out (%s after the kill): A's lock was taken for dead too early", waited.Round(time.Second), expiry.Round(time.Second))
+	}
 	assertPruned(t, e, namespaces)
 	if runs, locks := db.runs(t), db.lockKeys(t); len(runs) != 0 || len(locks) != 0 {
 		t.Errorf("after runner B's up the database holds run records %+v and locks %v, want none", runs, locks)

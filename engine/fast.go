@@ -277,17 +277,7 @@ func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string
 	if len(latest.PendingOperations) > 0 {
 		return fail("the state holds operations an earlier run never finished")
 	}
-	newCrypter := func() (config.Crypter, error) {
-		sp := latest.SecretsProviders
-		if sp == nil {
-			return nil, errors.New("the state names no secrets provider")
-		}
-		phrase, err := readPassphrase()
-		if err != nil {
-			return nil, err
-		}
-		return passphraseCrypter(ctx, sp.Type, sp.State, phrase)
-	}
+	newCrypter := stateCrypter(ctx, latest.SecretsProviders)
 
 	built, err := manifests.Build(p)
 	if err != nil {
@@ -392,6 +382,21 @@ func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string
 	return &objectPlan{objs: order, outputs: outputs, kubeconfig: kubeconfig}, ""
 }
 
+// stateCrypter decrypts the secrets of a checkpoint with the stack's
+// passphrase, made only when a secret is met.
+func stateCrypter(ctx context.Context, sp *stateSecretsProvider) func() (config.Crypter, error) {
+	return func() (config.Crypter, error) {
+		if sp == nil {
+			return nil, errors.New("the state names no secrets provider")
+		}
+		phrase, err := readPassphrase()
+		if err != nil {
+			return nil, err
+		}
+		return passphraseCrypter(ctx, sp.Type, sp.State, phrase)
+	}
+}
+
 // cloudLayerURN reports whether a resource was registered inside the GCP
 // layer (components/gcp: its URN's type runs through a paddock:gcp:
 // component), as its kubernetes provider, Kata's installer and GKE's network
@@ -414,10 +419,13 @@ func recordedKubeconfig(ctx context.Context, r *stateResource, newCrypter func()
 	}
 	kc, _ := v.(string)
 	if kc == "" {
-		return "", errors.New("the stack's kubernetes provider records no kubeconfig yet")
+		return "", errNoRecordedKubeconfig
 	}
 	return kc, nil
 }
+
+// errNoRecordedKubeconfig: the last up did not get as far as the cluster.
+var errNoRecordedKubeconfig = errors.New("the stack's kubernetes provider records no kubeconfig yet")
 
 // providerChanged says how the kubernetes provider's recorded settings
 // differ from the ones the program would give it, or "".

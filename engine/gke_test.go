@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -622,5 +623,42 @@ func TestGKEWholeObjectNotCompared(t *testing.T) {
 	}
 	if len(rep.Resources) != 1 {
 		t.Errorf("the engine's report was changed: %+v", rep.Resources)
+	}
+}
+
+// On GKE the checks an up makes beside Pulumi before anything is applied
+// reach the cluster the stack created, through the kubeconfig its provider
+// recorded: a CRD that still stores a version the release no longer lists
+// is refused as on any other target. Before the stack's first up there is
+// no cluster, and nothing to check.
+func TestGKEPreflightsReachTheStacksCluster(t *testing.T) {
+	ctx := context.Background()
+	const name = "sandboxes.agents.x-k8s.io"
+	srv := newLoopbackAPIServer(t, crd(name, []string{"v1beta1", "v1alpha1"}, []string{"v0alpha9", "v1beta1"}))
+
+	var report bytes.Buffer
+	p, err := specload.Load("../examples/gke-gvisor", specload.Options{}, &report)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, report.String())
+	}
+	fresh := New(Options{Backend: "file://" + t.TempDir(), Stack: "s"})
+	if _, err := fresh.liveClients(ctx, p); !errors.Is(err, errNoKubeconfig) {
+		t.Fatalf("before the first up the stack's cluster was reached: %v", err)
+	}
+	if err := fresh.guardStoredVersions(ctx, "up", p); err != nil {
+		t.Fatalf("before the first up: %v", err)
+	}
+
+	e, p, _ := mockGKEStack(t, "../examples/gke-gvisor", srv.kubeconfig(), true, nil)
+	err = e.guardStoredVersions(ctx, "up", p)
+	if err == nil || !strings.Contains(err.Error(), "CRD "+name+": status.storedVersions is [v0alpha9 v1beta1]") {
+		t.Fatalf("the stored-versions preflight did not read the stack's GKE cluster: %v", err)
+	}
+	c, err := e.liveClients(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the clients of the checks beside Pulumi do not reach the stack's cluster: %v", err)
 	}
 }

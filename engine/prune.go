@@ -153,7 +153,7 @@ func (e *Engine) pruneLeftovers(ctx context.Context, op string, p *model.Platfor
 	if len(candidates) == 0 {
 		return true, nil // dead destroys and damaged records create nothing known
 	}
-	c, err := clientsFor(p)
+	c, err := e.liveClients(ctx, p)
 	if errors.Is(err, errNoKubeconfig) {
 		fmt.Fprintf(e.opts.Out, "paddock %s: cannot look for what the dead run left without a kubeconfig for the cluster; `paddock drift` reports it (S05)\n", op)
 		return false, nil
@@ -355,9 +355,9 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // them so) to be gone: an apply into a namespace being deleted is refused,
 // and a CRD being deleted takes what the apply creates along with it.
 func (e *Engine) waitTerminating(ctx context.Context, op string, p *model.Platform) error {
-	c, err := clientsFor(p)
+	c, err := e.liveClients(ctx, p)
 	if errors.Is(err, errNoKubeconfig) {
-		return nil // the program creates the cluster: nothing is being deleted in it
+		return nil // the stack has not created its cluster yet: nothing is being deleted in it
 	}
 	if err != nil {
 		return err

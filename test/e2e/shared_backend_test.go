@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -120,21 +119,7 @@ func (r runner) env() []string {
 // run runs paddock as r and waits for it.
 func (r runner) run(t *testing.T, e *env, args ...string) run {
 	t.Helper()
-	cmd := r.command(e, args...)
-	var stdout, stderr syncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	out := run{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		out.code = ee.ExitCode()
-	default:
-		t.Fatalf("runner %s: paddock %s: %v", r.name, strings.Join(args, " "), err)
-	}
-	return out
+	return runCommand(t, r.command(e, args...), "runner "+r.name+": paddock "+strings.Join(args, " "))
 }
 
 // start starts paddock as r in a process group of its own, to be killed.

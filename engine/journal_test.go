@@ -328,7 +328,7 @@ func TestFinishRunFindsRunsThatDiedWhileItWaited(t *testing.T) {
 	if err := e.finishRun(context.Background(), "up", p, "fault", self, dead); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "died while this one waited for it (destroy by pid 4242 on another-host.example") {
+	if !strings.Contains(out.String(), "died after this one started (destroy by pid 4242 on another-host.example") {
 		t.Errorf("the run that died meanwhile is not reported: %q", out.String())
 	}
 	// A destroy declares nothing to look for: its record goes with this run's.

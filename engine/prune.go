@@ -110,7 +110,7 @@ func (e *Engine) deadRunsSince(op, name string, dead []DeadRun) ([]DeadRun, erro
 		}
 	}
 	for _, d := range since {
-		fmt.Fprintf(e.opts.Out, "paddock %s: a run of stack %q died while this one waited for it (%s): deleting what it created that no state holds and the spec does not declare\n", op, name, d)
+		fmt.Fprintf(e.opts.Out, "paddock %s: a run of stack %q died after this one started (%s): deleting what it created that no state holds and the spec does not declare\n", op, name, d)
 	}
 	return append(dead, since...), nil
 }

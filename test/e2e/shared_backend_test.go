@@ -449,7 +449,7 @@ func sharedBackendOtherHost(t *testing.T, e *env) {
 	requireOutput(t, "runner B's up --lock-wait", r.stdout,
 		"waiting up to",
 		"removed the lock of a dead update",
-		fmt.Sprintf("died while this one waited for it (up by pid %d on %s", pidA, runnerAHost),
+		fmt.Sprintf("died after this one started (up by pid %d on %s", pidA, runnerAHost),
 		"a dead run created that no state holds",
 		"pruned")
 	// A's record was renewed recA.age before it was read after the kill: its

@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/targets"
 )
 
 // This file is the fast path of a no-op `up` and of `drift`. When the spec
@@ -358,7 +359,7 @@ func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string
 			return fail(err.Error())
 		}
 		kubeconfig = kc
-	} else if why := providerChanged(ctx, provider, p, newCrypter); why != "" {
+	} else if why := providerChanged(ctx, provider, p, outputs, newCrypter); why != "" {
 		return fail(why)
 	}
 	providerRef := provider.URN + "::" + provider.ID
@@ -428,8 +429,11 @@ func recordedKubeconfig(ctx context.Context, r *stateResource, newCrypter func()
 var errNoRecordedKubeconfig = errors.New("the stack's kubernetes provider records no kubeconfig yet")
 
 // providerChanged says how the kubernetes provider's recorded settings
-// differ from the ones the program would give it, or "".
-func providerChanged(ctx context.Context, r *stateResource, p *model.Platform, newCrypter func() (config.Crypter, error)) string {
+// differ from the ones the program would give it, or "". A kubeconfig at
+// another path (another runner's, or the same file moved) is no change
+// when the cluster the last engine run recorded (targets.ClusterOutput, in
+// outputs) is the one this kubeconfig reaches: same server, same CA.
+func providerChanged(ctx context.Context, r *stateResource, p *model.Platform, outputs map[string]any, newCrypter func() (config.Crypter, error)) string {
 	in, err := decryptSecrets(ctx, r.Inputs, newCrypter)
 	if err != nil {
 		return "a secret of the state does not decrypt: " + oneLine(err)
@@ -451,8 +455,27 @@ func providerChanged(ctx context.Context, r *stateResource, p *model.Platform, n
 		}
 		got[k] = v
 	}
+	if reflect.DeepEqual(want, got) {
+		return ""
+	}
+	const changed = "the kubernetes provider's settings (kubeconfig, context) changed"
+	if _, isPath := got["kubeconfig"].(string); !isPath {
+		return changed
+	}
+	got["kubeconfig"] = want["kubeconfig"]
 	if !reflect.DeepEqual(want, got) {
-		return "the kubernetes provider's settings (kubeconfig, context) changed"
+		return changed // more than the kubeconfig's path
+	}
+	recorded, ok := targets.ClusterIdentityOf(outputs[targets.ClusterOutput])
+	if !ok {
+		return "the kubeconfig's path changed and the state records no cluster identity to compare (the next full up records it)"
+	}
+	current, err := targets.KubeconfigCluster(p.Target.Kubeconfig, p.Target.Context)
+	if err != nil {
+		return "the kubeconfig's path changed and its cluster cannot be told: " + oneLine(err)
+	}
+	if current != recorded {
+		return fmt.Sprintf("the kubeconfig reaches another cluster than the last up (%s, CA %.12s; the state records %s, CA %.12s)", current.Server, current.CASHA256, recorded.Server, recorded.CASHA256)
 	}
 	return ""
 }

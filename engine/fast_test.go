@@ -26,6 +26,7 @@ import (
 	"github.com/paddock-platform/paddock/manifests"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/specload"
+	"github.com/paddock-platform/paddock/targets"
 )
 
 // The provider's canonical quantities are the same input; a changed label,
@@ -610,5 +611,55 @@ func TestStackClusterPlanOnGKE(t *testing.T) {
 	// A kubeconfig that does not load is refused without quoting it.
 	if _, err := clientsFromKubeconfig("not: [a kubeconfig"); err == nil || strings.Contains(err.Error(), "kubeconfig\"") {
 		t.Errorf("a broken kubeconfig: %v", err)
+	}
+}
+
+// A runner whose kubeconfig lies at another path reaches the same cluster
+// when the server and CA the last up recorded agree: the fast path stays
+// open. Another cluster, no record, or another context closes it.
+func TestProviderChangedByClusterNotPath(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, server, ca string) string {
+		path := filepath.Join(dir, name)
+		kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + server +
+			"\n    certificate-authority-data: " + base64.StdEncoding.EncodeToString([]byte(ca)) +
+			"\ncontexts:\n- name: x\n  context:\n    cluster: c\ncurrent-context: x\n"
+		if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	runnerA := write("a", "https://127.0.0.1:6443", "ca-1")
+	runnerB := write("b", "https://127.0.0.1:6443", "ca-1")
+	elsewhere := write("c", "https://127.0.0.1:6443", "ca-2")
+	recorded, err := targets.KubeconfigCluster(runnerA, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := map[string]any{targets.ClusterOutput: map[string]any{"server": recorded.Server, "caSHA256": recorded.CASHA256}}
+	provider := &stateResource{Inputs: map[string]any{"kubeconfig": runnerA, "enableServerSideApply": "true", "version": "4.0.0"}}
+	platform := func(kubeconfig, context string) *model.Platform {
+		return &model.Platform{Target: model.Target{Kind: model.TargetKubeconfig, Kubeconfig: kubeconfig, Context: context}}
+	}
+	ctx := context.Background()
+	if why := providerChanged(ctx, provider, platform(runnerA, ""), nil, nil); why != "" {
+		t.Errorf("same path: %s", why)
+	}
+	if why := providerChanged(ctx, provider, platform(runnerB, ""), outputs, nil); why != "" {
+		t.Errorf("another path to the same cluster: %s", why)
+	}
+	for name, c := range map[string]struct {
+		p       *model.Platform
+		outputs map[string]any
+		want    string
+	}{
+		"another cluster": {platform(elsewhere, ""), outputs, "another cluster than the last up"},
+		"no record":       {platform(runnerB, ""), nil, "records no cluster identity"},
+		"another context": {platform(runnerB, "x"), outputs, "settings (kubeconfig, context) changed"},
+		"missing file":    {platform(filepath.Join(dir, "gone"), ""), outputs, "cannot be told"},
+	} {
+		if why := providerChanged(ctx, provider, c.p, c.outputs, nil); !strings.Contains(why, c.want) {
+			t.Errorf("%s: %q, want it to say %q", name, why, c.want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-platform/paddock/components"
 	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/targets"
 )
 
 // New returns the program for a resolved platform: for target "gke", the GCP
@@ -52,6 +53,12 @@ func New(p *model.Platform) pulumi.RunFunc {
 		ctx.Export("target", pulumi.String(string(p.Target.Kind)))
 		ctx.Export("tenants", root.Tenants)
 		ctx.Export("agentSandboxVersion", root.AgentSandboxVersion)
+		// The cluster reached, by server and CA: a runner whose kubeconfig
+		// lies elsewhere can tell it is the same cluster (engine's fast
+		// path). A kubeconfig without a CA records none.
+		if id, err := targets.KubeconfigCluster(p.Target.Kubeconfig, p.Target.Context); err == nil {
+			ctx.Export(targets.ClusterOutput, pulumi.ToStringMap(id.Map()))
+		}
 		return nil
 	}
 }

@@ -155,7 +155,14 @@ func (r runner) driftClean(t *testing.T, e *env, spec string) {
 	if rep.Drifted() {
 		t.Errorf("runner %s: drift: %+v %+v", r.name, rep.Resources, rep.Unmanaged)
 	}
-	t.Logf("runner %s: drift clean, answered by %s", r.name, driftPath(res.stderr))
+	path := driftPath(res.stderr)
+	t.Logf("runner %s: drift clean, answered by %s", r.name, path)
+	// The last up (B's, through the engine) recorded the cluster it reached;
+	// each runner's kubeconfig lies at its own path and reaches that
+	// cluster, so both answer from the database's state directly.
+	if !strings.HasPrefix(path, "the fast path") {
+		t.Errorf("runner %s: drift was answered by %s, want the fast path (its kubeconfig reaches the cluster the state records)", r.name, path)
+	}
 }
 
 // keepsNothingOnDisk fails when the runner's home holds a state, run

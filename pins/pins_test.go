@@ -53,6 +53,7 @@ func TestModulesAgreeWithVersionsEnv(t *testing.T) {
 		{"../tools/gvisor/go.mod", "gvisor.dev/gvisor", Get("GVISOR_VERSION")},
 		{"../tools/kube-router/go.mod", "github.com/cloudnativelabs/kube-router/v2", Get("KUBE_ROUTER_VERSION")},
 		{"../tools/coredns/go.mod", "github.com/coredns/coredns", Get("COREDNS_VERSION")},
+		{"../tools/seaweedfs/go.mod", "github.com/seaweedfs/seaweedfs", SeaweedFS},
 		{"../go.mod", "sigs.k8s.io/agent-sandbox", AgentSandbox},
 		{"../go.mod", "github.com/pulumi/pulumi/sdk/v3", Pulumi},
 		{"../go.mod", "github.com/pulumi/pulumi-kubernetes/sdk/v4", "v" + PulumiKubernetes},

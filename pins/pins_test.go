@@ -111,3 +111,16 @@ func TestKataDeployPinned(t *testing.T) {
 		t.Errorf("KATA_DEPLOY_IMAGE %q must be the repository only (the tag and digest have their own lines)", KataDeployImage)
 	}
 }
+
+// The engine reads s3:// backends through gocloud.dev's s3blob, which is how
+// the Pulumi CLI opens them: the same version, so every URL parameter means
+// the same to both.
+func TestEngineOpensBucketsWithPulumisGoCloud(t *testing.T) {
+	want := requires(t, filepath.FromSlash("../tools/pulumi/go.mod"))["gocloud.dev"]
+	if want == "" {
+		t.Fatal("tools/pulumi/go.mod does not require gocloud.dev")
+	}
+	if got := requires(t, filepath.FromSlash("../go.mod"))["gocloud.dev"]; got != want {
+		t.Errorf("go.mod requires gocloud.dev %q; the pinned Pulumi CLI is built with %q (tools/pulumi/go.mod)", got, want)
+	}
+}

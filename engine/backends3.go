@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,11 @@ type s3Store struct {
 	prefix  string
 	where   string // the bucket and path, without the query
 	secrets []string
+
+	// onRunner is where this runner kept the bucket's run records before
+	// Paddock read buckets ($PADDOCK_HOME/runs): still read, and removed once
+	// dealt with, so a run that died before an upgrade is found.
+	onRunner fileStore
 
 	mu sync.Mutex
 	// runs is this store's own records: the body and ETag last written,
@@ -109,7 +115,8 @@ func openS3Store(ctx context.Context, backend string) (stateStore, error) {
 	if err != nil {
 		return nil, errors.New("the s3:// backend URL does not parse")
 	}
-	s := &s3Store{name: u.Host, runs: map[string]s3Run{}}
+	local := legacyRunsRoot(backend)
+	s := &s3Store{name: u.Host, runs: map[string]s3Run{}, onRunner: fileStore{runsRoot: local, legacyRoot: local}}
 	// The keys the SDK may hold: never in a message.
 	for _, env := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"} {
 		if v := os.Getenv(env); len(v) >= 4 {
@@ -371,7 +378,13 @@ func (s *s3Store) listRuns(ctx context.Context, project, stack string) ([]stored
 		}
 		out = append(out, storedRun{key: key, body: body, age: leaseAge(got.LastModified, serverDate(got.ResultMetadata))})
 	}
-	return out, nil
+	local, err := s.onRunner.listRuns(ctx, project, stack)
+	return append(out, local...), err
+}
+
+// runnerKey reports whether key is a record kept on this runner.
+func (s *s3Store) runnerKey(key string) bool {
+	return filepath.IsAbs(key) && strings.HasPrefix(key, s.onRunner.runsRoot+string(filepath.Separator))
 }
 
 // leaseAge is how long before now (the server's) the record was last
@@ -403,6 +416,9 @@ func serverDate(md middleware.Metadata) time.Time {
 }
 
 func (s *s3Store) deleteRun(ctx context.Context, key string) error {
+	if s.runnerKey(key) {
+		return s.onRunner.deleteRun(ctx, key)
+	}
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.name, Key: &key})
 	if err != nil && !s3NotFound(err) {
 		return fmt.Errorf("removing the run record %s: %w", key, s.scrub(err))

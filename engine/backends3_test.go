@@ -279,6 +279,31 @@ func TestS3Leases(t *testing.T) {
 		t.Errorf("locks left: %+v", locks)
 	}
 
+	// A record this runner kept before Paddock read buckets is still
+	// found, and removed from the runner.
+	oldRun := runRecord{Op: "destroy", Stack: "s", PID: 4444, Host: "runner-old.example", Started: time.Now()}
+	oldBody, _ := json.Marshal(oldRun)
+	dir := filepath.Join(legacyRunsRoot(backend), "paddock", "s")
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "destroy-old.json"), oldBody, 0o600)
+	os.Chtimes(filepath.Join(dir, "destroy-old.json"), time.Now().Add(-time.Hour), time.Now().Add(-time.Hour))
+	dead, err = e.deadRuns("s")
+	var kept []DeadRun
+	for _, d := range dead {
+		if d.Host == "runner-old.example" {
+			kept = append(kept, d)
+		}
+	}
+	if err != nil || len(dead) != 2 || len(kept) != 1 {
+		t.Fatalf("dead runs with one kept on the runner = %+v %v", dead, err)
+	}
+	if err := e.clearRuns(kept); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "destroy-old.json")); !os.IsNotExist(err) {
+		t.Errorf("the record kept on the runner is still there: %v", err)
+	}
+
 	// A record removed as dead is not brought back by its run's renewal:
 	// the renewal fails, and says so.
 	if err := store.deleteRun(ctx, otherKey); err != nil {

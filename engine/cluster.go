@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -93,4 +94,57 @@ func newClusterClients(kube kubernetes.Interface, dyn dynamic.Interface) *cluste
 	disco := kube.Discovery()
 	return &clusterClients{kube: kube, dyn: dyn, disco: disco,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
+}
+
+// liveClients reach the cluster the platform runs on, for the checks an up
+// or preview makes beside Pulumi (stored versions, the release change, the
+// monitoring CRDs, objects still being deleted, a dead run's leftovers): the
+// target's kubeconfig, or on a cluster the stack creates (GKE) the one the
+// stack's kubernetes provider recorded at its last up. errNoKubeconfig
+// before that: the cluster does not exist yet, so nothing lives there.
+func (e *Engine) liveClients(ctx context.Context, p *model.Platform) (*clusterClients, error) {
+	c, err := clientsFor(p)
+	if !errors.Is(err, errNoKubeconfig) || p.Target.Kind != model.TargetGKE {
+		return c, err
+	}
+	kubeconfig, err := e.stackClusterKubeconfig(ctx, e.stackName(p))
+	if err != nil {
+		return nil, err
+	}
+	if kubeconfig == "" {
+		return nil, errNoKubeconfig
+	}
+	return clientsFromKubeconfig(kubeconfig)
+}
+
+// stackClusterKubeconfig is the kubeconfig the GKE layer's kubernetes
+// provider recorded in stack name's state, decrypted in memory; "" when
+// there is none to read: no state yet, no such provider, or a backend whose
+// state Paddock does not read (the checks beside Pulumi are then skipped, as
+// before the first up).
+func (e *Engine) stackClusterKubeconfig(ctx context.Context, name string) (string, error) {
+	data, _, err := e.readStackState(name)
+	if err != nil || data == nil {
+		return "", nil // unreadable or corrupt states are reported by the run itself
+	}
+	cp, err := parseFullCheckpoint(data)
+	if err != nil || cp.Checkpoint.Latest == nil {
+		return "", nil
+	}
+	latest := cp.Checkpoint.Latest
+	for i := range latest.Resources {
+		r := &latest.Resources[i]
+		if r.Type != "pulumi:providers:kubernetes" || !cloudLayerURN(r.URN) {
+			continue
+		}
+		kubeconfig, err := recordedKubeconfig(ctx, r, stateCrypter(ctx, latest.SecretsProviders))
+		if err != nil {
+			if errors.Is(err, errNoRecordedKubeconfig) {
+				return "", nil
+			}
+			return "", fmt.Errorf("reading the kubeconfig of the stack's GKE cluster from its state: %w", err)
+		}
+		return kubeconfig, nil
+	}
+	return "", nil
 }

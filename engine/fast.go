@@ -229,9 +229,11 @@ type objectPlan struct {
 // stack itself creates (GKE): after Pulumi's refresh has read the cloud
 // resources, the Kubernetes objects of the spec are compared whole like
 // anywhere else, on the cluster the stack's kubernetes provider reaches
-// (stackClients). The GCP resources, and the Kubernetes objects only the
-// cloud layer registers (Kata's installer, GKE's network logging), are
-// left to the engine.
+// (the GCP layer's provider, through the kubeconfig it recorded:
+// clientsFromKubeconfig). The GCP resources, and the Kubernetes objects only
+// the cloud layer registers (Kata's installer, GKE's network logging:
+// cloudLayerURN), are left to the engine; any other object the spec no
+// longer declares refuses, as everywhere.
 func (e *Engine) stackClusterPlan(ctx context.Context, p *model.Platform, name string) (*objectPlan, string) {
 	return e.planObjects(ctx, p, name, true)
 }
@@ -275,17 +277,7 @@ func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string
 	if len(latest.PendingOperations) > 0 {
 		return fail("the state holds operations an earlier run never finished")
 	}
-	newCrypter := func() (config.Crypter, error) {
-		sp := latest.SecretsProviders
-		if sp == nil {
-			return nil, errors.New("the state names no secrets provider")
-		}
-		phrase, err := readPassphrase()
-		if err != nil {
-			return nil, err
-		}
-		return passphraseCrypter(ctx, sp.Type, sp.State, phrase)
-	}
+	newCrypter := stateCrypter(ctx, latest.SecretsProviders)
 
 	built, err := manifests.Build(p)
 	if err != nil {
@@ -341,7 +333,7 @@ func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string
 		}
 		key := r.Type + "::" + urnName(r.URN)
 		o := declared[key]
-		if o == nil && stackCluster {
+		if o == nil && stackCluster && cloudLayerURN(r.URN) {
 			continue // registered by the cloud layer, not the spec's: the engine compares it
 		}
 		if o == nil {
@@ -358,6 +350,9 @@ func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string
 	}
 	var kubeconfig string
 	if stackCluster {
+		if !cloudLayerURN(provider.URN) {
+			return fail("the stack's kubernetes provider is not its GKE cluster's (the target changed since the last up)")
+		}
 		kc, err := recordedKubeconfig(ctx, provider, newCrypter)
 		if err != nil {
 			return fail(err.Error())
@@ -387,6 +382,30 @@ func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string
 	return &objectPlan{objs: order, outputs: outputs, kubeconfig: kubeconfig}, ""
 }
 
+// stateCrypter decrypts the secrets of a checkpoint with the stack's
+// passphrase, made only when a secret is met.
+func stateCrypter(ctx context.Context, sp *stateSecretsProvider) func() (config.Crypter, error) {
+	return func() (config.Crypter, error) {
+		if sp == nil {
+			return nil, errors.New("the state names no secrets provider")
+		}
+		phrase, err := readPassphrase()
+		if err != nil {
+			return nil, err
+		}
+		return passphraseCrypter(ctx, sp.Type, sp.State, phrase)
+	}
+}
+
+// cloudLayerURN reports whether a resource was registered inside the GCP
+// layer (components/gcp: its URN's type runs through a paddock:gcp:
+// component), as its kubernetes provider, Kata's installer and GKE's network
+// logging are; the spec's objects are registered under paddock:index:Platform.
+func cloudLayerURN(urn string) bool {
+	parts := strings.SplitN(urn, "::", 4)
+	return len(parts) == 4 && strings.Contains(parts[2], "paddock:gcp:")
+}
+
 // recordedKubeconfig is the kubeconfig the stack's kubernetes provider was
 // given, decrypted when the state holds it as a secret.
 func recordedKubeconfig(ctx context.Context, r *stateResource, newCrypter func() (config.Crypter, error)) (string, error) {
@@ -400,10 +419,13 @@ func recordedKubeconfig(ctx context.Context, r *stateResource, newCrypter func()
 	}
 	kc, _ := v.(string)
 	if kc == "" {
-		return "", errors.New("the stack's kubernetes provider records no kubeconfig yet")
+		return "", errNoRecordedKubeconfig
 	}
 	return kc, nil
 }
+
+// errNoRecordedKubeconfig: the last up did not get as far as the cluster.
+var errNoRecordedKubeconfig = errors.New("the stack's kubernetes provider records no kubeconfig yet")
 
 // providerChanged says how the kubernetes provider's recorded settings
 // differ from the ones the program would give it, or "".

@@ -530,12 +530,17 @@ func gkeStack(t *testing.T, kubeconfig any) (*Engine, *model.Platform) {
 	p := localPlatform(t)
 	p.Target = model.Target{Kind: model.TargetGKE}
 	e, _ := fakeStack(t, p, func(res []map[string]any) []map[string]any {
+		// The GCP layer's provider: its URN runs through paddock:gcp:Platform.
+		prov := "urn:pulumi:s::paddock::paddock:gcp:Platform$pulumi:providers:kubernetes::demo-gke::id-1"
 		for _, r := range res {
 			if r["type"] == "pulumi:providers:kubernetes" {
+				r["urn"] = strings.TrimSuffix(prov, "::id-1")
 				r["inputs"] = map[string]any{"kubeconfig": kubeconfig, "enableServerSideApply": "true", "version": "4.25.0"}
 			}
+			if r["provider"] != nil {
+				r["provider"] = prov
+			}
 		}
-		prov := "urn:pulumi:s::paddock::pulumi:providers:kubernetes::kubernetes::id-1"
 		return append(res,
 			map[string]any{"urn": "urn:pulumi:s::paddock::pulumi:providers:gcp::gcp", "custom": true, "id": "gcp-1", "type": "pulumi:providers:gcp", "inputs": map[string]any{"project": "p"}},
 			map[string]any{"urn": "urn:pulumi:s::paddock::gcp:container/cluster:Cluster::agents", "custom": true, "id": "c", "type": "gcp:container/cluster:Cluster", "inputs": map[string]any{"name": "agents"}},

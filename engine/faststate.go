@@ -35,14 +35,17 @@ type stateResource struct {
 type fullCheckpoint struct {
 	Checkpoint struct {
 		Latest *struct {
-			SecretsProviders *struct {
-				Type  string          `json:"type"`
-				State json.RawMessage `json:"state"`
-			} `json:"secrets_providers"`
-			Resources         []stateResource   `json:"resources"`
-			PendingOperations []json.RawMessage `json:"pending_operations"`
+			SecretsProviders  *stateSecretsProvider `json:"secrets_providers"`
+			Resources         []stateResource       `json:"resources"`
+			PendingOperations []json.RawMessage     `json:"pending_operations"`
 		} `json:"latest"`
 	} `json:"checkpoint"`
+}
+
+// stateSecretsProvider is how a checkpoint's secrets are encrypted.
+type stateSecretsProvider struct {
+	Type  string          `json:"type"`
+	State json.RawMessage `json:"state"`
 }
 
 // secret is a value the state holds encrypted, decrypted into memory: the

@@ -303,3 +303,39 @@ func TestJournalReadsRecordsFromBeforeTheMove(t *testing.T) {
 		t.Errorf("left after clearing: %v", dead)
 	}
 }
+
+// A run that holds the stack when this one starts, and dies while this one
+// waits for the lock (--lock-wait), is found when this run finishes: its
+// record is dealt with now, not left for the run after.
+func TestFinishRunFindsRunsThatDiedWhileItWaited(t *testing.T) {
+	t.Setenv("PADDOCK_HOME", t.TempDir())
+	var out strings.Builder
+	e := New(Options{Backend: "file://" + t.TempDir(), Out: &out})
+	p := &model.Platform{Name: "fault"} // no kubeconfig: nothing to prune beside Pulumi
+	other := writeRecord(t, e, "fault", runRecord{Op: "destroy", Stack: "fault", PID: 4242, Host: "another-host.example", Started: time.Now()})
+	dead, self, err := e.startRun("up", "fault", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 0 {
+		t.Fatalf("a live run of another host was taken for dead at the start: %v", dead)
+	}
+	// Its lease runs out while this run waits.
+	expired := time.Now().Add(-2 * leaseExpiry)
+	if err := os.Chtimes(other, expired, expired); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.finishRun(context.Background(), "up", p, "fault", self, dead); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "died after this one started (destroy by pid 4242 on another-host.example") {
+		t.Errorf("the run that died meanwhile is not reported: %q", out.String())
+	}
+	// A destroy declares nothing to look for: its record goes with this run's.
+	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the record of the run that died while this one waited is still there: %v", err)
+	}
+	if recs, damaged, _ := e.readRuns("fault"); len(recs)+len(damaged) != 0 {
+		t.Errorf("records left: %v %v", recs, damaged)
+	}
+}

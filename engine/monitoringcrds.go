@@ -23,7 +23,7 @@ func (e *Engine) guardMonitoringCRDs(ctx context.Context, op string, p *model.Pl
 	if !p.WantsServiceMonitor() && !p.WantsPrometheusRule() {
 		return nil
 	}
-	c, err := clientsFor(p)
+	c, err := e.liveClients(ctx, p)
 	if errors.Is(err, errNoKubeconfig) {
 		// The program creates the cluster, so nothing can be read before it
 		// runs; a fresh GKE cluster has no Prometheus Operator.

@@ -75,6 +75,10 @@ func (e *Engine) journaled(ctx context.Context, op, name string, rec *runRecord,
 // it left, then removes their records and its own. declared are the objects
 // the spec now declares (none after a destroy).
 func (e *Engine) finishRun(ctx context.Context, op string, p *model.Platform, name string, rec *runRecord, dead []DeadRun) error {
+	dead, err := e.deadRunsSince(op, name, dead)
+	if err != nil {
+		return err
+	}
 	if len(dead) > 0 {
 		if err := e.recoverDeadRuns(ctx, op, p, name, rec, dead); err != nil {
 			return err
@@ -85,6 +89,30 @@ func (e *Engine) finishRun(ctx context.Context, op string, p *model.Platform, na
 		fmt.Fprintf(e.opts.Out, "paddock %s: %v\n", op, err)
 	}
 	return nil
+}
+
+// deadRunsSince adds to dead the runs that died after this run started: a
+// run that held the stack's lock while this one waited for it (--lock-wait)
+// was alive when startRun looked, and what it left is this run's to prune.
+func (e *Engine) deadRunsSince(op, name string, dead []DeadRun) ([]DeadRun, error) {
+	now, err := e.deadRuns(name)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, d := range dead {
+		known[d.key] = true
+	}
+	var since []DeadRun
+	for _, d := range now {
+		if !known[d.key] {
+			since = append(since, d)
+		}
+	}
+	for _, d := range since {
+		fmt.Fprintf(e.opts.Out, "paddock %s: a run of stack %q died after this one started (%s): deleting what it created that no state holds and the spec does not declare\n", op, name, d)
+	}
+	return append(dead, since...), nil
 }
 
 func (e *Engine) recoverDeadRuns(ctx context.Context, op string, p *model.Platform, name string, self *runRecord, dead []DeadRun) error {
@@ -125,7 +153,7 @@ func (e *Engine) pruneLeftovers(ctx context.Context, op string, p *model.Platfor
 	if len(candidates) == 0 {
 		return true, nil // dead destroys and damaged records create nothing known
 	}
-	c, err := clientsFor(p)
+	c, err := e.liveClients(ctx, p)
 	if errors.Is(err, errNoKubeconfig) {
 		fmt.Fprintf(e.opts.Out, "paddock %s: cannot look for what the dead run left without a kubeconfig for the cluster; `paddock drift` reports it (S05)\n", op)
 		return false, nil
@@ -327,9 +355,9 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // them so) to be gone: an apply into a namespace being deleted is refused,
 // and a CRD being deleted takes what the apply creates along with it.
 func (e *Engine) waitTerminating(ctx context.Context, op string, p *model.Platform) error {
-	c, err := clientsFor(p)
+	c, err := e.liveClients(ctx, p)
 	if errors.Is(err, errNoKubeconfig) {
-		return nil // the program creates the cluster: nothing is being deleted in it
+		return nil // the stack has not created its cluster yet: nothing is being deleted in it
 	}
 	if err != nil {
 		return err

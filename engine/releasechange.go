@@ -28,7 +28,7 @@ var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Re
 // steps. The same release, or none installed yet, says nothing.
 func (e *Engine) guardReleaseChange(ctx context.Context, op string, p *model.Platform) error {
 	var dyn dynamic.Interface
-	c, err := clientsFor(p)
+	c, err := e.liveClients(ctx, p)
 	switch {
 	case err == nil:
 		dyn = c.dyn

@@ -24,9 +24,9 @@ import (
 // check an Agent Sandbox upgrade (v0.5.x to v1.0.x drops v1alpha1) would stop
 // halfway: some objects of the new release applied, the CRDs not.
 func (e *Engine) guardStoredVersions(ctx context.Context, op string, p *model.Platform) error {
-	c, err := clientsFor(p)
+	c, err := e.liveClients(ctx, p)
 	if errors.Is(err, errNoKubeconfig) {
-		return nil // the program creates the cluster: no CRD of an older release lives there yet
+		return nil // the stack has not created its cluster yet: no CRD of an older release lives there
 	}
 	if err != nil {
 		return err

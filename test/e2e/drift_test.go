@@ -48,7 +48,14 @@ func (e *env) runPaddock(t *testing.T, extraEnv []string, args ...string) run {
 	cmd := exec.Command(e.bin, args...)
 	cmd.Dir = e.repo
 	cmd.Env = append(append(os.Environ(), "PADDOCK_HOME="+e.home), extraEnv...)
-	var stdout, stderr bytes.Buffer
+	return runCommand(t, cmd, "paddock "+strings.Join(args, " "))
+}
+
+// runCommand runs cmd and waits for it: its output, exit code and time. A
+// command that cannot be started at all fails the test, naming what.
+func runCommand(t *testing.T, cmd *exec.Cmd, what string) run {
+	t.Helper()
+	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
@@ -59,7 +66,7 @@ func (e *env) runPaddock(t *testing.T, extraEnv []string, args ...string) run {
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	default:
-		t.Fatalf("paddock %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	return r
 }

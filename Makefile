@@ -13,7 +13,7 @@ PADDOCK      := $(BIN)/paddock
 TOOLS        := kubernetes pulumi-kubernetes kwok pulumi agent-sandbox coredns kube-router etcd gvisor containerd
 # Only the test and bench suites run kubectl (terratest's k8s helpers, the bench baseline) and the
 # previous Agent Sandbox controller (the release upgrade and rollback e2e test).
-TEST_TOOLS   := kubectl agent-sandbox-previous
+TEST_TOOLS   := kubectl agent-sandbox-previous seaweedfs
 GO_LDFLAGS   := -s -w
 EXAMPLE      ?= examples/local
 
@@ -28,7 +28,7 @@ tools: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build every pinned upstream tool t
 	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TOOLS)
 	@$(MAKE) --no-print-directory pulumi-plugins node-packages
 
-tools-test: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build the tools only the test and bench suites use (kubectl, the previous Agent Sandbox controller), install their Debian packages (postgresql)
+tools-test: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build the tools only the test and bench suites use (kubectl, the previous Agent Sandbox controller, SeaweedFS's weed for s3://), install their Debian packages (postgresql)
 	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TEST_TOOLS)
 	@tools/test-packages.sh
 

@@ -25,14 +25,17 @@ import (
 // checkpoint, Pulumi's update locks, and Paddock's own run journal, all kept
 // in the backend that holds the stack, so every runner sharing the backend
 // sees what another runner left. The file backend is here; PostgreSQL is in
-// backendpg.go. Both use the keys Pulumi's DIY backend writes:
+// backendpg.go, S3 buckets in backends3.go (tested against SeaweedFS's S3
+// gateway). All use the keys Pulumi's DIY backend writes:
 //
 //	.pulumi/stacks/<project>/<stack>.json[.gz|.zst]   the checkpoint
 //	.pulumi/locks/organization/<project>/<stack>/<id>.json   update locks
 //
-// Buckets (s3://, gs://, azblob://) and the Pulumi Cloud have no reader
-// here: the fast paths fall back to Pulumi's refresh there, saying why, and
-// their run journal stays on the runner ($PADDOCK_HOME/runs).
+// gs:// and azblob:// buckets and the Pulumi Cloud have no reader here: no
+// server for those buckets runs on loopback in the tests, so a reader would
+// go untested, and the Cloud keeps its state behind its API. The fast paths
+// fall back to Pulumi's refresh there, saying why, and their run journal
+// stays on the runner ($PADDOCK_HOME/runs).
 
 // stateStore is the backend of a stack as Paddock reads and writes it.
 type stateStore interface {
@@ -140,8 +143,10 @@ func openStore(ctx context.Context, backend string) (stateStore, error) {
 		return &fileStore{root: root, runsRoot: filepath.Join(root, ".paddock", "runs"), legacyRoot: legacyRunsRoot(backend)}, nil
 	case "postgres", "postgresql":
 		return openPostgresStore(ctx, backend)
+	case "s3":
+		return openS3Store(ctx, backend)
 	}
-	reason := fmt.Sprintf("Paddock reads the state of file:// and postgres:// backends only; on %s:// it falls back to Pulumi's refresh (no reader for its buckets yet)", u.Scheme)
+	reason := fmt.Sprintf("Paddock reads the state of file://, postgres:// and s3:// backends only; on %s:// it falls back to Pulumi's refresh (no reader for its buckets yet)", u.Scheme)
 	if u.Scheme == "https" || u.Scheme == "http" {
 		reason = "the Pulumi Cloud keeps the state behind its API, which only the engine reads; Paddock falls back to Pulumi's refresh"
 	}

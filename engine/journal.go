@@ -25,9 +25,10 @@ import (
 // end (final checkpoints), so a run that dies midway leaves objects the state
 // does not record. Before changing anything each run writes a record of its
 // own in the backend that holds the stack (backend.go: beside the state on
-// file://, table paddock_runs on postgres://, on this runner for backends
-// Paddock does not read) and removes it when it succeeds: a record whose run
-// is gone is a run that did not finish, and the next up or destroy, on any
+// file://, table paddock_runs on postgres://, objects under .paddock/runs/
+// on s3://, on this runner for backends Paddock does not read) and removes
+// it when it succeeds: a record whose run is gone is a run that did not
+// finish, and the next up or destroy, on any
 // runner sharing the backend, cleans up after it (prune.go). One record per
 // run, never one per stack, so a run waiting for the lock cannot overwrite
 // (and hide) the record of one that died.

@@ -54,6 +54,8 @@ var (
 	KataDeploy           = values["KATA_DEPLOY_VERSION"]
 	KataDeployImage      = values["KATA_DEPLOY_IMAGE"]
 	KataDeployDigest     = values["KATA_DEPLOY_DIGEST"]
+	// SeaweedFS is the object store (weed's S3 gateway) the s3:// tests run.
+	SeaweedFS = values["SEAWEEDFS_VERSION"]
 )
 
 // AgentSandboxImageOf is the controller image of an Agent Sandbox release when

@@ -53,6 +53,7 @@ func TestModulesAgreeWithVersionsEnv(t *testing.T) {
 		{"../tools/gvisor/go.mod", "gvisor.dev/gvisor", Get("GVISOR_VERSION")},
 		{"../tools/kube-router/go.mod", "github.com/cloudnativelabs/kube-router/v2", Get("KUBE_ROUTER_VERSION")},
 		{"../tools/coredns/go.mod", "github.com/coredns/coredns", Get("COREDNS_VERSION")},
+		{"../tools/seaweedfs/go.mod", "github.com/seaweedfs/seaweedfs", SeaweedFS},
 		{"../go.mod", "sigs.k8s.io/agent-sandbox", AgentSandbox},
 		{"../go.mod", "github.com/pulumi/pulumi/sdk/v3", Pulumi},
 		{"../go.mod", "github.com/pulumi/pulumi-kubernetes/sdk/v4", "v" + PulumiKubernetes},
@@ -108,5 +109,18 @@ func TestKataDeployPinned(t *testing.T) {
 	}
 	if strings.ContainsAny(KataDeployImage, ":@") {
 		t.Errorf("KATA_DEPLOY_IMAGE %q must be the repository only (the tag and digest have their own lines)", KataDeployImage)
+	}
+}
+
+// The engine reads s3:// backends through gocloud.dev's s3blob, which is how
+// the Pulumi CLI opens them: the same version, so every URL parameter means
+// the same to both.
+func TestEngineOpensBucketsWithPulumisGoCloud(t *testing.T) {
+	want := requires(t, filepath.FromSlash("../tools/pulumi/go.mod"))["gocloud.dev"]
+	if want == "" {
+		t.Fatal("tools/pulumi/go.mod does not require gocloud.dev")
+	}
+	if got := requires(t, filepath.FromSlash("../go.mod"))["gocloud.dev"]; got != want {
+		t.Errorf("go.mod requires gocloud.dev %q; the pinned Pulumi CLI is built with %q (tools/pulumi/go.mod)", got, want)
 	}
 }

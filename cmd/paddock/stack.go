@@ -46,7 +46,7 @@ type specFlags struct {
 
 func (f *specFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.stack, "stack", "", "stack name (default: the platform's name); a stack with a config file (stacks/Pulumi.<stack>.yaml) takes its spec and variables from it")
-	cmd.Flags().StringVar(&f.backend, "backend", "", "Pulumi backend URL: file://, postgres://, s3://, gs://, azblob:// or https://api.pulumi.com (the fast paths read file:// and postgres://; others fall back to refresh) (default: the project's backend.url, $PULUMI_BACKEND_URL, else file://$PADDOCK_HOME/state)")
+	cmd.Flags().StringVar(&f.backend, "backend", "", "Pulumi backend URL: file://, postgres://, s3://, gs://, azblob:// or https://api.pulumi.com (the fast paths read file://, postgres:// and s3://; others fall back to refresh) (default: the project's backend.url, $PULUMI_BACKEND_URL, else file://$PADDOCK_HOME/state)")
 	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "set a spec variable, NAME=VALUE (repeatable)")
 	cmd.Flags().StringArrayVar(&f.varFiles, "var-file", nil, "read variables from a vars file (*.pvars.hcl, repeatable)")
 	cmd.Flags().StringVar(&f.projectDir, "project-dir", "", "the Pulumi project (Pulumi.yaml) whose stack files --stack reads (default: the nearest one above the current directory)")

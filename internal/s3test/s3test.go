@@ -1,0 +1,293 @@
+// Package s3test starts a throwaway S3 server for tests: SeaweedFS's weed
+// (built by `make tools-test` into $PADDOCK_HOME/bin) as `weed server -s3`,
+// every port on 127.0.0.1 and chosen free, its data in a fresh directory,
+// one identity (an access key and a secret key made up for the run), stopped
+// and removed in the test's cleanup. Its telemetry is off: nothing leaves
+// the machine. A missing weed skips the test, except in CI (CI=true), where
+// `make tools-test` builds it: there it fails it.
+//
+// Start it before the test moves PADDOCK_HOME: weed is looked up there.
+package s3test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/paddock-platform/paddock/internal/paths"
+)
+
+// BinEnv names the weed binary, overriding $PADDOCK_HOME/bin/weed.
+const BinEnv = "PADDOCK_WEED_BIN"
+
+// Region is the region the server's clients name (SeaweedFS takes any).
+const Region = "us-east-1"
+
+// Server is one running S3 server.
+type Server struct {
+	// Endpoint is the S3 gateway's URL (http://127.0.0.1:PORT).
+	Endpoint  string
+	AccessKey string
+	SecretKey string
+	dir       string
+}
+
+// findWeed is the weed binary: $PADDOCK_WEED_BIN, else the one `make
+// tools-test` built.
+func findWeed() (string, error) {
+	if p := os.Getenv(BinEnv); p != "" {
+		return p, nil
+	}
+	p, err := paths.Tool("weed")
+	if err != nil {
+		return "", fmt.Errorf("SeaweedFS's weed is not built (%v); `make tools-test` builds it, or set %s", err, BinEnv)
+	}
+	return p, nil
+}
+
+// Start starts a server for t and stops it when t ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	weed, err := findWeed()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("s3test: %v (CI builds the test tools, so this is a failure)", err)
+		}
+		t.Skipf("s3test: %v; not in CI, so skipping", err)
+	}
+	dir, err := os.MkdirTemp("", "s3test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := &Server{AccessKey: "PADDOCK" + strings.ToUpper(randomHex(6)), SecretKey: randomHex(20), dir: dir}
+	config, err := json.Marshal(map[string]any{"identities": []any{map[string]any{
+		"name":        "paddock-test",
+		"credentials": []any{map[string]string{"accessKey": s.AccessKey, "secretKey": s.SecretKey}},
+		"actions":     []string{"Admin", "Read", "List", "Tagging", "Write"},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "s3.json"), config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var lastErr error
+	for range 3 { // a free port can be taken between finding it and binding it
+		if lastErr = s.run(t, weed); lastErr == nil {
+			return s
+		}
+	}
+	t.Fatalf("s3test: %v", lastErr)
+	return nil
+}
+
+func (s *Server) run(t testing.TB, weed string) error {
+	ports, err := freePorts(8)
+	if err != nil {
+		return err
+	}
+	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(ports[6])
+	logFile := filepath.Join(s.dir, "weed.log")
+	log, err := os.Create(logFile)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	p := func(i int) string { return strconv.Itoa(ports[i]) }
+	// weed's own logs go to its directory, not to /tmp.
+	args := []string{"-logdir=" + s.dir, "server",
+		"-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+		"-dir=" + filepath.Join(s.dir, "data"),
+		"-master.port=" + p(0), "-master.port.grpc=" + p(1),
+		"-master.volumeSizeLimitMB=64", "-master.telemetry=false",
+		"-volume.port=" + p(2), "-volume.port.grpc=" + p(3), "-volume.max=8",
+		"-filer", "-filer.port=" + p(4), "-filer.port.grpc=" + p(5),
+		"-filer.localSocket=" + filepath.Join(s.dir, "filer.sock"),
+		"-s3", "-s3.port=" + p(6), "-s3.port.grpc=" + p(7),
+		"-s3.port.iceberg=0", "-s3.port.lance=0",
+		"-s3.localSocket=" + filepath.Join(s.dir, "s3.sock"),
+		"-s3.config=" + filepath.Join(s.dir, "s3.json"),
+	}
+	var cmd *exec.Cmd
+	if nice, err := exec.LookPath("nice"); err == nil {
+		// The lowest CPU priority: the machine may be timing something else.
+		cmd = exec.Command(nice, append([]string{"-n", "19", weed}, args...)...)
+	} else {
+		cmd = exec.Command(weed, args...)
+	}
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting weed: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		// weed puts the sockets of its gRPC services in /tmp whatever it
+		// is told: remove this server's.
+		for _, svc := range []struct {
+			name string
+			port int
+		}{{"master", ports[1]}, {"volume", ports[3]}, {"filer", ports[5]}, {"s3", ports[7]}} {
+			os.Remove(fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", svc.name, svc.port))
+		}
+	}
+	client := s.Client()
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logFile)
+			return fmt.Errorf("weed exited (%v):\n%s", err, tail(string(b), 2000))
+		default:
+		}
+		// Ready when the gateway answers with the filer behind it: a bucket
+		// can be listed.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
+		cancel()
+		if err == nil {
+			t.Cleanup(stop)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			b, _ := os.ReadFile(logFile)
+			return fmt.Errorf("weed's S3 gateway did not answer in 120s (%v):\n%s", err, tail(string(b), 2000))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// Client is an S3 client of the server, with its identity.
+func (s *Server) Client() *s3.Client { return s.clientWith(s.SecretKey) }
+
+func (s *Server) clientWith(secretKey string) *s3.Client {
+	return s3.New(s3.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, secretKey, ""),
+		// SeaweedFS, like most stores that are not AWS, wants no checksum it
+		// did not ask for.
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+}
+
+// NewBucket creates an empty bucket and returns its name.
+func (s *Server) NewBucket(t testing.TB) string {
+	t.Helper()
+	name := "t-" + randomHex(6)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := s.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("s3test: creating bucket %s: %v", name, err)
+	}
+	return name
+}
+
+// BackendURL is the Pulumi backend URL of path in bucket (path may be
+// empty), as a user would write it for this server.
+func (s *Server) BackendURL(bucket, path string) string {
+	q := url.Values{}
+	q.Set("endpoint", s.Endpoint)
+	q.Set("region", Region)
+	q.Set("s3ForcePathStyle", "true")
+	u := url.URL{Scheme: "s3", Host: bucket, Path: strings.TrimSuffix("/"+strings.TrimPrefix(path, "/"), "/"), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Env is the environment a client of the server needs: its identity in the
+// standard AWS variables, and no instance metadata lookups (nothing to ask,
+// and nothing is to leave the machine).
+func (s *Server) Env() []string {
+	return []string{
+		"AWS_ACCESS_KEY_ID=" + s.AccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + s.SecretKey,
+		"AWS_REGION=" + Region,
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=" + filepath.Join(s.dir, "no-aws-config"),
+		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(s.dir, "no-aws-credentials"),
+	}
+}
+
+// SetEnv sets Env in t's environment (t.Setenv: not in parallel tests), and
+// clears what would override it.
+func (s *Server) SetEnv(t testing.TB) {
+	t.Helper()
+	for _, k := range []string{"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
+// freePorts returns n distinct free ports on loopback.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	if len(out) != n {
+		return nil, errors.New("not enough free ports")
+	}
+	return out, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -405,7 +405,7 @@ func pathRunsOf(runs []BackendRun) int {
 }
 
 // CarryBackends keeps the backends figures of old in res when this run did
-// not measure them (-skip-backends), with who measured them, and says so
+// not measure them (no -backends), with who measured them, and says so
 // in the notes; it reports whether it did.
 func CarryBackends(res, old *Results) bool {
 	if old == nil || len(old.Backends) == 0 || old.Paddock == nil || len(res.Backends) > 0 {

@@ -42,13 +42,17 @@ type Results struct {
 	// Fleet are the runs of `paddock drift --all` over projects of growing
 	// numbers of stacks (-fleet).
 	Fleet []FleetRun `json:"fleet,omitempty"`
+	// Backends are the no-op up and drift of one platform on each state
+	// backend (file://, postgres://), with the path each run took.
+	Backends []BackendRun `json:"backends,omitempty"`
 	// ClaimsNodes is the node kind the claims ran on: real (containers
 	// start under gVisor) or fake (kwok: the controller's part only).
 	ClaimsNodes string `json:"claimsNodes,omitempty"`
-	// MeasuredBy names, per section ("provision", "validate", "claims"),
-	// the binary and date that measured it: a run that skips a section
-	// carries its figures over together with who measured them, so a
-	// claims-only run never claims the provisioning figures as its own.
+	// MeasuredBy names, per section ("provision", "validate", "claims",
+	// "fleet", "backends"), the binary and date that measured it: a run
+	// that skips a section carries its figures over together with who
+	// measured them, so a claims-only run never claims the provisioning
+	// figures as its own.
 	MeasuredBy map[string]Measured `json:"measuredBy,omitempty"`
 	// Notes say what the run left out and why (a mode skipped above a size,
 	// a flag the binary lacks).
@@ -81,6 +85,7 @@ const (
 	SectionValidate  = "validate"
 	SectionClaims    = "claims"
 	SectionFleet     = "fleet"
+	SectionBackends  = "backends"
 )
 
 // MeasuredOf is who measured section: MeasuredBy's entry, or for results
@@ -331,7 +336,8 @@ func (r *Results) judge() []TargetVerdict {
 	if len(parts) > 0 {
 		v.Value, v.Measured, v.Met = strings.Join(parts, ", "), true, peak < TargetTreeBytes
 	}
-	return append(append(out, v), r.judgeClaims()...)
+	out = append(append(out, v), r.judgeBackends()...)
+	return append(out, r.judgeClaims()...)
 }
 
 // judgeClaims holds the claims of each mode to the sandbox start targets:
@@ -556,6 +562,9 @@ func (r *Results) writeMarkdown(w io.Writer) {
 		for _, v := range r.Validate {
 			fmt.Fprintf(w, "| %d | %d | %.3f | %s |\n", v.Lines, v.Tenants, v.Seconds, mib(v.PeakRSS))
 		}
+	}
+	if len(r.Backends) > 0 {
+		r.writeBackends(w)
 	}
 	if len(r.Fleet) > 0 {
 		r.writeFleet(w)

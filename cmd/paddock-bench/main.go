@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/paddock-platform/paddock/bench"
 	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/internal/pgtest"
 	"github.com/paddock-platform/paddock/localcluster"
 	"github.com/paddock-platform/paddock/pins"
 	"github.com/paddock-platform/paddock/schemas/specgen"
@@ -68,6 +70,7 @@ func run() error {
 		skipClaim = flag.Bool("skip-claims", false, "skip the claims benchmark")
 		skipValid = flag.Bool("skip-validate", false, "skip the validate benchmark")
 		fleet     = flag.String("fleet", "", "stack counts of the fleet benchmark, e.g. 1,3,10: one project grown to each count of stacks (each a platform of one tenant on the benchmark's cluster), then `paddock drift --all` timed over it (median of 3); empty skips it and carries over the fleet figures of the results in -out")
+		backends  = flag.String("backends", "", "tenant counts of the state backends benchmark, e.g. 1,10: one platform on file:// and then on postgres:// (a PostgreSQL server from Debian's packages started on loopback), no-op up and drift timed with the path each took (median of 5); empty skips it and carries over the backends figures of the results in -out")
 		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
 		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)
@@ -95,6 +98,10 @@ func run() error {
 	fleetSizes, err := intList(*fleet)
 	if err != nil {
 		return fmt.Errorf("-fleet: %w", err)
+	}
+	backendSizes, err := intList(*backends)
+	if err != nil {
+		return fmt.Errorf("-backends: %w", err)
 	}
 	bin, err := filepath.Abs(*paddock)
 	if err != nil {
@@ -164,7 +171,7 @@ func run() error {
 	// The provisioning benchmark's cluster (the fleet's too), only when one
 	// of them runs: an idle control plane beside the claims benchmark's real
 	// node would take CPU from the sandboxes being timed.
-	if !*skipProv || len(fleetSizes) > 0 {
+	if !*skipProv || len(fleetSizes) > 0 || len(backendSizes) > 0 {
 		fmt.Println("paddock-bench: starting a local cluster in", home)
 		// kwok nodes: 100 tenants must not need 200 real pods.
 		if out, err := paddockCmd("local", "up", "--nodes", "fake").CombinedOutput(); err != nil {
@@ -289,6 +296,22 @@ func run() error {
 		carried(bench.SectionProvision, "Provisioning", "-skip-provision")
 	}
 
+	// On the same cluster, once provisioning has left it empty; each
+	// backend's platform is destroyed before the next.
+	if len(backendSizes) > 0 {
+		runs, err := benchBackends(ctx, bin, env, backendSizes, filepath.Join(work, "backends"))
+		res.Backends = runs
+		measured(bench.SectionBackends)
+		if serr := save(); serr != nil {
+			return serr
+		}
+		if err != nil {
+			return err
+		}
+	} else if oldErr == nil {
+		bench.CarryBackends(res, old)
+	}
+
 	// On the same cluster, once provisioning has left it empty; the fleet's
 	// stacks stay until the cluster goes.
 	if len(fleetSizes) > 0 {
@@ -323,6 +346,39 @@ func run() error {
 	}
 	fmt.Printf("paddock-bench: results in %s\n", *outDir)
 	return nil
+}
+
+// benchBackends runs the backends section: file:// in a directory of its
+// own, then postgres:// on a server started here on loopback for the
+// section alone (reported as not measured, with the reason, when the
+// machine has no PostgreSQL).
+func benchBackends(ctx context.Context, bin string, env []string, sizes []int, dir string) ([]bench.BackendRun, error) {
+	fileState := filepath.Join(dir, "file-state")
+	if err := os.MkdirAll(fileState, 0o700); err != nil {
+		return nil, err
+	}
+	list := []bench.Backend{{Name: bench.BackendFile, URL: "file://" + fileState, Server: "a directory on local disk"}}
+	pg := bench.Backend{Name: bench.BackendPostgres}
+	server, err := pgtest.Launch(pgtest.Options{})
+	switch {
+	case errors.Is(err, pgtest.ErrNotInstalled):
+		pg.Unavailable = err.Error()
+	case err != nil:
+		return nil, fmt.Errorf("starting PostgreSQL for the backends benchmark: %w", err)
+	default:
+		defer server.Stop()
+		url, err := server.CreateDatabase(ctx)
+		if err != nil {
+			return nil, err
+		}
+		version, err := server.Version(ctx)
+		if err != nil {
+			return nil, err
+		}
+		pg.URL, pg.Server, pg.Secrets = url, "PostgreSQL "+version+" on 127.0.0.1", []string{server.Password}
+	}
+	list = append(list, pg)
+	return bench.Backends(ctx, bench.BackendsOptions{Paddock: bin, Env: env, Backends: list, Tenants: sizes, Dir: dir, Out: os.Stdout})
 }
 
 // baselineFrom is the "before" of -baseline: that file's own measurements.

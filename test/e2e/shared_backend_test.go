@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/gruntwork-io/terratest/modules/k8s"
 	"github.com/jackc/pgx/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,14 +24,15 @@ import (
 	"github.com/paddock-platform/paddock/drift"
 	"github.com/paddock-platform/paddock/engine"
 	"github.com/paddock-platform/paddock/internal/pgtest"
+	"github.com/paddock-platform/paddock/internal/s3test"
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/schemas/specgen"
 )
 
 // The shared-backend tests run two "runners" of one stack against one
-// PostgreSQL database started on loopback: each runner has a PADDOCK_HOME of
-// its own, so all they share is the database (and the cluster they deploy
-// to, as CI runners do).
+// backend started on loopback, a PostgreSQL database or an S3 bucket: each
+// runner has a PADDOCK_HOME of its own, so all they share is the backend
+// (and the cluster they deploy to, as CI runners do).
 
 const (
 	// sharedPlatform is the platform and stack: no other test's.
@@ -71,7 +74,8 @@ func sharedSpecs(t *testing.T) (small, large string, namespaces []string) {
 // runs on ("" for this one).
 type runner struct {
 	name, home, host string
-	backend          string // the shared backend's URL, with its password
+	backend          string   // the shared backend's URL, with its password
+	backendEnv       []string // what else its clients need (an S3 identity)
 }
 
 // newRunner makes a PADDOCK_HOME of its own for a runner: the suite's tools
@@ -79,7 +83,7 @@ type runner struct {
 // kubeconfig (local) are linked in, as a CI runner has its tools and a
 // cluster to deploy to; Pulumi's workspace files, state, run journal, locks
 // and passphrase are its own, so all the runners share is the backend.
-func newRunner(t *testing.T, e *env, name, host, backend string) runner {
+func newRunner(t *testing.T, e *env, name, host string, backend sharedBackend) runner {
 	t.Helper()
 	home := t.TempDir()
 	link := func(from, to string) {
@@ -93,7 +97,7 @@ func newRunner(t *testing.T, e *env, name, host, backend string) runner {
 		t.Fatal(err)
 	}
 	link(filepath.Join(e.home, "pulumi", "plugins"), filepath.Join(home, "pulumi", "plugins"))
-	return runner{name: name, home: home, host: host, backend: backend}
+	return runner{name: name, home: home, host: host, backend: backend.url, backendEnv: backend.env}
 }
 
 // command is paddock run by r: its home, the team's passphrase, the backend
@@ -113,7 +117,7 @@ func (r runner) command(e *env, args ...string) *exec.Cmd {
 
 // env is what runPaddock and destroyAndWait add for a runner of this host.
 func (r runner) env() []string {
-	return []string{"PADDOCK_HOME=" + r.home, "PULUMI_CONFIG_PASSPHRASE=" + teamPassphrase, "PULUMI_BACKEND_URL=" + r.backend}
+	return append([]string{"PADDOCK_HOME=" + r.home, "PULUMI_CONFIG_PASSPHRASE=" + teamPassphrase, "PULUMI_BACKEND_URL=" + r.backend}, r.backendEnv...)
 }
 
 // run runs paddock as r and waits for it.
@@ -196,22 +200,58 @@ func requireOtherHost(t *testing.T) {
 	t.Fatalf("running a process in a UTS namespace as %s: %v %s", runnerAHost, err, out)
 }
 
-// sharedDB reads the backend's database as any runner would see it.
-type sharedDB struct {
-	conn *pgx.Conn
+// sharedBackend is one backend the runners share: its URL, what its
+// clients need beside it, and a view of what is stored there.
+type sharedBackend struct {
+	kind string // "postgres" or "s3", for messages
+	url  string
+	env  []string
+	view backendView
 	eng  *engine.Engine // judges the stack's locks from this host
 }
 
-func openSharedDB(t *testing.T, backend string) *sharedDB {
+// backendView reads Paddock's run journal and Pulumi's locks straight from
+// the backend, as any runner would find them.
+type backendView interface {
+	runs(t *testing.T) []runRow
+	lockKeys(t *testing.T) []string
+}
+
+// postgresBackend is a fresh database on a PostgreSQL server started on
+// loopback for the test.
+func postgresBackend(t *testing.T) sharedBackend {
 	t.Helper()
-	conn, err := pgx.Connect(ctxT(t, 10*time.Second), backend)
+	url := pgtest.Start(t).NewDatabase(t)
+	conn, err := pgx.Connect(ctxT(t, 10*time.Second), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(engine.Options{Backend: backend})
-	t.Cleanup(func() { eng.Close(); conn.Close(context.Background()) })
-	return &sharedDB{conn: conn, eng: eng}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return newSharedBackend(t, "postgres", url, nil, &pgView{conn: conn})
 }
+
+// s3Backend is a fresh bucket on an S3 server (SeaweedFS) started on
+// loopback for the test; the test process gets its identity too, for the
+// engine that judges the locks.
+func s3Backend(t *testing.T) sharedBackend {
+	t.Helper()
+	srv := s3test.Start(t)
+	bucket := srv.NewBucket(t)
+	srv.SetEnv(t)
+	return newSharedBackend(t, "s3", srv.BackendURL(bucket, ""), srv.Env(), &s3View{client: srv.Client(), bucket: bucket})
+}
+
+func newSharedBackend(t *testing.T, kind, url string, env []string, view backendView) sharedBackend {
+	eng := engine.New(engine.Options{Backend: url})
+	t.Cleanup(eng.Close)
+	return sharedBackend{kind: kind, url: url, env: env, view: view, eng: eng}
+}
+
+func (b sharedBackend) runs(t *testing.T) []runRow     { t.Helper(); return b.view.runs(t) }
+func (b sharedBackend) lockKeys(t *testing.T) []string { t.Helper(); return b.view.lockKeys(t) }
+
+// pgView reads the database.
+type pgView struct{ conn *pgx.Conn }
 
 // runRow is one record of Paddock's run journal (table paddock_runs).
 type runRow struct {
@@ -220,7 +260,7 @@ type runRow struct {
 	age           time.Duration // since its lease was last renewed, by the database's clock
 }
 
-func (d *sharedDB) runs(t *testing.T) []runRow {
+func (d *pgView) runs(t *testing.T) []runRow {
 	t.Helper()
 	rows, err := d.conn.Query(ctxT(t, 10*time.Second),
 		`SELECT key, record->>'op', record->>'host', (record->>'pid')::int, extract(epoch FROM now() - renewed_at)::float8 FROM paddock_runs ORDER BY key`)
@@ -245,7 +285,7 @@ func (d *sharedDB) runs(t *testing.T) []runRow {
 }
 
 // lockKeys are the keys of Pulumi's update locks in its state table.
-func (d *sharedDB) lockKeys(t *testing.T) []string {
+func (d *pgView) lockKeys(t *testing.T) []string {
 	t.Helper()
 	rows, err := d.conn.Query(ctxT(t, 10*time.Second), `SELECT key FROM pulumi_state WHERE key LIKE '%/.pulumi/locks/%' ORDER BY key`)
 	if err != nil {
@@ -268,13 +308,68 @@ func (d *sharedDB) lockKeys(t *testing.T) []string {
 
 // engineLocks are the stack's locks as the engine judges them from this
 // host (Stale: the holder is known to be gone).
-func (d *sharedDB) engineLocks(t *testing.T) []engine.Lock {
+func (d sharedBackend) engineLocks(t *testing.T) []engine.Lock {
 	t.Helper()
 	locks, err := d.eng.Locks(sharedPlatform)
 	if err != nil {
 		t.Fatalf("the engine reading the stack's locks: %v", err)
 	}
 	return locks
+}
+
+// s3View lists the bucket.
+type s3View struct {
+	client *s3.Client
+	bucket string
+}
+
+// objects are the bucket's objects under prefix, in key order.
+func (v *s3View) objects(t *testing.T, prefix string) []s3types.Object {
+	t.Helper()
+	var out []s3types.Object
+	pages := s3.NewListObjectsV2Paginator(v.client, &s3.ListObjectsV2Input{Bucket: &v.bucket, Prefix: &prefix})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctxT(t, 10*time.Second))
+		if err != nil {
+			t.Fatalf("listing %s in the bucket: %v", prefix, err)
+		}
+		out = append(out, page.Contents...)
+	}
+	return out
+}
+
+// runs are the records under .paddock/runs/ (the bucket is the test's).
+func (v *s3View) runs(t *testing.T) []runRow {
+	t.Helper()
+	var out []runRow
+	for _, o := range v.objects(t, ".paddock/runs/") {
+		got, err := v.client.GetObject(ctxT(t, 10*time.Second), &s3.GetObjectInput{Bucket: &v.bucket, Key: o.Key})
+		if err != nil {
+			t.Fatalf("reading the run record %s: %v", *o.Key, err)
+		}
+		var rec struct {
+			Op   string `json:"op"`
+			Host string `json:"host"`
+			PID  int    `json:"pid"`
+		}
+		err = json.NewDecoder(got.Body).Decode(&rec)
+		got.Body.Close()
+		if err != nil {
+			t.Fatalf("the run record %s: %v", *o.Key, err)
+		}
+		out = append(out, runRow{key: *o.Key, op: rec.Op, host: rec.Host, pid: rec.PID, age: time.Since(*o.LastModified)})
+	}
+	return out
+}
+
+// lockKeys are the keys of Pulumi's update locks.
+func (v *s3View) lockKeys(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, o := range v.objects(t, ".pulumi/locks/") {
+		out = append(out, *o.Key)
+	}
+	return out
 }
 
 // killMidRun starts runner a's up of spec and kills its process group while
@@ -373,19 +468,24 @@ func refuseOutput(t *testing.T, who, out string, unwanted ...string) {
 // same-host: both runners on this host, so B learns A died from the pid A
 // recorded, at once.
 //
-// Either way the database then holds no run record and no lock, drift from
+// Either way the backend then holds no run record and no lock, drift from
 // both runners is clean, and neither runner kept state on its own disk.
 func TestSharedBackendTwoRunners(t *testing.T) {
-	t.Run("other-host", func(t *testing.T) { sharedBackendOtherHost(t, live) })
-	t.Run("same-host", func(t *testing.T) { sharedBackendSameHost(t, live) })
+	t.Run("other-host", func(t *testing.T) { sharedBackendOtherHost(t, live, postgresBackend(t)) })
+	t.Run("same-host", func(t *testing.T) { sharedBackendSameHost(t, live, postgresBackend(t)) })
 }
 
-func sharedBackendOtherHost(t *testing.T, e *env) {
+// TestSharedBucketTwoRunners is TestSharedBackendTwoRunners on one S3
+// bucket (SeaweedFS's gateway on loopback): the journal's records are
+// objects whose leases age by the server's clock, Pulumi's lock an object.
+func TestSharedBucketTwoRunners(t *testing.T) {
+	t.Run("other-host", func(t *testing.T) { sharedBackendOtherHost(t, live, s3Backend(t)) })
+	t.Run("same-host", func(t *testing.T) { sharedBackendSameHost(t, live, s3Backend(t)) })
+}
+
+func sharedBackendOtherHost(t *testing.T, e *env, db sharedBackend) {
 	requireOtherHost(t)
-	pg := pgtest.Start(t)
-	backend := pg.NewDatabase(t)
-	db := openSharedDB(t, backend)
-	a, b := newRunner(t, e, "A", runnerAHost, backend), newRunner(t, e, "B", "", backend)
+	a, b := newRunner(t, e, "A", runnerAHost, db), newRunner(t, e, "B", "", db)
 	small, large, namespaces := sharedSpecs(t)
 	defer e.destroyAndWait(t, b.env(), namespaces, small)
 
@@ -393,7 +493,7 @@ func sharedBackendOtherHost(t *testing.T, e *env) {
 		t.Fatalf("runner A: up: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 30))
 	}
 	if runs, locks := db.runs(t), db.lockKeys(t); len(runs) != 0 || len(locks) != 0 {
-		t.Fatalf("after runner A's up succeeded the database holds run records %+v and locks %v, want none", runs, locks)
+		t.Fatalf("after runner A's up succeeded the backend holds run records %+v and locks %v, want none", runs, locks)
 	}
 
 	// A grows the platform and is killed mid-update.
@@ -404,7 +504,7 @@ func sharedBackendOtherHost(t *testing.T, e *env) {
 	// and Pulumi's lock, taken on that host; seen from here both are live.
 	runs, lockKeys := db.runs(t), db.lockKeys(t)
 	if len(runs) != 1 || len(lockKeys) != 1 {
-		t.Fatalf("after runner A was killed the database holds run records %+v and locks %v, want one of each", runs, lockKeys)
+		t.Fatalf("after runner A was killed the backend holds run records %+v and locks %v, want one of each", runs, lockKeys)
 	}
 	recA := runs[0]
 	if recA.op != "up" || recA.host != runnerAHost || recA.pid != pidA {
@@ -466,7 +566,7 @@ func sharedBackendOtherHost(t *testing.T, e *env) {
 	}
 	assertPruned(t, e, namespaces)
 	if runs, locks := db.runs(t), db.lockKeys(t); len(runs) != 0 || len(locks) != 0 {
-		t.Errorf("after runner B's up the database holds run records %+v and locks %v, want none", runs, locks)
+		t.Errorf("after runner B's up the backend holds run records %+v and locks %v, want none", runs, locks)
 	}
 	b.driftClean(t, e, small)
 	a.driftClean(t, e, small)
@@ -475,11 +575,8 @@ func sharedBackendOtherHost(t *testing.T, e *env) {
 	}
 }
 
-func sharedBackendSameHost(t *testing.T, e *env) {
-	pg := pgtest.Start(t)
-	backend := pg.NewDatabase(t)
-	db := openSharedDB(t, backend)
-	a, b := newRunner(t, e, "A", "", backend), newRunner(t, e, "B", "", backend)
+func sharedBackendSameHost(t *testing.T, e *env, db sharedBackend) {
+	a, b := newRunner(t, e, "A", "", db), newRunner(t, e, "B", "", db)
 	small, large, namespaces := sharedSpecs(t)
 	defer e.destroyAndWait(t, b.env(), namespaces, small)
 
@@ -490,7 +587,7 @@ func sharedBackendSameHost(t *testing.T, e *env) {
 	host, _ := os.Hostname()
 	runs, locks := db.runs(t), db.lockKeys(t)
 	if len(runs) != 1 || len(locks) != 1 {
-		t.Fatalf("after runner A was killed the database holds run records %+v and locks %v, want one of each", runs, locks)
+		t.Fatalf("after runner A was killed the backend holds run records %+v and locks %v, want one of each", runs, locks)
 	}
 	if runs[0].op != "up" || runs[0].host != host || runs[0].pid != pidA {
 		t.Fatalf("runner A's run record is %+v, want an up by pid %d on %s", runs[0], pidA, host)
@@ -517,7 +614,7 @@ func sharedBackendSameHost(t *testing.T, e *env) {
 	refuseOutput(t, "runner B's up", r.stdout+r.stderr, "waiting up to")
 	assertPruned(t, e, namespaces)
 	if runs, locks := db.runs(t), db.lockKeys(t); len(runs) != 0 || len(locks) != 0 {
-		t.Errorf("after runner B's up the database holds run records %+v and locks %v, want none", runs, locks)
+		t.Errorf("after runner B's up the backend holds run records %+v and locks %v, want none", runs, locks)
 	}
 	b.driftClean(t, e, small)
 	a.driftClean(t, e, small)

@@ -119,7 +119,7 @@ func TestS3RunnerA(t *testing.T) {
 }
 
 func TestS3JournalTwoRunners(t *testing.T) {
-	srv := s3test.Start(t)
+	srv := s3test.Shared(t)
 	srv.SetEnv(t)
 	backend := srv.BackendURL(srv.NewBucket(t), "paddock")
 	homeB := t.TempDir()
@@ -188,7 +188,7 @@ func TestS3JournalTwoRunners(t *testing.T) {
 }
 
 func TestS3Leases(t *testing.T) {
-	srv := s3test.Start(t)
+	srv := s3test.Shared(t)
 	srv.SetEnv(t)
 	bucket := srv.NewBucket(t)
 	backend := srv.BackendURL(bucket, "")
@@ -330,7 +330,7 @@ func TestS3Leases(t *testing.T) {
 
 func TestS3CheckpointWrittenByPulumi(t *testing.T) {
 	cli := pulumiCLI(t)
-	srv := s3test.Start(t)
+	srv := s3test.Shared(t)
 	srv.SetEnv(t)
 	bucket := srv.NewBucket(t)
 	// A path in the URL: Pulumi keeps everything under it.
@@ -441,7 +441,7 @@ func TestS3CheckpointWrittenByPulumi(t *testing.T) {
 }
 
 func TestS3ErrorsHideTheSecretKey(t *testing.T) {
-	srv := s3test.Start(t)
+	srv := s3test.Shared(t)
 	srv.SetEnv(t)
 	backend := srv.BackendURL(srv.NewBucket(t), "")
 	t.Setenv("PADDOCK_HOME", t.TempDir())

@@ -6,7 +6,8 @@
 // the machine. A missing weed skips the test, except in CI (CI=true), where
 // `make tools-test` builds it: there it fails it.
 //
-// Start it before the test moves PADDOCK_HOME: weed is looked up there.
+// Start it before the test moves PADDOCK_HOME: weed is looked up there. A
+// package whose tests each need only a bucket shares one server (Shared).
 package s3test
 
 import (
@@ -23,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,63 +67,124 @@ func findWeed() (string, error) {
 // Start starts a server for t and stops it when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	weed, err := findWeed()
+	s, stop, err := launch()
 	if err != nil {
+		fail(t, err)
+	}
+	t.Cleanup(stop)
+	return s
+}
+
+// The server Shared hands out: started by the first test that asks, kept
+// for the package's other tests (each takes a bucket of its own), stopped
+// by StopShared from TestMain.
+var shared struct {
+	sync.Mutex
+	s    *Server
+	stop func()
+	err  error
+}
+
+// Shared is the package's one server, started on first use: a test that
+// needs only a bucket of its own does not pay for a server start (weed
+// takes seconds). Call StopShared after m.Run in TestMain.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.s == nil && shared.err == nil {
+		shared.s, shared.stop, shared.err = launch()
+	}
+	if shared.err != nil {
+		fail(t, shared.err)
+	}
+	return shared.s
+}
+
+// StopShared stops the server Shared started, if any.
+func StopShared() {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.stop != nil {
+		shared.stop()
+		shared.stop = nil
+	}
+}
+
+// errNoWeed is launch's error when weed is not built.
+type errNoWeed struct{ error }
+
+// fail ends t on a launch error: a missing weed skips, except in CI
+// (CI=true), where `make tools-test` builds it.
+func fail(t testing.TB, err error) {
+	t.Helper()
+	if _, missing := err.(errNoWeed); missing {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("s3test: %v (CI builds the test tools, so this is a failure)", err)
 		}
 		t.Skipf("s3test: %v; not in CI, so skipping", err)
 	}
+	t.Fatalf("s3test: %v", err)
+}
+
+// launch starts a server; stop stops it and removes its files.
+func launch() (*Server, func(), error) {
+	weed, err := findWeed()
+	if err != nil {
+		return nil, nil, errNoWeed{err}
+	}
 	dir, err := os.MkdirTemp("", "s3test-")
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	s := &Server{AccessKey: "PADDOCK" + strings.ToUpper(randomHex(6)), SecretKey: randomHex(20), dir: dir}
 	config, err := json.Marshal(map[string]any{"identities": []any{map[string]any{
 		"name":        "paddock-test",
 		"credentials": []any{map[string]string{"accessKey": s.AccessKey, "secretKey": s.SecretKey}},
 		"actions":     []string{"Admin", "Read", "List", "Tagging", "Write"},
 	}}})
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "s3.json"), config, 0o600)
+	}
+	if err == nil {
+		err = os.Mkdir(filepath.Join(dir, "data"), 0o700)
+	}
 	if err != nil {
-		t.Fatal(err)
+		os.RemoveAll(dir)
+		return nil, nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "s3.json"), config, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "data"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	var lastErr error
 	for range 3 { // a free port can be taken between finding it and binding it
-		if lastErr = s.run(t, weed); lastErr == nil {
-			return s
+		var stop func()
+		if stop, err = s.run(weed); err == nil {
+			return s, func() { stop(); os.RemoveAll(dir) }, nil
 		}
 	}
-	t.Fatalf("s3test: %v", lastErr)
-	return nil
+	os.RemoveAll(dir)
+	return nil, nil, err
 }
 
-func (s *Server) run(t testing.TB, weed string) error {
+func (s *Server) run(weed string) (func(), error) {
 	ports, err := freePorts(8)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(ports[6])
 	logFile := filepath.Join(s.dir, "weed.log")
 	log, err := os.Create(logFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer log.Close()
 	p := func(i int) string { return strconv.Itoa(ports[i]) }
-	// weed's own logs go to its directory, not to /tmp.
+	// weed's own logs go to its directory, not to /tmp. Each bucket is a
+	// collection with volumes of its own, so a shared server needs room for
+	// many (64 MB each, none preallocated).
 	args := []string{"-logdir=" + s.dir, "server",
 		"-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-dir=" + filepath.Join(s.dir, "data"),
 		"-master.port=" + p(0), "-master.port.grpc=" + p(1),
 		"-master.volumeSizeLimitMB=64", "-master.telemetry=false",
-		"-volume.port=" + p(2), "-volume.port.grpc=" + p(3), "-volume.max=8",
+		"-volume.port=" + p(2), "-volume.port.grpc=" + p(3), "-volume.max=64",
 		"-filer", "-filer.port=" + p(4), "-filer.port.grpc=" + p(5),
 		"-filer.localSocket=" + filepath.Join(s.dir, "filer.sock"),
 		"-s3", "-s3.port=" + p(6), "-s3.port.grpc=" + p(7),
@@ -140,7 +203,7 @@ func (s *Server) run(t testing.TB, weed string) error {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting weed: %w", err)
+		return nil, fmt.Errorf("starting weed: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -167,7 +230,7 @@ func (s *Server) run(t testing.TB, weed string) error {
 		select {
 		case err := <-exited:
 			b, _ := os.ReadFile(logFile)
-			return fmt.Errorf("weed exited (%v):\n%s", err, tail(string(b), 2000))
+			return nil, fmt.Errorf("weed exited (%v):\n%s", err, tail(string(b), 2000))
 		default:
 		}
 		// Ready when the gateway answers with the filer behind it: a bucket
@@ -176,13 +239,12 @@ func (s *Server) run(t testing.TB, weed string) error {
 		_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
 		cancel()
 		if err == nil {
-			t.Cleanup(stop)
-			return nil
+			return stop, nil
 		}
 		if time.Now().After(deadline) {
 			stop()
 			b, _ := os.ReadFile(logFile)
-			return fmt.Errorf("weed's S3 gateway did not answer in 120s (%v):\n%s", err, tail(string(b), 2000))
+			return nil, fmt.Errorf("weed's S3 gateway did not answer in 120s (%v):\n%s", err, tail(string(b), 2000))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

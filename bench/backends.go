@@ -23,6 +23,7 @@ import (
 const (
 	BackendFile     = "file://"
 	BackendPostgres = "postgres://"
+	BackendS3       = "s3://"
 )
 
 // BackendsPlatform is the platform the section provisions on every backend.
@@ -42,8 +43,12 @@ type Backend struct {
 	URL string
 	// Server says what serves the state, for the report.
 	Server string
+	// Env is what else paddock needs to reach the backend (an S3
+	// identity in the AWS_* variables).
+	Env []string
 	// Secrets are strings no output of the section may show (the URL's
-	// password): they are replaced wherever a line of paddock's is kept.
+	// password, an S3 secret key): they are replaced wherever a line of
+	// paddock's is kept.
 	Secrets []string
 	// Unavailable says why the backend cannot be measured on this machine;
 	// it is reported as not measured, never dropped.
@@ -214,7 +219,7 @@ func Backends(ctx context.Context, o BackendsOptions) ([]BackendRun, error) {
 // backendRuns measures every size on backend b, then destroys the platform.
 func backendRuns(ctx context.Context, o BackendsOptions, b Backend, sizes []int) ([]BackendRun, error) {
 	env := append(envWithout(envWithout(os.Environ(), backendEnv), checkpointsEnv), o.Env...)
-	env = append(env, backendEnv+"="+b.URL)
+	env = append(append(env, backendEnv+"="+b.URL), b.Env...)
 	dir := filepath.Join(o.Dir, strings.TrimSuffix(b.Name, "://"))
 	paddock := func(args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, o.Paddock, args...)
@@ -362,7 +367,7 @@ func (r *Results) writeBackends(w io.Writer) {
 	fmt.Fprintf(w, "One platform (%q) on the benchmark's cluster, its state on each backend in turn, given to paddock as `%s` (so no command line shows the database's password). ", BackendsPlatform, backendEnv)
 	fmt.Fprintf(w, "On each, `paddock up` provisions it at the smallest size (*up*), then a no-op `paddock up` and `paddock drift` run %d times each (the median is shown), seconds, wall, the command's start included; `up` grows it to the next size and both are measured again; it is destroyed before the next backend. ", pathRunsOf(r.Backends))
 	fmt.Fprintf(w, "*path* is the way the runs went, as paddock said: *fast* when it compared the live cluster with the state directly (`up`: \"nothing changed: … checked live\", `drift`: \"compared N objects live\"), else *full run* with the reason paddock gave for running Pulumi's refresh instead. ")
-	fmt.Fprintf(w, "The PostgreSQL server is the tests' (`internal/pgtest`): started by the benchmark on 127.0.0.1 and stopped after, with fsync and synchronous commit off.\n\n")
+	fmt.Fprintf(w, "The PostgreSQL server is the tests' (`internal/pgtest`): started by the benchmark on 127.0.0.1 and stopped after, with fsync and synchronous commit off. The S3 server is the tests' too (`internal/s3test`: SeaweedFS's weed, its S3 gateway on 127.0.0.1, a fresh bucket).\n\n")
 	fmt.Fprintf(w, "| backend | served by | tenants | objects | up | no-op up | path | drift | path | peak MiB (no-op / drift) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, b := range r.Backends {
 		if b.NotMeasured != "" {

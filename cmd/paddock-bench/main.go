@@ -26,6 +26,7 @@ import (
 	"github.com/paddock-platform/paddock/bench"
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pgtest"
+	"github.com/paddock-platform/paddock/internal/s3test"
 	"github.com/paddock-platform/paddock/localcluster"
 	"github.com/paddock-platform/paddock/pins"
 	"github.com/paddock-platform/paddock/schemas/specgen"
@@ -70,7 +71,7 @@ func run() error {
 		skipClaim = flag.Bool("skip-claims", false, "skip the claims benchmark")
 		skipValid = flag.Bool("skip-validate", false, "skip the validate benchmark")
 		fleet     = flag.String("fleet", "", "stack counts of the fleet benchmark, e.g. 1,3,10: one project grown to each count of stacks (each a platform of one tenant on the benchmark's cluster), then `paddock drift --all` timed over it (median of 3); empty skips it and carries over the fleet figures of the results in -out")
-		backends  = flag.String("backends", "", "tenant counts of the state backends benchmark, e.g. 1,10: one platform on file:// and then on postgres:// (a PostgreSQL server from Debian's packages started on loopback), no-op up and drift timed with the path each took (median of 5); empty skips it and carries over the backends figures of the results in -out")
+		backends  = flag.String("backends", "", "tenant counts of the state backends benchmark, e.g. 1,10: one platform on file://, then on postgres:// (a PostgreSQL server from Debian's packages started on loopback) and s3:// (SeaweedFS's S3 gateway on loopback), no-op up and drift timed with the path each took (median of 5); empty skips it and carries over the backends figures of the results in -out")
 		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
 		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)
@@ -378,6 +379,23 @@ func benchBackends(ctx context.Context, bin string, env []string, sizes []int, d
 		pg.URL, pg.Server, pg.Secrets = url, "PostgreSQL "+version+" on 127.0.0.1", []string{server.Password}
 	}
 	list = append(list, pg)
+	s3 := bench.Backend{Name: bench.BackendS3}
+	weed, stopWeed, err := s3test.Launch()
+	switch {
+	case errors.Is(err, s3test.ErrNotBuilt):
+		s3.Unavailable = err.Error()
+	case err != nil:
+		return nil, fmt.Errorf("starting SeaweedFS for the backends benchmark: %w", err)
+	default:
+		defer stopWeed()
+		bucket, err := weed.CreateBucket(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s3.URL, s3.Env, s3.Secrets = weed.BackendURL(bucket, ""), weed.Env(), []string{weed.SecretKey}
+		s3.Server = "SeaweedFS " + pins.Get("SEAWEEDFS_VERSION") + " (S3 gateway) on 127.0.0.1"
+	}
+	list = append(list, s3)
 	return bench.Backends(ctx, bench.BackendsOptions{Paddock: bin, Env: env, Backends: list, Tenants: sizes, Dir: dir, Out: os.Stdout})
 }
 

@@ -127,6 +127,16 @@ func fail(t testing.TB, err error) {
 	t.Fatalf("s3test: %v", err)
 }
 
+// Launch starts a server outside a test (the benchmark's); stop stops it
+// and removes its files. A weed not built is ErrNotBuilt.
+func Launch() (s *Server, stop func(), err error) { return launch() }
+
+// ErrNotBuilt is Launch's error when weed is not built.
+var ErrNotBuilt = errors.New("SeaweedFS's weed is not built: `make tools-test` builds it, or set " + BinEnv)
+
+// Is makes errors.Is(err, ErrNotBuilt) true of a missing weed.
+func (errNoWeed) Is(target error) bool { return target == ErrNotBuilt }
+
 // launch starts a server; stop stops it and removes its files.
 func launch() (*Server, func(), error) {
 	weed, err := findWeed()
@@ -269,13 +279,22 @@ func (s *Server) clientWith(secretKey string) *s3.Client {
 // NewBucket creates an empty bucket and returns its name.
 func (s *Server) NewBucket(t testing.TB) string {
 	t.Helper()
-	name := "t-" + randomHex(6)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if _, err := s.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		t.Fatalf("s3test: creating bucket %s: %v", name, err)
+	name, err := s.CreateBucket(context.Background())
+	if err != nil {
+		t.Fatalf("s3test: %v", err)
 	}
 	return name
+}
+
+// CreateBucket creates an empty bucket outside a test and returns its name.
+func (s *Server) CreateBucket(ctx context.Context) (string, error) {
+	name := "t-" + randomHex(6)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := s.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		return "", fmt.Errorf("creating bucket %s: %w", name, err)
+	}
+	return name, nil
 }
 
 // BackendURL is the Pulumi backend URL of path in bucket (path may be

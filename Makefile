@@ -82,7 +82,7 @@ demo: tools build ## fresh machine to a running local platform: tools, local clu
 	@$(PADDOCK) status $(EXAMPLE)
 
 .PHONY: bench
-bench: tools tools-test build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, claims -> bench/results/
+bench: tools tools-test build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, no-op up and drift on each state backend, claims -> bench/results/
 	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out bench/results $(BENCH_FLAGS)
 
 .PHONY: unit

@@ -422,6 +422,6 @@ func CarryBackends(res, old *Results) bool {
 		res.MeasuredBy = map[string]Measured{}
 	}
 	res.MeasuredBy[SectionBackends] = m
-	res.Notes = append(res.Notes, fmt.Sprintf("State backends: not measured by this run (no -backends); the figures below are carried over from binary %.12s (%s).", m.Paddock.Commit, m.Date))
+	res.Notes = append(res.Notes, fmt.Sprintf("State backends: not measured by this run (-backends= empty); the figures below are carried over from binary %.12s (%s).", m.Paddock.Commit, m.Date))
 	return true
 }

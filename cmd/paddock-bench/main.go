@@ -71,7 +71,7 @@ func run() error {
 		skipClaim = flag.Bool("skip-claims", false, "skip the claims benchmark")
 		skipValid = flag.Bool("skip-validate", false, "skip the validate benchmark")
 		fleet     = flag.String("fleet", "", "stack counts of the fleet benchmark, e.g. 1,3,10: one project grown to each count of stacks (each a platform of one tenant on the benchmark's cluster), then `paddock drift --all` timed over it (median of 3); empty skips it and carries over the fleet figures of the results in -out")
-		backends  = flag.String("backends", "", "tenant counts of the state backends benchmark, e.g. 1,10: one platform on file://, then on postgres:// (a PostgreSQL server from Debian's packages started on loopback) and s3:// (SeaweedFS's S3 gateway on loopback), no-op up and drift timed with the path each took (median of 5); empty skips it and carries over the backends figures of the results in -out")
+		backends  = flag.String("backends", "1,10", "tenant counts of the state backends benchmark, e.g. 1,10: one platform on file://, then on postgres:// (a PostgreSQL server from Debian's packages started on loopback) and s3:// (SeaweedFS's S3 gateway on loopback), no-op up and drift timed with the path each took (median of 5); -backends= (empty) skips it and carries over the backends figures of the results in -out")
 		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
 		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)

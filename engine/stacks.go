@@ -239,9 +239,19 @@ func holderAlive(pid int, since time.Time) bool {
 	if err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
+	st, err := procfs.ReadStat(pid)
+	if err != nil {
+		return true // no /proc to ask: the process exists
+	}
+	// A killed process is signalled fine until it is reaped, and an orphan
+	// is reaped by PID 1, which in a container may take its time (or never
+	// come): a zombie holds nothing.
+	if st.Exited() {
+		return false
+	}
 	// The margin absorbs clock steps and tick rounding: a pid reused within
 	// it still counts as the holder, which errs on the safe side.
-	if started, ok := processStart(pid); ok && !since.IsZero() && started.After(since.Add(10*time.Second)) {
+	if started, err := st.StartTime(); err == nil && !since.IsZero() && started.After(since.Add(10*time.Second)) {
 		return false
 	}
 	return true

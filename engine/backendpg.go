@@ -39,7 +39,7 @@ type postgresStore struct {
 	table     string // Pulumi's state table
 	runsTable string
 	where     string // the database, without credentials
-	secrets   []string
+	secretText
 	// prefix is what Pulumi puts before every key of a bucket-like backend:
 	// the URL's path (here the database name) and a slash.
 	prefix string
@@ -75,7 +75,7 @@ func openPostgresStore(ctx context.Context, backend string) (stateStore, error) 
 	if schema, _, ok := strings.Cut(table, "."); ok {
 		runsTable = schema + "." + runsTableName
 	}
-	s := &postgresStore{table: table, runsTable: runsTable, secrets: secrets}
+	s := &postgresStore{table: table, runsTable: runsTable, secretText: secrets}
 	if sub := strings.TrimLeft(u.Path, "/"); sub != "" {
 		s.prefix = strings.TrimSuffix(sub, "/") + "/"
 	}
@@ -98,22 +98,25 @@ func openPostgresStore(ctx context.Context, backend string) (stateStore, error) 
 	return s, nil
 }
 
-// scrub hides the connection's password in an error from the driver.
-func (s *postgresStore) scrub(err error) error {
+// secretText is every spelling of a backend's secrets (a password, a
+// secret key): scrub and scrubText replace each, even where a malformed URL
+// repeats one (in its path, say), so no message shows it.
+type secretText []string
+
+// scrub hides the secrets in an error from a driver or SDK.
+func (secrets secretText) scrub(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := s.scrubText(err.Error())
+	msg := secrets.scrubText(err.Error())
 	if msg == err.Error() {
 		return err
 	}
 	return errors.New(msg)
 }
 
-// scrubText is text with every spelling of the password replaced: even a
-// malformed URL that repeats it (in its path, say) shows it nowhere.
-func (s *postgresStore) scrubText(text string) string {
-	for _, secret := range s.secrets {
+func (secrets secretText) scrubText(text string) string {
+	for _, secret := range secrets {
 		text = strings.ReplaceAll(text, secret, "****")
 	}
 	return text

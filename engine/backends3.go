@@ -49,11 +49,11 @@ type s3Store struct {
 	// journal: conditional writes and the server's clock, which the blob
 	// API does not show. prefix is every prefix Pulumi puts before its
 	// paths (the prefix parameter, then the URL's path and a slash).
-	client  *s3.Client
-	name    string
-	prefix  string
-	where   string // the bucket and path, without the query
-	secrets []string
+	client *s3.Client
+	name   string
+	prefix string
+	where  string // the bucket and path, without the query
+	secretText
 
 	// onRunner is where this runner kept the bucket's run records before
 	// Paddock read buckets ($PADDOCK_HOME/runs): still read, and removed once
@@ -120,12 +120,12 @@ func openS3Store(ctx context.Context, backend string) (stateStore, error) {
 	// The keys the SDK may hold: never in a message.
 	for _, env := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"} {
 		if v := os.Getenv(env); len(v) >= 4 {
-			s.secrets = append(s.secrets, v)
+			s.secretText = append(s.secretText, v)
 		}
 	}
 	if u.User != nil {
 		if pw, ok := u.User.Password(); ok && pw != "" {
-			s.secrets = append(s.secrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
+			s.secretText = append(s.secretText, pw, url.QueryEscape(pw), url.PathEscape(pw))
 		}
 	}
 	s.where = s.scrubText("s3://" + u.Host + u.Path)
@@ -158,25 +158,6 @@ func openS3Store(ctx context.Context, backend string) (stateStore, error) {
 }
 
 func (s *s3Store) close() { s.bucket.Close() }
-
-// scrub hides the credentials in an error from the SDK.
-func (s *s3Store) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := s.scrubText(err.Error())
-	if msg == err.Error() {
-		return err
-	}
-	return errors.New(msg)
-}
-
-func (s *s3Store) scrubText(text string) string {
-	for _, secret := range s.secrets {
-		text = strings.ReplaceAll(text, secret, "****")
-	}
-	return text
-}
 
 func (s *s3Store) at(key string) string { return s.where + " key " + key }
 

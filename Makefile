@@ -9,11 +9,17 @@ PADDOCK_HOME ?= $(HOME)/.paddock
 export PADDOCK_HOME
 BIN          := $(CURDIR)/bin
 PADDOCK      := $(BIN)/paddock
-# Longest builds first, so the last of two parallel builds is a short one.
+# What the local platform runs.
 TOOLS        := kubernetes pulumi-kubernetes kwok pulumi agent-sandbox coredns kube-router etcd gvisor containerd
-# Only the test and bench suites run kubectl (terratest's k8s helpers, the bench baseline) and the
-# previous Agent Sandbox controller (the release upgrade and rollback e2e test).
+# Only the test and bench suites run kubectl (terratest's k8s helpers, the bench baseline), the
+# previous Agent Sandbox controller (the release upgrade and rollback e2e test) and weed (s3://).
 TEST_TOOLS   := kubectl agent-sandbox-previous seaweedfs
+# Every tool, longest cold build first (wall seconds on the 2-core machine, 2026-12-04: 806 587
+# 547 373 269 229 219 174 128 122 88 76 55): two builds run at a time, so the last to finish is
+# a short one. `make test` queues both lists together, so weed does not build alone at the end.
+TOOL_ORDER   := kubernetes pulumi pulumi-kubernetes seaweedfs agent-sandbox kwok kube-router gvisor containerd agent-sandbox-previous kubectl etcd coredns
+$(if $(filter-out $(TOOL_ORDER),$(TOOLS) $(TEST_TOOLS)),$(error TOOL_ORDER lacks $(filter-out $(TOOL_ORDER),$(TOOLS) $(TEST_TOOLS)): add it where its build time puts it))
+in_build_order = $(filter $(1),$(TOOL_ORDER))
 GO_LDFLAGS   := -s -w
 EXAMPLE      ?= examples/local
 
@@ -21,15 +27,20 @@ EXAMPLE      ?= examples/local
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-.PHONY: tools tools-test
+.PHONY: tools tools-test tools-all
 # Two builds at a time (PADDOCK_TOOLS_JOBS). With PADDOCK_TOOLS_MIRROR set, each tool is
 # first fetched from the mirror (`paddock tools fetch`) and built only without a usable bundle.
 tools: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build every pinned upstream tool the local platform runs into $(PADDOCK_HOME) (cached by version and recipe; fetched from $PADDOCK_TOOLS_MIRROR when set), install the real node's Debian packages
-	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TOOLS)
+	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(call in_build_order,$(TOOLS))
 	@$(MAKE) --no-print-directory pulumi-plugins node-packages
 
 tools-test: $(if $(PADDOCK_TOOLS_MIRROR),build) ## build the tools only the test and bench suites use (kubectl, the previous Agent Sandbox controller, SeaweedFS's weed for s3://), install their Debian packages (postgresql)
-	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(TEST_TOOLS)
+	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(call in_build_order,$(TEST_TOOLS))
+	@tools/test-packages.sh
+
+tools-all: $(if $(PADDOCK_TOOLS_MIRROR),build) ## tools and tools-test in one queue, longest build first
+	@PADDOCK=$(PADDOCK) tools/build-tools.sh $(call in_build_order,$(TOOLS) $(TEST_TOOLS))
+	@$(MAKE) --no-print-directory pulumi-plugins node-packages
 	@tools/test-packages.sh
 
 # The real node's Debian packages (runc, CNI plugins, iptables, ipset, busybox-static):
@@ -74,7 +85,9 @@ build: ## build the paddock CLI into ./bin (it reports its commit: bin/paddock v
 DEMO_NODES   ?=
 
 .PHONY: demo
-demo: tools build ## fresh machine to a running local platform: tools, local cluster, paddock up and verify of $(EXAMPLE), then a summary with a running sandbox to exec into
+demo: ## fresh machine to a running local platform: tools, local cluster, paddock up and verify of $(EXAMPLE), then a summary with a running sandbox to exec into
+	$(call beside_go_warm,tools,go-warm-cli)
+	@$(MAKE) --no-print-directory build
 	$(PADDOCK) local up $(if $(DEMO_NODES),--nodes $(DEMO_NODES))
 	$(PADDOCK) up $(EXAMPLE)
 	$(PADDOCK) verify $(EXAMPLE)
@@ -82,7 +95,7 @@ demo: tools build ## fresh machine to a running local platform: tools, local clu
 	@$(PADDOCK) status $(EXAMPLE)
 
 .PHONY: bench
-bench: tools tools-test build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, no-op up and drift on each state backend, claims -> bench/results/
+bench: tools-all build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, no-op up and drift on each state backend, claims -> bench/results/
 	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out bench/results $(BENCH_FLAGS)
 
 .PHONY: unit
@@ -101,17 +114,54 @@ E2E_RUN = mkdir -p $(BIN) && PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -
 	  || { echo; echo "e2e: failed tests (full log: $(E2E_LOG)):"; awk '/^=== (RUN|CONT|PAUSE)/{buf=""} {buf=buf $$0 "\n"} /^ *--- FAIL|^panic:/{printf "%s", buf; buf=""}' $(E2E_LOG) | tail -n 150; exit 1; }
 
 .PHONY: e2e
-e2e: tools tools-test build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)
-	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./localcluster/
-	$(E2E_RUN)
+e2e: tools-all build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)
+	@$(MAKE) --no-print-directory live
 
-.PHONY: test
-test: tools tools-test build ## everything CI runs: vet, unit tests, live end-to-end tests
-	go vet ./...
-	go vet -tags e2e ./test/...
-	go vet -tags gke ./components/gcp/ ./program/
-	go test -count=1 ./...
-	$(PROMRULES)
+# `make test` on a 2-core machine is bound by CPU, so it keeps both cores busy:
+# - while the tools build, the CLI, vet and the test packages compile at the lowest
+#   priority, taking only what the builds leave idle (module downloads, links); the
+#   steps after them then start compiled. Its output is in $(GO_WARM_LOG); an error
+#   there shows again, in full, in the step that repeats it.
+# - the unit tests run beside the live tests, at a lower priority than they, since
+#   those spend most of their time waiting on the cluster. The unit tests start no
+#   cluster and bind only ports they chose free. Their log is $(UNIT_LOG), printed
+#   in full when they fail; either failing fails `make test`.
+GO_WARM_LOG ?= $(BIN)/go-warm.log
+# $(call beside_go_warm,TOOLS_TARGET,WARM_TARGET): make both, WARM_TARGET at the lowest
+# priority; fails as TOOLS_TARGET does. With a tools mirror the CLI is built first anyway
+# (it fetches the bundles), so nothing is compiled beside it.
+beside_go_warm = @mkdir -p $(BIN); \
+	$(if $(PADDOCK_TOOLS_MIRROR),warm=, \
+	  echo "go: compiling $(if $(filter go-warm,$(2)),the CLI$(comma) vet and the test packages,the CLI) beside the tool builds, at the lowest priority (log: $(GO_WARM_LOG))"; \
+	  nice -n 19 $(MAKE) --no-print-directory $(2) >$(GO_WARM_LOG) 2>&1 & warm=$$!;) \
+	rc=0; $(MAKE) --no-print-directory $(1) || rc=$$?; [ -z "$$warm" ] || wait $$warm || true; exit $$rc
+comma := ,
+UNIT_LOG    ?= $(BIN)/unit.log
+GO_VET       = go vet ./... && go vet -tags e2e ./test/... && go vet -tags gke ./components/gcp/ ./program/
+
+.PHONY: test go-warm
+test: ## everything CI runs: vet, unit tests, live end-to-end tests
+	$(call beside_go_warm,tools-all,go-warm)
+	@$(MAKE) --no-print-directory build
+	$(GO_VET)
+	@echo "unit tests: beside the live tests, at a lower priority (log: $(UNIT_LOG))"
+	@rm -f $(UNIT_LOG).rc; ( u=0; nice -n 10 $(MAKE) --no-print-directory unit >$(UNIT_LOG) 2>&1 || u=$$?; echo $$u >$(UNIT_LOG).rc ) & unit=$$!; \
+	  live=0; $(MAKE) --no-print-directory live || live=$$?; \
+	  wait $$unit || true; u=$$(cat $(UNIT_LOG).rc 2>/dev/null || echo "unknown"); \
+	  echo; echo "unit tests (log: $(UNIT_LOG)), exit $$u:"; \
+	  if [ "$$u" = 0 ]; then grep -E '^(ok|FAIL|---)' $(UNIT_LOG) || true; else cat $(UNIT_LOG); fi; \
+	  [ "$$u" = 0 ] && [ "$$live" = 0 ]
+
+# The CLI's packages with build's flags (the link comes later, in build itself).
+.PHONY: go-warm-cli
+go-warm-cli:
+	-go build -trimpath -o /dev/null ./cmd/paddock
+
+go-warm: go-warm-cli
+	-$(GO_VET)
+
+.PHONY: live
+live: ## the live tests alone (tools and CLI built): the local cluster lifecycle, then terratest end to end
 	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./localcluster/
 	$(E2E_RUN)
 

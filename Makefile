@@ -9,11 +9,13 @@ PADDOCK_HOME ?= $(HOME)/.paddock
 export PADDOCK_HOME
 BIN          := $(CURDIR)/bin
 PADDOCK      := $(BIN)/paddock
-# What the local platform runs.
-TOOLS        := kubernetes pulumi-kubernetes kwok pulumi agent-sandbox coredns kube-router etcd gvisor containerd
+# What the local platform runs on a real node.
+TOOLS        := kubernetes pulumi-kubernetes pulumi agent-sandbox coredns kube-router etcd gvisor containerd
 # Only the test and bench suites run kubectl (terratest's k8s helpers, the bench baseline), the
-# previous Agent Sandbox controller (the release upgrade and rollback e2e test) and weed (s3://).
-TEST_TOOLS   := kubectl agent-sandbox-previous seaweedfs
+# previous Agent Sandbox controller (the release upgrade and rollback e2e test), weed (s3://) and
+# kwok (the kwok-node cluster's lifecycle test; `local up --nodes fake`, or where a real node
+# cannot run, needs it too: `make tool-kwok`).
+TEST_TOOLS   := kubectl agent-sandbox-previous seaweedfs kwok
 # Every tool, longest cold build first (wall seconds on the 2-core machine, 2026-12-04: 806 587
 # 547 373 269 229 219 174 128 122 88 76 55): two builds run at a time, so the last to finish is
 # a short one. `make test` queues both lists together, so weed does not build alone at the end.
@@ -86,7 +88,7 @@ DEMO_NODES   ?=
 
 .PHONY: demo
 demo: ## fresh machine to a running local platform: tools, local cluster, paddock up and verify of $(EXAMPLE), then a summary with a running sandbox to exec into
-	$(call beside_go_warm,tools,go-warm-cli)
+	@$(MAKE) --no-print-directory tools $(if $(filter fake,$(DEMO_NODES)),tool-kwok)
 	@$(MAKE) --no-print-directory build
 	$(PADDOCK) local up $(if $(DEMO_NODES),--nodes $(DEMO_NODES))
 	$(PADDOCK) up $(EXAMPLE)
@@ -117,33 +119,21 @@ E2E_RUN = mkdir -p $(BIN) && PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -
 e2e: tools-all build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)
 	@$(MAKE) --no-print-directory live
 
-# `make test` on a 2-core machine is bound by CPU, so it keeps both cores busy:
-# - while the tools build, the CLI, vet and the test packages compile at the lowest
-#   priority, taking only what the builds leave idle (module downloads, links); the
-#   steps after them then start compiled. Its output is in $(GO_WARM_LOG); an error
-#   there shows again, in full, in the step that repeats it.
-# - the unit tests run beside the live tests, at a lower priority than they, since
-#   those spend most of their time waiting on the cluster. The unit tests start no
-#   cluster and bind only ports they chose free. Their log is $(UNIT_LOG), printed
-#   in full when they fail; either failing fails `make test`.
-GO_WARM_LOG ?= $(BIN)/go-warm.log
-# $(call beside_go_warm,TOOLS_TARGET,WARM_TARGET): make both, WARM_TARGET at the lowest
-# priority; fails as TOOLS_TARGET does. With a tools mirror the CLI is built first anyway
-# (it fetches the bundles), so nothing is compiled beside it.
-beside_go_warm = @mkdir -p $(BIN); \
-	$(if $(PADDOCK_TOOLS_MIRROR),warm=, \
-	  echo "go: compiling $(if $(filter go-warm,$(2)),the CLI$(comma) vet and the test packages,the CLI) beside the tool builds, at the lowest priority (log: $(GO_WARM_LOG))"; \
-	  nice -n 19 $(MAKE) --no-print-directory $(2) >$(GO_WARM_LOG) 2>&1 & warm=$$!;) \
-	rc=0; $(MAKE) --no-print-directory $(1) || rc=$$?; [ -z "$$warm" ] || wait $$warm || true; exit $$rc
-comma := ,
+# The unit tests run beside the live tests, at a lower priority, since those spend most
+# of their time waiting on the cluster: on the 2-core machine this takes the unit tests'
+# minutes off `make test`. The unit tests start no cluster and bind only ports they chose
+# free (the control plane's are below the ephemeral range, see localcluster/controlplane.go).
+# Their log is $(UNIT_LOG), printed in full when they fail; either failing fails `make test`.
+# (Compiling the CLI beside the tool builds, even at nice 19, was tried from empty caches on
+# that machine on 2026-12-04: the first builds took half as long again, kubernetes 1,268 s
+# against 806 s, as both fetched modules and unpacked them at once; the steps stay in sequence.)
 UNIT_LOG    ?= $(BIN)/unit.log
-GO_VET       = go vet ./... && go vet -tags e2e ./test/... && go vet -tags gke ./components/gcp/ ./program/
 
-.PHONY: test go-warm
-test: ## everything CI runs: vet, unit tests, live end-to-end tests
-	$(call beside_go_warm,tools-all,go-warm)
-	@$(MAKE) --no-print-directory build
-	$(GO_VET)
+.PHONY: test
+test: tools-all build ## everything CI runs: vet, unit tests, live end-to-end tests
+	go vet ./...
+	go vet -tags e2e ./test/...
+	go vet -tags gke ./components/gcp/ ./program/
 	@echo "unit tests: beside the live tests, at a lower priority (log: $(UNIT_LOG))"
 	@rm -f $(UNIT_LOG).rc; ( u=0; nice -n 10 $(MAKE) --no-print-directory unit >$(UNIT_LOG) 2>&1 || u=$$?; echo $$u >$(UNIT_LOG).rc ) & unit=$$!; \
 	  live=0; $(MAKE) --no-print-directory live || live=$$?; \
@@ -151,14 +141,6 @@ test: ## everything CI runs: vet, unit tests, live end-to-end tests
 	  echo; echo "unit tests (log: $(UNIT_LOG)), exit $$u:"; \
 	  if [ "$$u" = 0 ]; then grep -E '^(ok|FAIL|---)' $(UNIT_LOG) || true; else cat $(UNIT_LOG); fi; \
 	  [ "$$u" = 0 ] && [ "$$live" = 0 ]
-
-# The CLI's packages with build's flags (the link comes later, in build itself).
-.PHONY: go-warm-cli
-go-warm-cli:
-	-go build -trimpath -o /dev/null ./cmd/paddock
-
-go-warm: go-warm-cli
-	-$(GO_VET)
 
 .PHONY: live
 live: ## the live tests alone (tools and CLI built): the local cluster lifecycle, then terratest end to end

@@ -59,8 +59,9 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// clusterPrograms are sampled system-wide during a run, not only in the tree.
-var clusterPrograms = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller", "agent-sandbox-controller"}
+// clusterPrograms are sampled system-wide during a run, not only in the tree, by
+// the base name of their executable (kwok runs the fake nodes).
+var clusterPrograms = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", "agent-sandbox-controller"}
 
 // clusterCPU is the CPU seconds used so far by the cluster's programs.
 func clusterCPU() map[string]float64 {

@@ -552,7 +552,7 @@ func (r *Results) writeMarkdown(w io.Writer) {
 			if !ok || smp.CPU == nil {
 				continue
 			}
-			ctl := smp.CPU["kube-controller-manager"] + smp.CPU["kube-scheduler"] + smp.CPU["kwok-controller"] + smp.CPU["agent-sandbox-controller"]
+			ctl := smp.CPU["kube-controller-manager"] + smp.CPU["kube-scheduler"] + smp.CPU["kwok"] + smp.CPU["agent-sandbox-controller"]
 			fmt.Fprintf(w, "| %d | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", n, seriesName(s.Tool, s.Op), smp.Seconds,
 				smp.CPU["paddock"], smp.CPU["pulumi"], smp.CPU["pulumi-resource-kubernetes"], smp.CPU["kubectl"], smp.CPU["kube-apiserver"], smp.CPU["etcd"], ctl)
 		}

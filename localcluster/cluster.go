@@ -1,18 +1,19 @@
 // Package localcluster runs Paddock's embedded default target: a real Kubernetes
 // control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)
-// started by kwokctl's binary runtime, with fake kwok nodes shaped like GKE Sandbox
-// (gVisor) nodes, plus the real Agent Sandbox controller run outside the cluster
-// by a small detached supervisor.
+// that Up starts itself, on loopback (controlplane.go), with one node shaped like
+// a GKE Sandbox (gVisor) node: a real one (kubelet, containerd, runsc; node.go)
+// where the machine allows it, else a kwok node, plus the real Agent Sandbox
+// controller run outside the cluster by a small detached supervisor.
 //
 // Everything lives in one directory (Options.Dir, default PADDOCK_HOME/local):
 //
 //	state.json        what Up decided and started (names, tool paths, ports, supervisor pid)
 //	supervisor.json   what the supervisor is doing (phase, controller pid, restarts)
 //	supervisor.pid    the supervisor's pid, for people and scripts
-//	kubeconfig        the cluster's kubeconfig (context kwok-NAME)
-//	bin/kubectl       a shim kwokctl runs instead of kubectl (see writeKubectlShim)
-//	logs/             kwokctl.log, supervisor.log, agent-sandbox-controller.log
-//	kwok/             KWOK_WORKDIR: kwokctl's pki, pids, component logs
+//	kubeconfig        the cluster's kubeconfig (context paddock-NAME)
+//	logs/             each component's log, supervisor.log, agent-sandbox-controller.log
+//	controlplane/     the cluster's PKI, the components' pid files and kubeconfig, etcd's data
+//	node/             the real node's configuration and state
 //
 // Every pinned binary comes from `make tools` (internal/paths); nothing is ever
 // downloaded. Processes are only ever signalled after checking that the pid still
@@ -139,7 +140,7 @@ func (c *cluster) info() *Info {
 	return &Info{
 		Name:       c.name,
 		Kubeconfig: c.kubeconfig(),
-		Context:    "kwok-" + c.name,
+		Context:    kubeContext(c.name),
 		Dir:        c.dir,
 		LogsDir:    c.logsDir(),
 	}
@@ -186,10 +187,11 @@ func roundDuration(d time.Duration) time.Duration {
 	return d.Round(100 * time.Millisecond)
 }
 
-// resolveTools finds every pinned binary, or returns the first *paths.ErrToolMissing.
+// resolveTools finds every pinned binary every cluster needs, or returns the
+// first *paths.ErrToolMissing.
 func resolveTools() (map[string]string, error) {
 	bins := map[string]string{}
-	for _, t := range requiredTools {
+	for _, t := range controlPlaneTools {
 		p, err := paths.Tool(t)
 		if err != nil {
 			return nil, err

@@ -285,9 +285,9 @@ func TestKubeletAndCNIGivePodsTheClusterResolver(t *testing.T) {
 		t.Errorf("pod routes %+v: want exactly %s/32 via the node %s (no default route)", routes, DNSServiceIP, nn.NodeIP)
 	}
 
-	kw := strings.Join(realNodeKwokctlArgs("/p/pki"), " ")
-	if !strings.Contains(kw, "kube-apiserver=service-cluster-ip-range="+ServiceCIDR) {
-		t.Errorf("the API server is not given the service range: %s", kw)
+	api := strings.Join(testCluster(t, NodesReal).componentArgs("kube-apiserver"), " ")
+	if !strings.Contains(api, "--service-cluster-ip-range="+ServiceCIDR) {
+		t.Errorf("the API server is not given the service range: %s", api)
 	}
 	if kr := strings.Join(kubeRouterArgs("paddock", "/k"), " "); !strings.Contains(kr, "--service-cluster-ip-range="+ServiceCIDR) {
 		t.Errorf("kube-router is not given the service range: %s", kr)

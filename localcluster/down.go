@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/paddock-platform/paddock/internal/paths"
 )
 
 func (c *cluster) Down(ctx context.Context) error {
@@ -68,7 +66,7 @@ func (c *cluster) teardown(ctx context.Context) error {
 	done = c.step("stopping the control plane")
 	err := c.stopComponents()
 	if err == nil {
-		err = c.kwokctlDelete(ctx)
+		err = c.stopLegacyControlPlane()
 	}
 	done(err)
 	if err != nil {
@@ -78,36 +76,10 @@ func (c *cluster) teardown(ctx context.Context) error {
 	return nil
 }
 
-// kwokctlDelete lets kwokctl remove its cluster (its pid files are gone by now, so
-// it signals nothing), then makes sure its work dir is gone.
-func (c *cluster) kwokctlDelete(ctx context.Context) error {
-	if _, err := os.Stat(c.kwokClusterDir()); err != nil {
-		return nil
-	}
-	if c.state == nil {
-		c.state = &clusterState{Name: c.name}
-	}
-	if c.state.Binaries == nil {
-		c.state.Binaries = map[string]string{}
-	}
-	if _, err := os.Stat(c.state.Binaries["kwokctl"]); err != nil {
-		if p, err := paths.Tool("kwokctl"); err == nil {
-			c.state.Binaries["kwokctl"] = p
-		}
-	}
-	if c.state.Binaries["kwokctl"] != "" {
-		_ = os.MkdirAll(c.logsDir(), 0o755)
-		if err := c.kwokctl(ctx, "--name", c.name, "delete", "cluster", "--kubeconfig", c.kubeconfig()); err != nil {
-			c.progress("(kwokctl delete failed; removing its files directly: %v)", firstLine(err.Error()))
-		}
-	}
-	return os.RemoveAll(filepath.Join(c.dir, kwokDir))
-}
-
 // removeOwned deletes what Up creates in Dir, then Dir itself if that left it
 // empty. Files Paddock did not create are left alone.
 func (c *cluster) removeOwned() {
-	for _, p := range []string{stateFile, supervisorFile, supervisorPID, nodeReportFile, kubeconfigFile, shimDir, logsDir, kwokDir, lockFile} {
+	for _, p := range []string{stateFile, supervisorFile, supervisorPID, nodeReportFile, kubeconfigFile, logsDir, controlPlaneDir, legacyKwokDir, legacyShimDir, lockFile} {
 		_ = os.RemoveAll(filepath.Join(c.dir, p))
 	}
 	_ = os.Remove(c.dir) // only succeeds when empty

@@ -2,6 +2,8 @@ package localcluster_test
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -71,6 +73,7 @@ func TestLiveRealNode(t *testing.T) {
 	}
 	t.Logf("TIMING Up with a real node (cold, tools built): %s", time.Since(start))
 	cs, _ := clients(t, info.Kubeconfig)
+	assertControlPlaneOnLoopback(t, dir)
 
 	node, err := cs.CoreV1().Nodes().Get(ctx, name+"-gvisor-0", metav1.GetOptions{})
 	if err != nil {
@@ -489,4 +492,55 @@ func runscRSS(dir string) int {
 		}
 	}
 	return total
+}
+
+// assertControlPlaneOnLoopback: each control plane port answers on loopback and
+// not on the node's bridge address (which every pod can route to), and etcd
+// refuses a TLS client without the cluster's certificate. Connections go only
+// to 127.0.0.1 and to the bridge this test's cluster created.
+func assertControlPlaneOnLoopback(t *testing.T, dir string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		ControlPlane map[string]int `json:"controlPlane"`
+		NodeNet      struct {
+			NodeIP string `json:"nodeIP"`
+		} `json:"nodeNet"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.ControlPlane) < 5 || net.ParseIP(st.NodeNet.NodeIP) == nil {
+		t.Fatalf("state.json: control plane ports %v, node IP %q", st.ControlPlane, st.NodeNet.NodeIP)
+	}
+	for comp, port := range st.ControlPlane {
+		p := strconv.Itoa(port)
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", p), 2*time.Second); err != nil {
+			t.Errorf("%s: nothing answers on 127.0.0.1:%s: %v", comp, p, err)
+		} else {
+			c.Close()
+		}
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort(st.NodeNet.NodeIP, p), 2*time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s answers on the node's bridge address %s:%s, which pods reach", comp, st.NodeNet.NodeIP, p)
+		}
+	}
+	conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.ControlPlane["etcd"])), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the point is a client without the cluster's certificate
+	if err == nil {
+		// TLS 1.3 reports a missing client certificate on the first read.
+		conn.SetDeadline(time.Now().Add(2 * time.Second))
+		_, err = conn.Write([]byte("GET /version HTTP/1.1\r\nHost: x\r\n\r\n"))
+		if err == nil {
+			_, err = conn.Read(make([]byte, 64))
+		}
+		conn.Close()
+	}
+	if err == nil {
+		t.Error("etcd answered a client without the cluster's certificate")
+	} else {
+		t.Logf("etcd refuses a client without the cluster's certificate: %v", err)
+	}
 }

@@ -87,7 +87,7 @@ func TestLiveLocalCluster(t *testing.T) {
 	}
 	t.Logf("TIMING Up (cold): %s", time.Since(start))
 	if info.Name != name || info.Dir != dir || info.Kubeconfig != filepath.Join(dir, "kubeconfig") ||
-		info.Context != "kwok-"+name || info.LogsDir != filepath.Join(dir, "logs") {
+		info.Context != "paddock-"+name || info.LogsDir != filepath.Join(dir, "logs") {
 		t.Errorf("info %+v", info)
 	}
 	cs, dc := clients(t, info.Kubeconfig)

@@ -487,32 +487,6 @@ func containerdArgs(d nodeDirs) []string {
 	return []string{"--config", d.containerdConfig(), "--log-level", "info"}
 }
 
-// realNodeKwokctlArgs are the kwokctl flags a real node needs. The API server
-// reaches the kubelet by its InternalIP (the node IP; there is no DNS for node
-// names), with the cluster's admin client certificate (the kubelet trusts the
-// cluster CA).
-//
-// kwokctl's kwok controller manages every node by default, and would fake the real
-// node's status and its pods': it is limited to nodes annotated as kwok's own.
-//
-// The API server allocates Service addresses from ServiceCIDR (its own default,
-// 10.0.0.0/24, would not hold the conventional kube-dns address DNSServiceIP).
-//
-// The order matters: kwokctl v0.7.0 files a component's later --extra-args under
-// the index of its first one among all --extra-args, so the first of each
-// component must come at the position of its component (API server first, kwok
-// second), or kwokctl panics.
-func realNodeKwokctlArgs(pki string) []string {
-	return []string{
-		"--extra-args", "kube-apiserver=kubelet-preferred-address-types=InternalIP",
-		"--extra-args", "kwok-controller=manage-all-nodes=false",
-		"--extra-args", "kube-apiserver=kubelet-client-certificate=" + filepath.Join(pki, "admin.crt"),
-		"--extra-args", "kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--extra-args", "kube-apiserver=kubelet-client-key=" + filepath.Join(pki, "admin.key"),
-		"--extra-args", "kube-apiserver=service-cluster-ip-range=" + ServiceCIDR,
-	}
-}
-
 // writeNodeFiles writes the real node's configuration and images under Dir/node.
 func (c *cluster) writeNodeFiles() error {
 	d := c.nodeDirs()
@@ -524,7 +498,7 @@ func (c *cluster) writeNodeFiles() error {
 	files := map[string]string{
 		d.containerdConfig(): containerdConfigTOML(d),
 		d.runscConfig():      runscConfigTOML(d, c.state.Binaries["runsc"]),
-		d.kubeletConfig():    kubeletConfigYAML(d, c.name, filepath.Join(c.kwokClusterDir(), "pki", "ca.crt"), c.state.NodeNet),
+		d.kubeletConfig():    kubeletConfigYAML(d, c.name, c.pki(pkiCA, ".crt"), c.state.NodeNet),
 		filepath.Join(d.cniConf(), "10-paddock.conflist"): cniConfList(d, c.state.NodeNet),
 	}
 	for p, body := range files {

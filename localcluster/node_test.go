@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -291,25 +293,25 @@ func TestDockerArchive(t *testing.T) {
 	}
 }
 
-func TestRealNodeKwokctlArgs(t *testing.T) {
-	got := strings.Join(realNodeKwokctlArgs("/p/pki"), " ")
-	for _, want := range []string{
-		"kube-apiserver=kubelet-preferred-address-types=InternalIP",
-		"kube-apiserver=kubelet-client-certificate=/p/pki/admin.crt",
-		"kwok-controller=manage-all-nodes=false",
-		"kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("kwokctl args lack %q: %s", want, got)
-		}
-	}
-}
-
 // An explicit fake choice never probes the machine; an invalid one is refused.
+// kwok is needed only then, and its absence says how to build it.
 func TestNodeChoice(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("PADDOCK_HOME", home)
 	c := New(Options{Nodes: NodesFake, Dir: t.TempDir()}).(*cluster)
-	if got, err := c.chooseNodes(map[string]string{}); got != NodesFake || err != nil {
-		t.Errorf("chooseNodes(fake) = %q, %v", got, err)
+	if _, err := c.chooseNodes(map[string]string{}); err == nil || !strings.Contains(err.Error(), "make tool-kwok") {
+		t.Errorf("chooseNodes(fake) without kwok built: %v, want an error naming `make tool-kwok`", err)
+	}
+	kwok := filepath.Join(home, "bin", "kwok")
+	if err := os.MkdirAll(filepath.Dir(kwok), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kwok, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bins := map[string]string{}
+	if got, err := c.chooseNodes(bins); got != NodesFake || err != nil || bins["kwok"] != kwok {
+		t.Errorf("chooseNodes(fake) = %q, %v, kwok %q", got, err, bins["kwok"])
 	}
 	if err := New(Options{Nodes: "kvm", Dir: t.TempDir()}).(*cluster).err; err == nil || !strings.Contains(err.Error(), `invalid node kind "kvm"`) {
 		t.Errorf("invalid node kind: %v", err)

@@ -38,7 +38,7 @@ func TestMatchRecord(t *testing.T) {
 }
 
 func TestMatchBinary(t *testing.T) {
-	marker := "/home/u/.paddock/local/kwok/clusters/paddock"
+	marker := "/home/u/.paddock/local/controlplane"
 	info := procInfo{PID: 7, State: 'S', Exe: "/home/u/.paddock/tools/kubernetes-v1.35.4-abc/bin/kube-apiserver",
 		Cmdline: []string{"/x/bin/kube-apiserver", "--client-ca-file", marker + "/pki/ca.crt"}}
 	if ok, why := matchBinary(info, "/home/u/.paddock/tools/kubernetes-v1.35.4-def/bin/kube-apiserver", marker); !ok {
@@ -47,7 +47,7 @@ func TestMatchBinary(t *testing.T) {
 	if ok, _ := matchBinary(info, "/x/bin/etcd", marker); ok {
 		t.Error("other binary accepted")
 	}
-	if ok, _ := matchBinary(info, "/x/kube-apiserver", "/home/u/.paddock/local/kwok/clusters/other"); ok {
+	if ok, _ := matchBinary(info, "/x/kube-apiserver", "/home/u/.paddock/other/controlplane"); ok {
 		t.Error("another cluster's process accepted")
 	}
 	z := info
@@ -178,7 +178,7 @@ func TestInspectComponentNeverTrustsStalePID(t *testing.T) {
 	dir := t.TempDir()
 	c := New(Options{Name: "unit", Dir: dir}).(*cluster)
 	c.state = &clusterState{Name: "unit", Binaries: map[string]string{"kube-apiserver": "/nonexistent/kube-apiserver"}}
-	pids := filepath.Join(c.kwokClusterDir(), "pids")
+	pids := filepath.Dir(c.componentPIDFile("kube-apiserver"))
 	if err := os.MkdirAll(pids, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestInspectComponentNeverTrustsStalePID(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pids, "kube-apiserver.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ci := c.inspectComponent("kube-apiserver", "kube-apiserver")
+	ci := c.inspectComponent(cpComponent{Name: "kube-apiserver", Tool: "kube-apiserver"})
 	if !ci.PIDFile || ci.Owned {
 		t.Fatalf("got %+v, want a pid file that is not owned", ci)
 	}
@@ -195,7 +195,7 @@ func TestInspectComponentNeverTrustsStalePID(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(pids, "kube-apiserver.pid")); !os.IsNotExist(err) {
-		t.Error("stale pid file left for kwokctl to act on")
+		t.Error("stale pid file left for a later stop to act on")
 	}
 	// And this process is, evidently, still alive.
 }

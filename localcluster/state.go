@@ -11,19 +11,21 @@ import (
 
 // Layout of a cluster's Dir. Everything in it is created by Up and removed by Down.
 const (
-	stateFile      = "state.json"      // written by Up/Down only
-	supervisorFile = "supervisor.json" // written by the supervisor only
-	supervisorPID  = "supervisor.pid"  // plain pid, for people and scripts
-	kubeconfigFile = "kubeconfig"
-	logsDir        = "logs"
-	kwokDir        = "kwok" // KWOK_WORKDIR
-	lockFile       = ".lock"
-	shimDir        = "bin"  // kubectl shim for kwokctl
-	nodeDir        = "node" // the real node: configs, state, images (see node.go)
+	stateFile       = "state.json"      // written by Up/Down only
+	supervisorFile  = "supervisor.json" // written by the supervisor only
+	supervisorPID   = "supervisor.pid"  // plain pid, for people and scripts
+	kubeconfigFile  = "kubeconfig"
+	logsDir         = "logs"
+	controlPlaneDir = "controlplane" // pki, pids, etcd's data (see controlplane.go)
+	lockFile        = ".lock"
+	nodeDir         = "node" // the real node: configs, state, images (see node.go)
+	// What paddock before 2026-12 kept there: kwokctl's work dir and a kubectl shim
+	// for it. Down still removes them.
+	legacyKwokDir = "kwok"
+	legacyShimDir = "bin"
 
 	controllerLog = "agent-sandbox-controller.log"
 	supervisorLog = "supervisor.log"
-	kwokctlLog    = "kwokctl.log"
 )
 
 // stateVersion guards against reading a state file written by an incompatible
@@ -44,6 +46,9 @@ type clusterState struct {
 	// meanwhile and reports what it used in supervisor.json).
 	ControllerMetricsPort int `json:"controllerMetricsPort"`
 	ControllerProbePort   int `json:"controllerProbePort"`
+	// ControlPlane are the loopback ports of the control plane (zero in a state
+	// written when kwokctl ran it: such a cluster is started over).
+	ControlPlane controlPlanePorts `json:"controlPlane"`
 	// Supervisor is the detached supervisor process Up started.
 	Supervisor *procRecord `json:"supervisor,omitempty"`
 	// Nodes is NodesReal or NodesFake ("" in state written before real nodes: fake).

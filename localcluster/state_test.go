@@ -20,10 +20,11 @@ func TestStateRoundTrip(t *testing.T) {
 		Name:                  "paddock",
 		CreatedAt:             time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC),
 		Phase:                 phaseUp,
-		Binaries:              map[string]string{"kwokctl": "/b/kwokctl", "etcd": "/b/etcd"},
+		Binaries:              map[string]string{"kube-apiserver": "/b/kube-apiserver", "etcd": "/b/etcd"},
 		ControllerMetricsPort: 40001,
 		ControllerProbePort:   40002,
 		Supervisor:            &procRecord{PID: 123, StartTime: 456, Exe: "/b/paddock"},
+		ControlPlane:          controlPlanePorts{Etcd: 32765, EtcdPeer: 32766, APIServer: 32764, ControllerManager: 32763, Scheduler: 32762},
 	}
 	if err := writeState(dir, in); err != nil {
 		t.Fatal(err)
@@ -75,36 +76,6 @@ func TestReportRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(&in, out) {
 		t.Errorf("round trip:\n in  %+v\n out %+v", in, out)
-	}
-}
-
-func TestKwokctlInvocation(t *testing.T) {
-	bins := map[string]string{
-		"etcd": "/b/etcd", "kube-apiserver": "/b/kube-apiserver", "kube-controller-manager": "/b/kcm",
-		"kube-scheduler": "/b/ks", "kwok": "/b/kwok",
-	}
-	args := strings.Join(kwokctlCreateArgs("paddock", "/d/kubeconfig", bins), " ")
-	for _, want := range []string{
-		"--name paddock create cluster", "--runtime binary", "--etcd-binary /b/etcd",
-		"--kube-apiserver-binary /b/kube-apiserver", "--kube-controller-manager-binary /b/kcm",
-		"--kube-scheduler-binary /b/ks", "--kwok-controller-binary /b/kwok", "--kubeconfig /d/kubeconfig",
-	} {
-		if !strings.Contains(args, want) {
-			t.Errorf("kwokctl args %q lack %q", args, want)
-		}
-	}
-	if v := kwokctlVerb(kwokctlCreateArgs("paddock", "/k", bins)); v != "create cluster" {
-		t.Errorf("verb %q", v)
-	}
-	env := kwokctlEnv([]string{"PATH=/bin", "KWOK_RUNTIME=docker", "KWOK_WORKDIR=/home/u/.kwok"}, "/d/kwok", "/d/bin")
-	got := strings.Join(env, " ")
-	if strings.Contains(got, "docker") || strings.Contains(got, "/home/u/.kwok") {
-		t.Errorf("user KWOK_ settings leak into kwokctl: %q", got)
-	}
-	for _, want := range []string{"PATH=/d/bin:/bin", "KWOK_WORKDIR=/d/kwok", "KWOK_KUBECTL_BINARY=/d/bin/kubectl"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("env %q lacks %q", got, want)
-		}
 	}
 }
 
@@ -166,7 +137,7 @@ func TestNewDefaultsAndValidation(t *testing.T) {
 	if c.name != "paddock" || c.dir != "/tmp/ph/local" || c.err != nil {
 		t.Errorf("defaults: %q %q %v", c.name, c.dir, c.err)
 	}
-	if c.info().Context != "kwok-paddock" || c.info().Kubeconfig != "/tmp/ph/local/kubeconfig" {
+	if c.info().Context != "paddock" || c.info().Kubeconfig != "/tmp/ph/local/kubeconfig" {
 		t.Errorf("info %+v", c.info())
 	}
 	for _, bad := range []string{"Paddock", "-x", "a_b", strings.Repeat("a", 41)} {

@@ -144,8 +144,8 @@ func (c *cluster) Status(ctx context.Context) (*Status, error) {
 	s.Exists, s.Complete = true, st.Phase == phaseUp
 	s.CreatedAt = st.CreatedAt
 
-	for _, comp := range kwokComponents {
-		ci := c.inspectComponent(comp.Name, comp.Tool)
+	for _, comp := range c.components() {
+		ci := c.inspectComponent(comp)
 		cs := ComponentStatus{Name: comp.Name, PID: ci.PID, Log: c.componentLog(comp.Name), kind: kindControlPlane}
 		switch {
 		case ci.Owned:

@@ -46,7 +46,7 @@ var (
 // against the cluster, restarts it with backoff when it exits, stops it while the
 // CRDs are gone (`paddock destroy`) and starts it again when they are back. It
 // returns when ctx is done, on SIGTERM or SIGINT, or when the cluster is gone (its
-// state file or kwok work dir removed, or another supervisor recorded in its
+// state file or control plane directory removed, or another supervisor recorded in its
 // place), always stopping the controller first.
 //
 // Up runs it in a detached process through the hidden `paddock local supervise`
@@ -126,7 +126,7 @@ func (s *supervisor) gone() error {
 	if err != nil {
 		return fmt.Errorf("%w (%s: %v)", errClusterGone, stateFile, err)
 	}
-	if _, err := os.Stat(s.c.kwokClusterDir()); err != nil {
+	if _, err := os.Stat(s.c.controlPlaneDir()); err != nil {
 		return fmt.Errorf("%w (%v)", errClusterGone, err)
 	}
 	if st.Supervisor != nil && st.Supervisor.PID != s.rep.Self.PID {

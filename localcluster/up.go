@@ -41,9 +41,13 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 	case err == nil && st.Name != c.name:
 		return nil, fmt.Errorf("%s holds local cluster %q, not %q; run `paddock local down --name %s` first or choose another directory",
 			c.dir, st.Name, c.name, st.Name)
-	case err == nil && st.Phase == phaseUp && !fileExists(filepath.Join(c.kwokClusterDir(), "kwok.yaml")):
+	case err == nil && st.Phase == phaseUp && (st.ControlPlane.APIServer == 0 || !fileExists(c.pki(pkiCA, ".crt"))):
 		c.state = st
-		c.progress("local cluster %q: kwokctl's files in %s are gone; starting over", c.name, c.kwokClusterDir())
+		why := "the control plane's files in " + c.controlPlaneDir() + " are gone"
+		if st.ControlPlane.APIServer == 0 {
+			why = "it was made by an older paddock, whose control plane kwokctl ran"
+		}
+		c.progress("local cluster %q: %s; starting over", c.name, why)
 		if err := c.teardown(ctx); err != nil {
 			return nil, err
 		}
@@ -92,7 +96,7 @@ func nodesOf(st *clusterState) string {
 // the real node's tools to bins when it is real.
 func (c *cluster) chooseNodes(bins map[string]string) (string, error) {
 	if c.nodes == NodesFake {
-		return NodesFake, nil
+		return NodesFake, resolveFakeNodeTool(bins, "")
 	}
 	why := realNodeSupport(probeMachine(c.name, planNodeNet(c.name), paths.Tool))
 	if why == "" {
@@ -101,8 +105,25 @@ func (c *cluster) chooseNodes(bins map[string]string) (string, error) {
 	if c.nodes == NodesReal {
 		return "", fmt.Errorf("this machine cannot run the local stack's real node: %s", why)
 	}
+	if err := resolveFakeNodeTool(bins, why); err != nil {
+		return "", err
+	}
 	c.progress("a real node cannot run here (%s); using a kwok node, where no container runs (`--nodes fake` chooses it without this check, `--nodes real` makes it an error)", why)
 	return NodesFake, nil
+}
+
+// resolveFakeNodeTool adds kwok, which only a cluster of kwok nodes runs, to bins.
+// why, when set, is why a real node cannot run here.
+func resolveFakeNodeTool(bins map[string]string, why string) error {
+	p, err := paths.Tool(fakeNodeTool)
+	if err != nil {
+		if why != "" {
+			return fmt.Errorf("a real node cannot run here (%s), and a kwok node needs the pinned kwok, which `make tools` leaves out: run `make tool-kwok`, then `paddock local up` again", why)
+		}
+		return fmt.Errorf("kwok nodes need the pinned kwok, which `make tools` leaves out: run `make tool-kwok` (%w)", err)
+	}
+	bins[fakeNodeTool] = p
+	return nil
 }
 
 func fileExists(p string) bool {
@@ -112,7 +133,7 @@ func fileExists(p string) bool {
 
 // hasLeftovers reports whether Dir holds pieces of a cluster without a state file.
 func (c *cluster) hasLeftovers() bool {
-	for _, p := range []string{kwokDir, supervisorFile, supervisorPID, nodeDir} {
+	for _, p := range []string{controlPlaneDir, legacyKwokDir, supervisorFile, supervisorPID, nodeDir} {
 		if _, err := os.Stat(filepath.Join(c.dir, p)); err == nil {
 			return true
 		}
@@ -130,6 +151,10 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 	if err != nil {
 		return nil, fmt.Errorf("choose ports for the Agent Sandbox controller: %w", err)
 	}
+	cpPorts, err := choosePorts(nodes == NodesFake)
+	if err != nil {
+		return nil, fmt.Errorf("choose the control plane's ports: %w", err)
+	}
 	c.state = &clusterState{
 		Name:                  c.name,
 		CreatedAt:             time.Now().UTC(),
@@ -138,6 +163,7 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 		ControllerMetricsPort: ports[0],
 		ControllerProbePort:   ports[1],
 		Nodes:                 nodes,
+		ControlPlane:          cpPorts,
 	}
 	if nodes == NodesReal {
 		c.state.NodeNet = planNodeNet(c.name)
@@ -146,12 +172,11 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 		return nil, err
 	}
 
-	done := c.step("starting control plane (kwokctl)")
-	args := kwokctlCreateArgs(c.name, c.kubeconfig(), bins)
-	if nodes == NodesReal {
-		args = append(args, realNodeKwokctlArgs(filepath.Join(c.kwokClusterDir(), "pki"))...)
+	done := c.step("starting the control plane on loopback (" + componentNames(c.components()) + ")")
+	err = c.prepareControlPlane()
+	if err == nil {
+		err = c.startControlPlane()
 	}
-	err = c.kwokctl(ctx, args...)
 	done(err)
 	if err != nil {
 		return nil, c.failUp(err)
@@ -218,8 +243,8 @@ func (c *cluster) waitAPI(ctx context.Context, cs kubernetes.Interface) error {
 		if last == "" {
 			return nil
 		}
-		for _, comp := range kwokComponents[:2] { // etcd, kube-apiserver
-			if ci := c.inspectComponent(comp.Name, comp.Tool); !ci.Owned {
+		for _, comp := range c.components()[:2] { // etcd, kube-apiserver
+			if ci := c.inspectComponent(comp); !ci.Owned {
 				return fmt.Errorf("%s exited while starting (%s)%s\n  full log: %s",
 					comp.Name, ci.Reason, indentTail(logTail(c.componentLog(comp.Name), 4096), 8), c.componentLog(comp.Name))
 			}
@@ -343,8 +368,8 @@ func (c *cluster) repairControlPlane(ctx context.Context) error {
 	const rounds = 3
 	for round := 1; ; round++ {
 		c.forgetStalePIDs()
-		done := c.step("restarting stopped control plane components (kwokctl)")
-		err := c.kwokctl(ctx, "--name", c.name, "start", "cluster")
+		done := c.step("restarting stopped control plane components")
+		err := c.startControlPlane()
 		done(err)
 		if err != nil {
 			return err
@@ -359,8 +384,8 @@ func (c *cluster) repairControlPlane(ctx context.Context) error {
 		// was down exits now rather than later.
 		var stopped []string
 		for settle := time.Now().Add(repairSettle); len(stopped) == 0 && time.Now().Before(settle); {
-			for _, comp := range kwokComponents {
-				if !c.inspectComponent(comp.Name, comp.Tool).Owned {
+			for _, comp := range c.components() {
+				if !c.inspectComponent(comp).Owned {
 					stopped = append(stopped, comp.Name)
 				}
 			}
@@ -376,7 +401,7 @@ func (c *cluster) repairControlPlane(ctx context.Context) error {
 			return c.finishUp(ctx, cs)
 		}
 		if round == rounds {
-			return fmt.Errorf("%s keep stopping; see their logs in %s", strings.Join(stopped, ", "), filepath.Join(c.kwokClusterDir(), "logs"))
+			return fmt.Errorf("%s keep stopping; see their logs in %s", strings.Join(stopped, ", "), c.logsDir())
 		}
 		c.progress("%s stopped meanwhile", strings.Join(stopped, ", "))
 	}
@@ -387,7 +412,7 @@ func (c *cluster) repairControlPlane(ctx context.Context) error {
 func (c *cluster) failUp(err error) error {
 	c.stopSupervisor()
 	_ = c.stopComponents()
-	return fmt.Errorf("%w\n  logs: %s and %s\n  `paddock local down` removes what is left", err, c.logsDir(), filepath.Join(c.kwokClusterDir(), "logs"))
+	return fmt.Errorf("%w\n  logs: %s\n  `paddock local down` removes what is left", err, c.logsDir())
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1.

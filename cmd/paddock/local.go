@@ -35,8 +35,9 @@ func newLocalCmd() *cobra.Command {
 		Use:   "local",
 		Short: "Run the embedded local cluster (control plane, a real or kwok node, Agent Sandbox controller)",
 		Long: `The local cluster is Paddock's default target: a real Kubernetes control plane
-(etcd, kube-apiserver, kube-controller-manager, kube-scheduler) run by kwokctl from
-the pinned builds of ` + "`make tools`" + `, one node labelled and tainted like a GKE
+(etcd, kube-apiserver, kube-controller-manager, kube-scheduler) that paddock starts
+from the pinned builds of ` + "`make tools`" + `, on loopback only (etcd admits only
+the cluster's certificates), one node labelled and tainted like a GKE
 Sandbox (gVisor) node, and the real Agent Sandbox controller, which starts once
 ` + "`paddock up`" + ` has installed its CRDs. Nothing is downloaded.
 
@@ -44,7 +45,8 @@ The node is real where the machine allows it (Linux, root, cgroups, overlayfs,
 bridge netfilter, the pinned tools and ` + "`make node-packages`" + `): kubelet,
 containerd, gVisor's runsc (RuntimeClass handler "gvisor") and runc, the CNI bridge
 plugin and kube-router's NetworkPolicy firewall. Elsewhere it is a kwok node, on
-which pods are scheduled but no container runs; ` + "`local up`" + ` says why.`,
+which pods are scheduled but no container runs (it needs ` + "`make tool-kwok`" + `);
+` + "`local up`" + ` says why.`,
 		SilenceUsage: true,
 	}
 	cmd.PersistentFlags().StringVar(&f.name, "name", localcluster.DefaultName, "local cluster name")

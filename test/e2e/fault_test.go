@@ -515,11 +515,11 @@ func joinFirst(items []string, n int) string {
 	return strings.Join(items, ", ")
 }
 
-// killLocal kills one component of the local cluster by the pid file kwokctl
-// keeps, and returns its pid.
+// killLocal kills one component of the local cluster by the pid file paddock
+// keeps for it, and returns its pid.
 func killLocal(t *testing.T, e *env, component string) int {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(e.home, "local", "kwok", "clusters", "*", "pids", component+".pid"))
+	files, _ := filepath.Glob(filepath.Join(e.home, "local", "controlplane", "pids", component+".pid"))
 	if len(files) != 1 {
 		t.Fatalf("pid file of %s: found %v", component, files)
 	}

@@ -78,7 +78,7 @@ func runMain(m *testing.M) (code int) {
 func setUp() (*env, error) {
 	e := &env{repo: repoRoot()}
 	realHome := paths.Home()
-	for _, need := range []string{"bin/pulumi", "bin/kwokctl", "bin/kube-apiserver", "bin/agent-sandbox-controller", "pulumi/plugins"} {
+	for _, need := range []string{"bin/pulumi", "bin/kube-apiserver", "bin/agent-sandbox-controller", "pulumi/plugins"} {
 		if _, err := os.Stat(filepath.Join(realHome, need)); err != nil {
 			return nil, fmt.Errorf("%s/%s is missing: run `make tools` first", realHome, need)
 		}

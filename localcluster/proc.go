@@ -105,8 +105,9 @@ func matchRecord(rec procRecord, info procInfo) (bool, string) {
 
 // matchBinary says whether info is a live process running a binary named like
 // wantExe whose command line mentions marker (a directory only this cluster's
-// processes use). This is how the kwokctl-started components are recognised:
-// kwokctl records their pids but not their start times. Only the binary's base
+// processes use). This is how the control plane's components are recognised
+// (controlplane.go): their pid files, plain pids for people and scripts, hold no
+// start time (nor did kwokctl's, still read to stop an older cluster). Only the binary's base
 // name is compared, because a rebuild of the pinned tools relinks the tool path to
 // a new build while the old process keeps running; the marker carries the
 // identity.

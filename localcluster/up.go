@@ -55,10 +55,14 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 		return nil, fmt.Errorf("local cluster %q runs %s nodes, not %s; run `paddock local down` first to change that", c.name, nodesOf(st), c.nodes)
 	case err == nil && st.Phase == phaseUp:
 		c.state = st
-		if st.real() {
-			if err := resolveNodeTools(bins); err != nil {
-				return nil, err
-			}
+		resolve := resolveNodeTools
+		if !st.real() {
+			// kwok left the tools every cluster needs; a kwok-node cluster still
+			// needs it to restart its controller.
+			resolve = func(bins map[string]string) error { return resolveFakeNodeTool(bins, "") }
+		}
+		if err := resolve(bins); err != nil {
+			return nil, err
 		}
 		return c.upExisting(ctx, bins)
 	case err == nil:

@@ -24,6 +24,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/paddock-platform/paddock/internal/loopbackport"
 )
 
 // cpComponent is one control plane process. Name names its pid and log files; Tool
@@ -101,22 +103,9 @@ func choosePorts(fake bool) (controlPlanePorts, error) {
 	if fake {
 		n = 6
 	}
-	top := 32767
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 1024+n {
-				top = lo - 1
-			}
-		}
-	}
-	var got []int
-	for p := top; p > 1024 && len(got) < n && top-p < 4096; p-- {
-		if portFree(p) {
-			got = append(got, p)
-		}
-	}
-	if len(got) < n {
-		return controlPlanePorts{}, fmt.Errorf("found %d free loopback ports of %d below %d", len(got), n, top+1)
+	got, err := loopbackport.Reserved(n)
+	if err != nil {
+		return controlPlanePorts{}, err
 	}
 	ports := controlPlanePorts{Etcd: got[0], EtcdPeer: got[1], APIServer: got[2], ControllerManager: got[3], Scheduler: got[4]}
 	if fake {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/paddock-platform/paddock/internal/loopbackport"
 )
 
 // testCluster is a cluster in a temp dir with ports chosen, as create leaves it
@@ -162,12 +164,7 @@ func TestChoosePortsBelowEphemeralRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if v, err := strconv.Atoi(strings.Fields(string(b))[0]); err == nil {
-			lo = v
-		}
-	}
+	lo := loopbackport.EphemeralLow()
 	seen := map[int]bool{}
 	for _, port := range []int{p.Etcd, p.EtcdPeer, p.APIServer, p.ControllerManager, p.Scheduler, p.Kwok} {
 		if port <= 1024 || port >= lo || seen[port] {

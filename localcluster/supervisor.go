@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paddock-platform/paddock/internal/loopbackport"
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -283,8 +284,8 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 		return err // the backoff retries, and the log says what to build
 	}
 	// Ports chosen at Up may have been taken since; pick others then.
-	if !portFree(s.rep.MetricsPort) || !portFree(s.rep.ProbePort) || s.rep.MetricsPort == s.rep.ProbePort {
-		ports, err := freePorts(2)
+	if !loopbackport.IsFree(s.rep.MetricsPort) || !loopbackport.IsFree(s.rep.ProbePort) || s.rep.MetricsPort == s.rep.ProbePort {
+		ports, err := loopbackport.Free(2)
 		if err != nil {
 			return err
 		}

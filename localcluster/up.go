@@ -6,13 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/paddock-platform/paddock/internal/loopbackport"
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/pins"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -151,7 +150,7 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 	if err := os.MkdirAll(c.logsDir(), 0o755); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	ports, err := loopbackport.Free(2)
 	if err != nil {
 		return nil, fmt.Errorf("choose ports for the Agent Sandbox controller: %w", err)
 	}
@@ -417,35 +416,6 @@ func (c *cluster) failUp(err error) error {
 	c.stopSupervisor()
 	_ = c.stopComponents()
 	return fmt.Errorf("%w\n  logs: %s\n  `paddock local down` removes what is left", err, c.logsDir())
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func portFree(p int) bool {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
 }
 
 // logTail returns up to max bytes from the end of a file, starting at a line.

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/paddock-platform/paddock/internal/loopbackport"
 )
 
 // Server is one running PostgreSQL server.
@@ -177,11 +179,11 @@ func (s *Server) launch(o Options, cred *syscall.Credential, owner int, bin stri
 
 	var lastErr error
 	for range 3 { // a free port can be taken between finding it and binding it
-		port, err := freePort()
+		ports, err := loopbackport.Free(1)
 		if err != nil {
 			return err
 		}
-		s.Port = port
+		s.Port = ports[0]
 		if lastErr = s.run(o, cred, bin, data); lastErr == nil {
 			return nil
 		}
@@ -320,15 +322,6 @@ func (s *Server) hide(err error) error {
 		return errors.New(strings.ReplaceAll(msg, s.Password, "****"))
 	}
 	return err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomHex(n int) string {

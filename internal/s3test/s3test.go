@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -32,7 +31,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/paddock-platform/paddock/internal/loopbackport"
 	"github.com/paddock-platform/paddock/internal/paths"
 )
 
@@ -163,7 +164,7 @@ func launch() (*Server, func(), error) {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	for range 3 { // a free port can be taken between finding it and binding it
+	for range 3 { // another process can bind a port between its choosing and weed's start
 		var stop func()
 		if stop, err = s.run(weed); err == nil {
 			return s, func() { stop(); os.RemoveAll(dir) }, nil
@@ -174,7 +175,10 @@ func launch() (*Server, func(), error) {
 }
 
 func (s *Server) run(weed string) (func(), error) {
-	ports, err := freePorts(8)
+	// Below the ephemeral range: weed runs master, volume, filer and S3
+	// servers in one process, and one whose port an outgoing connection
+	// took would leave the others serving and every write failing (500).
+	ports, err := loopbackport.Free(8)
 	if err != nil {
 		return nil, err
 	}
@@ -202,13 +206,10 @@ func (s *Server) run(weed string) (func(), error) {
 		"-s3.localSocket=" + filepath.Join(s.dir, "s3.sock"),
 		"-s3.config=" + filepath.Join(s.dir, "s3.json"),
 	}
-	var cmd *exec.Cmd
-	if nice, err := exec.LookPath("nice"); err == nil {
-		// The lowest CPU priority: the machine may be timing something else.
-		cmd = exec.Command(nice, append([]string{"-n", "19", weed}, args...)...)
-	} else {
-		cmd = exec.Command(weed, args...)
-	}
+	// At the caller's priority: weed's first write (volumes grown for the
+	// bucket, through its master's heartbeats) stalls for minutes when it
+	// is starved beside the e2e suite.
+	cmd := exec.Command(weed, args...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -243,10 +244,10 @@ func (s *Server) run(weed string) (func(), error) {
 			return nil, fmt.Errorf("weed exited (%v):\n%s", err, tail(string(b), 2000))
 		default:
 		}
-		// Ready when the gateway answers with the filer behind it: a bucket
-		// can be listed.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
+		// Ready when an object can be written and read back: the gateway,
+		// the filer behind it and a volume server that took a volume.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := writeProbe(ctx, client)
 		cancel()
 		if err == nil {
 			return stop, nil
@@ -254,10 +255,41 @@ func (s *Server) run(weed string) (func(), error) {
 		if time.Now().After(deadline) {
 			stop()
 			b, _ := os.ReadFile(logFile)
-			return nil, fmt.Errorf("weed's S3 gateway did not answer in 120s (%v):\n%s", err, tail(string(b), 2000))
+			return nil, fmt.Errorf("weed's S3 gateway took no write in 120s (%v):\n%s", err, tail(string(b), 2000))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// probeBucket is the bucket launch writes to before handing the server out.
+const probeBucket = "paddock-ready-probe"
+
+// writeProbe writes an object and reads it back, then removes both it and
+// its bucket, so the server's buckets are the tests' alone.
+func writeProbe(ctx context.Context, c *s3.Client) error {
+	if _, err := c.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
+		return err
+	}
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(probeBucket)}); err != nil {
+		var owned *types.BucketAlreadyOwnedByYou
+		if !errors.As(err, &owned) {
+			return err
+		}
+	}
+	key := aws.String("probe")
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(probeBucket), Key: key, Body: strings.NewReader("ok")}); err != nil {
+		return err
+	}
+	got, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(probeBucket), Key: key})
+	if err != nil {
+		return err
+	}
+	got.Body.Close()
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(probeBucket), Key: key}); err != nil {
+		return err
+	}
+	_, err = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(probeBucket)})
+	return err
 }
 
 // Client is an S3 client of the server, with its identity.
@@ -334,29 +366,6 @@ func (s *Server) SetEnv(t testing.TB) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-}
-
-// freePorts returns n distinct free ports on loopback.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	if len(out) != n {
-		return nil, errors.New("not enough free ports")
-	}
-	return out, nil
 }
 
 func randomHex(n int) string {

@@ -55,7 +55,13 @@ func TestInit(t *testing.T) {
 		offline := []string{"GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local"}
 		// tidy also resolves the packages the tests of dependencies import;
 		// -e records what it can when one of those is not in the cache.
-		out, err := goIn(t, dir, append(offline, "GOFLAGS=-mod=mod"), "mod", "tidy", "-e")
+		// Offline there is no checksum database: a module this machine's
+		// cache happens to hold (some dependency's test dependency, at a
+		// version Paddock does not pin) would send tidy to sum.golang.org
+		// and fail on whatever the cache held. So tidy runs without it, and
+		// the modules the build reads are checked against Paddock's go.sum
+		// below instead.
+		out, err := goIn(t, dir, append(offline, "GOFLAGS=-mod=mod", "GOSUMDB=off"), "mod", "tidy", "-e")
 		if err != nil {
 			t.Fatalf("go mod tidy: %v\n%s", err, out)
 		}
@@ -72,6 +78,7 @@ func TestInit(t *testing.T) {
 			t.Fatalf("go build ./...: %v\n%s", err, out)
 		}
 		t.Logf("go build ./... in the scaffold: %s", time.Since(start).Round(time.Second))
+		assertBuildPinnedByPaddock(t, dir, offline)
 		mod, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
 		t.Logf("go.mod after tidy:\n%s", firstLines(string(mod), 12))
 	})
@@ -122,6 +129,56 @@ func TestInit(t *testing.T) {
 		t.Errorf("paddock drift --all: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 20))
 	}
 	t.Logf("paddock drift --all --format markdown:\n%s", r.stdout)
+}
+
+// assertBuildPinnedByPaddock: every module the scaffold's build reads has
+// in the scaffold's go.sum the very hash Paddock's go.sum pins for it, so
+// nothing the program runs was verified only by the offline tidy.
+func assertBuildPinnedByPaddock(t *testing.T, dir string, offline []string) {
+	t.Helper()
+	out, err := goIn(t, dir, append(offline, "GOFLAGS=-mod=readonly"), "list", "-deps",
+		"-f", "{{with .Module}}{{if not .Main}}{{if not .Replace}}{{.Path}} {{.Version}}{{end}}{{end}}{{end}}", "./...")
+	if err != nil {
+		t.Fatalf("go list -deps in the scaffold: %v\n%s", err, out)
+	}
+	pinned := zipHashes(t, filepath.Join(live.repo, "go.sum"))
+	scaffold := zipHashes(t, filepath.Join(dir, "go.sum"))
+	modules := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "" {
+			modules[line] = true
+		}
+	}
+	if len(modules) == 0 {
+		t.Fatalf("go list -deps named no module the scaffold's build reads:\n%s", out)
+	}
+	for m := range modules {
+		switch {
+		case pinned[m] == "":
+			t.Errorf("the scaffold's build reads %s, which Paddock's go.sum does not pin", m)
+		case scaffold[m] != pinned[m]:
+			t.Errorf("the scaffold's go.sum has %s %q, Paddock's %q", m, scaffold[m], pinned[m])
+		}
+	}
+	t.Logf("the scaffold's build reads %d modules, each with Paddock's go.sum hash", len(modules))
+}
+
+// zipHashes maps "module version" to its h1: line's hash in a go.sum file
+// (the module's content, not its go.mod).
+func zipHashes(t *testing.T, file string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && !strings.HasSuffix(f[1], "/go.mod") {
+			out[f[0]+" "+f[1]] = f[2]
+		}
+	}
+	return out
 }
 
 // goIn runs the go command in dir with extra environment.

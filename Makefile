@@ -121,9 +121,9 @@ e2e: tools-all build ## live tests: the local cluster lifecycle, then terratest 
 
 # vet and the unit tests run beside the live tests, at a lower priority, since those spend
 # most of their time waiting on the cluster: on the 2-core machine that takes their 13
-# minutes (from empty caches) off `make test`. The unit tests start no cluster and bind only
-# ports they chose free (the control plane's are below the ephemeral range, see
-# localcluster/controlplane.go). Their log is $(CHECKS_LOG), printed in full when they
+# minutes (from empty caches) off `make test`. The unit tests start no cluster, and the
+# servers they start take their ports from a band below the control plane's, both below
+# the ephemeral range (internal/loopbackport). Their log is $(CHECKS_LOG), printed in full when they
 # fail; either side failing fails `make test`.
 # (Compiling the CLI beside the tool builds, even at nice 19, was tried from empty caches on
 # that machine on 2026-12-04: the first builds took half as long again, kubernetes 1,268 s

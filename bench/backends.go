@@ -255,18 +255,20 @@ func backendRuns(ctx context.Context, o BackendsOptions, b Backend, sizes []int)
 			verb string
 			runs *PathRuns
 		}{{"up", &run.Noop}, {"drift", &run.Drift}} {
-			for i := 0; i < o.Runs; i++ {
-				r, err := Measure(ctx, paddock(c.verb, spec))
+			rep, err := repeat(ctx, o.Runs, func() *exec.Cmd { return paddock(c.verb, spec) }, func(_ *exec.Cmd, r *Run, err error) error {
 				if err != nil {
 					// drift exits 2 on drift: nothing was edited, so the
 					// platform does not hold what it declared.
-					return out, fmt.Errorf("no-op %s at %s: %w", c.verb, tenantsText(n), err)
+					return fmt.Errorf("no-op %s at %s: %w", c.verb, tenantsText(n), err)
 				}
-				c.runs.Runs = append(c.runs.Runs, r.Wall.Seconds())
 				c.runs.Paths = append(c.runs.Paths, hideSecrets(RunPath(c.verb, r.Output), b.Secrets))
 				c.runs.Summary = hideSecrets(SummaryLine(r.Stdout, c.verb), b.Secrets)
-				c.runs.TreePeakRSS = max(c.runs.TreePeakRSS, r.TreePeak)
+				return nil
+			})
+			if err != nil {
+				return out, err
 			}
+			c.runs.Runs, c.runs.TreePeakRSS = rep.runs, rep.treePeak
 			c.runs.Seconds = median(c.runs.Runs)
 			fmt.Fprintf(o.Out, "bench: backends %-12s %4d tenants: %-5s %.2fs median, path %s: %s\n", b.Name, n, c.verb, c.runs.Seconds, c.runs.PathText(), c.runs.Summary)
 		}
@@ -280,17 +282,6 @@ func backendRuns(ctx context.Context, o BackendsOptions, b Backend, sizes []int)
 		fmt.Fprintf(o.Out, "bench: backends %-12s destroy %.2fs: %s\n", b.Name, r.Wall.Seconds(), hideSecrets(SummaryLine(r.Stdout, "destroy"), b.Secrets))
 	}
 	return out, nil
-}
-
-// median is the middle of xs (the upper one of an even count), as the
-// other sections keep it.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	sorted := append([]float64(nil), xs...)
-	sort.Float64s(sorted)
-	return sorted[len(sorted)/2]
 }
 
 // hideSecrets replaces every secret in s.

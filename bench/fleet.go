@@ -209,31 +209,32 @@ func Fleet(ctx context.Context, o FleetOptions) ([]FleetRun, error) {
 				args = append(args, "--no-sweep")
 			}
 			run := FleetRun{Stacks: n, Sweep: sweep}
-			for i := 0; i < o.Runs; i++ {
+			command := func() *exec.Cmd {
 				cmd := exec.CommandContext(ctx, o.Paddock, args...)
 				cmd.Dir, cmd.Env = o.Dir, env
-				r, err := Measure(ctx, cmd)
-				if r == nil {
-					return out, err
-				}
+				return cmd
+			}
+			rep, err := repeat(ctx, o.Runs, command, func(cmd *exec.Cmd, r *Run, _ error) error {
+				// drift exits 2 when a stack drifted: judged from its report.
 				outcome, perr := ParseFleet([]byte(r.Stdout))
 				switch code := cmd.ProcessState.ExitCode(); {
 				case perr != nil:
-					return out, fmt.Errorf("fleet: paddock %s: exit %d: %v\n%s", strings.Join(args, " "), code, perr, tailLines(r.Output, 25))
+					return fmt.Errorf("fleet: paddock %s: exit %d: %v\n%s", strings.Join(args, " "), code, perr, tailLines(r.Output, 25))
 				case outcome.Errors > 0 || code == 1:
-					return out, fmt.Errorf("fleet: paddock %s: %d of %d stacks could not be checked: %s", strings.Join(args, " "), outcome.Errors, outcome.Stacks, strings.Join(outcome.Failed, "; "))
+					return fmt.Errorf("fleet: paddock %s: %d of %d stacks could not be checked: %s", strings.Join(args, " "), outcome.Errors, outcome.Stacks, strings.Join(outcome.Failed, "; "))
 				case outcome.Stacks != n:
-					return out, fmt.Errorf("fleet: paddock %s checked %d stacks, the project has %d", strings.Join(args, " "), outcome.Stacks, n)
+					return fmt.Errorf("fleet: paddock %s checked %d stacks, the project has %d", strings.Join(args, " "), outcome.Stacks, n)
 				case !sweep && outcome.Drifted > 0:
-					return out, fmt.Errorf("fleet: paddock %s: %d of %d stacks drifted without any edit: the stacks do not hold what they declared\n%s", strings.Join(args, " "), outcome.Drifted, n, tailLines(r.Stdout, 40))
+					return fmt.Errorf("fleet: paddock %s: %d of %d stacks drifted without any edit: the stacks do not hold what they declared\n%s", strings.Join(args, " "), outcome.Drifted, n, tailLines(r.Stdout, 40))
 				}
-				run.Runs = append(run.Runs, r.Wall.Seconds())
 				run.Parallel, run.Resources, run.Clean, run.Drifted = outcome.Parallel, outcome.Resources, outcome.Clean, outcome.Drifted
-				run.TreePeakRSS = max(run.TreePeakRSS, r.TreePeak)
+				return nil
+			})
+			if err != nil {
+				return out, err
 			}
-			sorted := append([]float64(nil), run.Runs...)
-			sort.Float64s(sorted)
-			run.Seconds = sorted[len(sorted)/2]
+			run.Runs, run.TreePeakRSS = rep.runs, rep.treePeak
+			run.Seconds = median(run.Runs)
 			fmt.Fprintf(o.Out, "bench: fleet drift --all%s %3d stacks: %.2fs median (%.2fs a stack), %d clean, %d drifted, %d resources\n",
 				map[bool]string{true: "", false: " --no-sweep"}[sweep], n, run.Seconds, run.PerStack(), run.Clean, run.Drifted, run.Resources)
 			out = append(out, run)

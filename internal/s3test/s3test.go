@@ -271,8 +271,10 @@ func writeProbe(ctx context.Context, c *s3.Client) error {
 		return err
 	}
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(probeBucket)}); err != nil {
+		// Made by an earlier try whose write failed.
 		var owned *types.BucketAlreadyOwnedByYou
-		if !errors.As(err, &owned) {
+		var exists *types.BucketAlreadyExists
+		if !errors.As(err, &owned) && !errors.As(err, &exists) {
 			return err
 		}
 	}

@@ -41,6 +41,23 @@ func TestStartServesLoopbackAndCleansUp(t *testing.T) {
 			log, _ := os.ReadFile(filepath.Join(s.dir, "weed.log"))
 			t.Errorf("a wrong secret key was let in; weed's log:\n%s", tail(string(log), 3000))
 		}
+		// The readiness probe left no bucket behind, and a probe after one
+		// that made its bucket and failed to write finds it and goes on.
+		list, err := c.ListBuckets(ctx, &s3.ListBucketsInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range list.Buckets {
+			if aws.ToString(b.Name) == probeBucket {
+				t.Errorf("the readiness probe's bucket %s is still there", probeBucket)
+			}
+		}
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(probeBucket)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeProbe(ctx, c); err != nil {
+			t.Errorf("a probe with its bucket already made: %v", err)
+		}
 		if u := s.BackendURL(bucket, "team/a"); !strings.HasPrefix(u, "s3://"+bucket+"/team/a?") || !strings.Contains(u, "s3ForcePathStyle=true") {
 			t.Errorf("BackendURL: %s", u)
 		}

@@ -47,8 +47,9 @@ func TestBenchClaimsPassTheGuardrail(t *testing.T) {
 			}
 		}
 		// Not a claim that outlives max_ttl by a wide margin either.
-		at, _ := time.Parse(time.RFC3339, fmt.Sprint(cl.claim("x", "agent", time.Now()).Object["spec"].(map[string]any)["lifecycle"].(map[string]any)["shutdownTime"]))
-		if left := time.Until(at); left < c.maxTTL/2-time.Second || left > c.maxTTL {
+		made := time.Now()
+		at, _ := time.Parse(time.RFC3339, fmt.Sprint(cl.claim("x", "agent", made).Object["spec"].(map[string]any)["lifecycle"].(map[string]any)["shutdownTime"]))
+		if left := at.Sub(made); left < c.maxTTL/2-time.Second || left > c.maxTTL {
 			t.Errorf("max_ttl %s: the claim's session ends in %s", c.maxTTL, left)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/policy"
 	"github.com/paddock-platform/paddock/pools"
@@ -30,6 +32,10 @@ const DefaultPoolWait = 5 * time.Minute
 
 // poolPoll is how often the pools are read again while `up` waits.
 var poolPoll = time.Second
+
+// poolClock times that wait; tests step a fake one to show the wait ends at
+// its deadline and no sooner.
+var poolClock clock.Clock = clock.RealClock{}
 
 // poolWait is Options.PoolWait in force: zero means DefaultPoolWait, below
 // zero means report only.
@@ -147,7 +153,7 @@ func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.P
 		}
 		return nil
 	}
-	start := time.Now()
+	start := poolClock.Now()
 	deadline := start.Add(wait)
 	last := map[string]string{}
 	for _, d := range waitFor {
@@ -162,7 +168,7 @@ func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.P
 			lp := live[d.key()]
 			if lp != nil && lp.Fresh() {
 				if last[d.key()] != "" {
-					fmt.Fprintf(out, "paddock up: warm pool %s holds only current sandboxes, %d/%d ready (%.1fs)\n", d.key(), lp.Ready, lp.Desired, time.Since(start).Seconds())
+					fmt.Fprintf(out, "paddock up: warm pool %s holds only current sandboxes, %d/%d ready (%.1fs)\n", d.key(), lp.Ready, lp.Desired, poolClock.Since(start).Seconds())
 					last[d.key()] = ""
 				}
 				continue
@@ -173,20 +179,20 @@ func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.P
 				line = describePool(lp)
 			}
 			if line != last[d.key()] {
-				fmt.Fprintf(out, "paddock up: warm pool %s: %s (%.1fs)\n", d.key(), line, time.Since(start).Seconds())
+				fmt.Fprintf(out, "paddock up: warm pool %s: %s (%.1fs)\n", d.key(), line, poolClock.Since(start).Seconds())
 				last[d.key()] = line
 			}
 		}
 		if len(pending) == 0 {
 			return nil
 		}
-		if !time.Now().Before(deadline) {
+		if !poolClock.Now().Before(deadline) {
 			return notFresh(pending, live, wait)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(min(poolPoll, time.Until(deadline))):
+		case <-poolClock.After(min(poolPoll, deadline.Sub(poolClock.Now()))):
 		}
 		if live, err = readPlatformPools(ctx, c, waitFor); err != nil {
 			return fmt.Errorf("reading the warm pools: %w", err)

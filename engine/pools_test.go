@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/paddock-platform/paddock/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/model"
@@ -108,6 +110,42 @@ func fastPoll(t *testing.T) {
 	t.Cleanup(func() { poolPoll = old })
 }
 
+// fakePoolClock puts the pool wait on a fake clock for the test.
+func fakePoolClock(t *testing.T) *testingclock.FakeClock {
+	fake := testingclock.NewFakeClock(time.Now())
+	old := poolClock
+	poolClock = fake
+	t.Cleanup(func() { poolClock = old })
+	return fake
+}
+
+// parkedOrReturned waits until settlePools either returned (true, with its
+// error) or is parked on the fake clock (false). The bound only guards
+// against a hang: either happens within milliseconds.
+func parkedOrReturned(t *testing.T, fake *testingclock.FakeClock, done <-chan error) (bool, error) {
+	t.Helper()
+	guard := time.After(time.Minute)
+	for {
+		select {
+		case err := <-done:
+			return true, err
+		case <-guard:
+			t.Fatal("settlePools neither returned nor waited on its clock within a minute")
+		default:
+		}
+		if fake.HasWaiters() {
+			// Parked; unless it returned in the same moment.
+			select {
+			case err := <-done:
+				return true, err
+			default:
+				return false, nil
+			}
+		}
+		goruntime.Gosched()
+	}
+}
+
 // Under Recreate, up waits while the controller replaces the stale
 // sandboxes, and says so; the claimed one is neither waited for nor touched.
 func TestSettlePoolsWaitsForRecreate(t *testing.T) {
@@ -185,15 +223,28 @@ func TestSettlePoolsTimesOutNamingStaleSandboxes(t *testing.T) {
 	c := newPoolCluster(t, "Recreate", func(c *poolCluster) []unstructured.Unstructured {
 		return []unstructured.Unstructured{c.sandbox(t, c.v1, "agent-old1", before), c.sandbox(t, c.v2, "agent-new1", before)}
 	})
+	fake := fakePoolClock(t)
 	var out bytes.Buffer
 	p := poolSpec(t, "", "")
-	start := time.Now()
-	err := settlePools(context.Background(), c.clients, &out, p, start, 100*time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		done <- settlePools(context.Background(), c.clients, &out, p, time.Now(), 100*time.Millisecond)
+	}()
+	// Step the clock a poll at a time, each once the wait is parked on it:
+	// until the deadline is reached, the wait must still be waiting.
+	var err error
+	for stepped := time.Duration(0); ; stepped += poolPoll {
+		if returned, e := parkedOrReturned(t, fake, done); returned {
+			if stepped < 100*time.Millisecond {
+				t.Fatalf("gave up %s into the 100ms wait: %v", stepped, e)
+			}
+			err = e
+			break
+		}
+		fake.Step(poolPoll)
+	}
 	if err == nil {
 		t.Fatalf("no error; output:\n%s", out.String())
-	}
-	if took := time.Since(start); took < 100*time.Millisecond || took > 10*time.Second {
-		t.Errorf("gave up after %s, want the 100ms wait", took)
 	}
 	msg := err.Error()
 	for _, want := range []string{
@@ -226,12 +277,13 @@ func TestSettlePoolsReportsOnReplenish(t *testing.T) {
 	if rep := policy.Check(p, time.Now()); rep.Blocking() {
 		t.Fatalf("the waived spec blocks: %+v", rep.Findings)
 	}
-	start := time.Now()
-	if err := settlePools(context.Background(), c.clients, &out, p, start, time.Minute); err != nil {
+	fake := fakePoolClock(t)
+	done := make(chan error, 1)
+	go func() { done <- settlePools(context.Background(), c.clients, &out, p, time.Now(), time.Minute) }()
+	if returned, err := parkedOrReturned(t, fake, done); !returned {
+		t.Fatal("up waits for a pool under OnReplenish")
+	} else if err != nil {
 		t.Fatal(err)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("took %s: it waited", took)
 	}
 	want := "paddock up: 2 stale sandbox(es) remain in warm pool agents-team-a/agent, built from an older template: agent-old1, agent-old2 (update strategy OnReplenish, waived: Sessions hold long-lived caches; the pool drains within the hour.)\n"
 	if out.String() != want {

@@ -26,6 +26,22 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
+// BenchmarkManyLocals shows the cost of locals growing with their number,
+// not its square: compare ns/op across the sizes.
+func BenchmarkManyLocals(b *testing.B) {
+	for _, n := range []int{5000, 10000, 20000} {
+		src := manyLocals(n)
+		b.Run(fmt.Sprintf("locals=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if p, diags := LoadSource("spec.hcl", src, LoadOptions{Environ: []string{}}); p == nil {
+					b.Fatal(diags)
+				}
+			}
+		})
+	}
+}
+
 func TestGeneratedSpecLoads(t *testing.T) {
 	for _, n := range []int{1000, 5000} {
 		src, got := specgen.OfLines(n)

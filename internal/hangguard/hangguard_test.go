@@ -1,0 +1,39 @@
+package hangguard
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWithinReturnsTheResult(t *testing.T) {
+	if got := Within(t, time.Minute, "an addition", func() int { return 1 + 2 }); got != 3 {
+		t.Errorf("Within = %d, want 3", got)
+	}
+}
+
+// A call that never returns fails the test it guards, naming the call.
+func TestWithinFailsOnAHang(t *testing.T) {
+	ft := &fatalRecorder{TB: t}
+	block := make(chan struct{})
+	defer close(block)
+	func() {
+		defer func() { _ = recover() }() // Fatalf is recorded, then the test's goroutine would stop
+		Within(ft, 10*time.Millisecond, "a blocked call", func() int { <-block; return 0 })
+	}()
+	if ft.msg == "" || !strings.Contains(ft.msg, "a blocked call did not return within 10ms") {
+		t.Errorf("message %q", ft.msg)
+	}
+}
+
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalRecorder) Helper() {}
+func (f *fatalRecorder) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	panic("fatal")
+}

@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-include pins/versions.env
+include internal/pins/versions.env
 
 PADDOCK_HOME ?= $(HOME)/.paddock
 export PADDOCK_HOME
@@ -97,8 +97,8 @@ demo: ## fresh machine to a running local platform: tools, local cluster, paddoc
 	@$(PADDOCK) status $(EXAMPLE)
 
 .PHONY: bench
-bench: tools-all build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, no-op up and drift on each state backend, claims -> bench/results/
-	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out bench/results $(BENCH_FLAGS)
+bench: tools-all build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, no-op up and drift on each state backend, claims -> internal/bench/results/
+	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out internal/bench/results $(BENCH_FLAGS)
 
 .PHONY: unit
 unit: ## unit tests (no cluster)
@@ -134,7 +134,7 @@ CHECKS_LOG  ?= $(BIN)/checks.log
 vet: ## go vet, also with the e2e and gke build tags
 	go vet ./...
 	go vet -tags e2e ./test/...
-	go vet -tags gke ./components/gcp/ ./program/
+	go vet -tags gke ./components/gcp/ ./internal/program/
 
 .PHONY: test
 test: tools-all build ## everything CI runs: vet, unit tests, live end-to-end tests
@@ -148,7 +148,7 @@ test: tools-all build ## everything CI runs: vet, unit tests, live end-to-end te
 
 .PHONY: live
 live: ## the live tests alone (tools and CLI built): the local cluster lifecycle, then terratest end to end
-	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./localcluster/
+	PADDOCK_LIVE=1 go test -count=1 -timeout 10m -run TestLive ./internal/localcluster/
 	$(E2E_RUN)
 
 .PHONY: local-down

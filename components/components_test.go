@@ -14,9 +14,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/pins"
-	"github.com/paddock-platform/paddock/render"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/pins"
+	"github.com/paddock-platform/paddock/internal/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 

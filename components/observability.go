@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
-	"github.com/paddock-platform/paddock/manifests/promoperator"
+	"github.com/paddock-platform/paddock/internal/manifests/promoperator"
 )
 
 // MonitoringArgs are the inputs of the opt-in Prometheus Operator objects.

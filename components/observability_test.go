@@ -8,8 +8,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/paddock-platform/paddock/components/pulumitest"
-	"github.com/paddock-platform/paddock/manifests"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/manifests"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 const (

@@ -5,8 +5,8 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/manifests"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/manifests"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // PlatformArgs are the inputs of the platform root.

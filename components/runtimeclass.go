@@ -4,7 +4,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
-	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/internal/manifests"
 )
 
 // RuntimeClassArgs are the inputs of one sandbox RuntimeClass.

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
-	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/internal/manifests"
 )
 
 // TenantArgs are the inputs of one trust boundary.

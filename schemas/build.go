@@ -7,12 +7,12 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // This file is step 3 of a load: nodes become the model. Every expression is
 // evaluated here, values are checked and references resolved, and whatever
-// the spec leaves unset keeps the default of the model/defaults.go
+// the spec leaves unset keeps the default of the internal/model/defaults.go
 // constructor the block starts from.
 
 // Bounds of numeric arguments.

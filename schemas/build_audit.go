@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // Building audit sinks and waivers.

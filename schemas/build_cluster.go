@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // Building the target, the GKE cluster and its node pools.
@@ -169,7 +169,7 @@ func (b *builder) nodePool(n *node) (model.NodePool, bool) {
 	if mt, st := b.str(n.attr(argMachineType)); st == set {
 		// Whether the series has nested virtualization (isolation "kvm") is
 		// the GCP layer's rule GCP-010, which policy runs with this argument's
-		// range: one list of series, in gcpinputs/rules.
+		// range: one list of series, in internal/gcpinputs/rules.
 		if !machineTypeRe.MatchString(mt) {
 			b.errorf(n.attr(argMachineType).Expr.Range(), "Invalid machine type",
 				"%q is not a Compute Engine machine type such as \"e2-standard-4\".", mt)

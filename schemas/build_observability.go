@@ -3,7 +3,7 @@ package schemas
 import (
 	"time"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // Bounds of the observability thresholds: below them an alert fires on

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/pins"
 )
 
 // Building the Agent Sandbox release and the runtime classes.

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // Building templates (resources, workspace) and warm pools.

@@ -24,11 +24,11 @@
 //     holding each.key and each.value.
 //  4. build (build.go): every expression is evaluated, converted to its Go
 //     type, validated (required values, Kubernetes quantities, references
-//     between blocks) and laid over the defaults of model/defaults.go.
+//     between blocks) and laid over the defaults of internal/model/defaults.go.
 //
 // Policy (package policy) runs on the model afterwards; nothing after this
 // package reads HCL. For target "gke" policy also runs the GCP layer's
-// validity rules (GCP-001..017, package gcpinputs/rules) on the model
+// validity rules (GCP-001..017, package internal/gcpinputs/rules) on the model
 // mapped to the GCP layer's inputs, with the ranges of the arguments they
 // concern; the decoder leaves those checks (nested virtualisation of a machine
 // series, FQDN policy without Dataplane V2, ...) to them.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 const fqdnSpec = `

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/policy"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/policy"
 )
 
 // watchdog turns a hang (Go's fuzzer has no per-input timeout) into a crash

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/paddock-platform/paddock/internal/hangguard"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // Hostile nesting is refused before the parser sees it, with a diagnostic at

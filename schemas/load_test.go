@@ -11,8 +11,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/pins"
 )
 
 const examplePath = "../examples/local/platform.hcl"

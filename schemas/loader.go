@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/snippet"
-	"github.com/paddock-platform/paddock/model"
 )
 
 // SpecFileExt is the extension of spec files in a directory;

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 func loadObservability(t *testing.T, block string) *model.Observability {

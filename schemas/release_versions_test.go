@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/internal/pins"
 )
 
 // Both vendored releases load, each with the image that follows its version;

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-platform/paddock/policy"
+	"github.com/paddock-platform/paddock/internal/policy"
 )
 
 func ruleTitle(id string) (string, bool) {

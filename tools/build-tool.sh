@@ -27,7 +27,7 @@ self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools_src=${PADDOCK_TOOLS_SRC:-$root/tools}
 # shellcheck disable=SC1091
-set -a; source "$root/pins/versions.env"; set +a
+set -a; source "$root/internal/pins/versions.env"; set +a
 home=${PADDOCK_HOME:-$HOME/.paddock}
 src="$tools_src/$name"
 recipe="$src/build.sh"
@@ -36,7 +36,7 @@ recipe="$src/build.sh"
 pin=$(sed -n 's/^# pin: *\([A-Z0-9_]*\) *$/\1/p' "$recipe" | head -n 1)
 [ -n "$pin" ] || { echo "build-tool: $recipe lacks a '# pin: VERSIONS_ENV_KEY' line" >&2; exit 2; }
 version=${!pin:-}
-[ -n "$version" ] || { echo "build-tool: $recipe pins $pin, which pins/versions.env does not set" >&2; exit 2; }
+[ -n "$version" ] || { echo "build-tool: $recipe pins $pin, which internal/pins/versions.env does not set" >&2; exit 2; }
 
 hash=$(cd "$src" && cat go.mod go.sum build.sh $(ls ./*.go 2>/dev/null) "$self" | sha256sum | cut -c1-12)
 dest="$home/tools/$name-$version-$hash"

@@ -107,7 +107,7 @@ func TestRecipesSeeAnEmptyModuleCache(t *testing.T) {
 
 // Every tool module has a recipe that names a pin versions.env sets.
 func TestEveryToolHasARecipe(t *testing.T) {
-	env, err := os.ReadFile("../pins/versions.env")
+	env, err := os.ReadFile("../internal/pins/versions.env")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestEveryToolHasARecipe(t *testing.T) {
 		first := strings.SplitN(string(recipe), "\n", 2)[0]
 		key, ok := strings.CutPrefix(first, "# pin: ")
 		if !ok || !strings.Contains(string(env), "\n"+key+"=") {
-			t.Errorf("tools/%s/build.sh starts %q; want '# pin: KEY' with KEY set in pins/versions.env", dir, first)
+			t.Errorf("tools/%s/build.sh starts %q; want '# pin: KEY' with KEY set in internal/pins/versions.env", dir, first)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // Source is a checkout's tool recipes: the build script and the tool modules it builds.
 type Source struct {
-	Root     string // the checkout: pins/versions.env and tools/build-tool.sh
+	Root     string // the checkout: internal/pins/versions.env and tools/build-tool.sh
 	ToolsDir string // the tool modules, Root/tools unless PADDOCK_TOOLS_SRC says otherwise
 }
 
@@ -30,7 +30,7 @@ func FindSource(dir string) (Source, error) {
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return Source{}, fmt.Errorf("no paddock checkout at or above %s (looked for pins/versions.env and tools/build-tool.sh); run this in the checkout", dir)
+			return Source{}, fmt.Errorf("no paddock checkout at or above %s (looked for internal/pins/versions.env and tools/build-tool.sh); run this in the checkout", dir)
 		}
 		d = parent
 	}
@@ -84,7 +84,7 @@ func (s Source) Tool(name string) (Tool, error) {
 	}
 	version := versions[pin]
 	if version == "" {
-		return Tool{}, fmt.Errorf("%s pins %s, which pins/versions.env does not set", filepath.Join(dir, "build.sh"), pin)
+		return Tool{}, fmt.Errorf("%s pins %s, which internal/pins/versions.env does not set", filepath.Join(dir, "build.sh"), pin)
 	}
 	// ls sorts by the locale and Glob bytewise; they agree on the lower-case
 	// file names the tool modules use.

@@ -3,7 +3,7 @@
 // measures provisioning (paddock, kubectl, the parallel SSA floor), validate
 // on generated specs, `paddock drift --all` over projects of N stacks
 // (-fleet) and sandbox start through claims, and writes
-// bench/results/{results.json,README.md,provision.png}.
+// internal/bench/results/{results.json,README.md,provision.png}.
 package main
 
 import (
@@ -23,12 +23,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/paddock-platform/paddock/bench"
+	"github.com/paddock-platform/paddock/internal/bench"
+	"github.com/paddock-platform/paddock/internal/localcluster"
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pgtest"
+	"github.com/paddock-platform/paddock/internal/pins"
 	"github.com/paddock-platform/paddock/internal/s3test"
-	"github.com/paddock-platform/paddock/localcluster"
-	"github.com/paddock-platform/paddock/pins"
 	"github.com/paddock-platform/paddock/schemas/specgen"
 )
 
@@ -58,7 +58,7 @@ func intList(s string) ([]int, error) {
 func run() error {
 	var (
 		paddock   = flag.String("paddock", "bin/paddock", "the paddock binary to measure")
-		outDir    = flag.String("out", "bench/results", "where the results go")
+		outDir    = flag.String("out", "internal/bench/results", "where the results go")
 		tenants   = flag.String("tenants", "1,10,50,100", "tenant counts of the provisioning benchmark")
 		everyMax  = flag.Int("every-step-max", 10, "largest tenant count paddock is also measured at with --checkpoints every-step, the default's opt-out (their cost is quadratic); 0 = all")
 		fullMax   = flag.Int("full-max", 0, "largest tenant count the no-op `up --full` (Pulumi's refresh and update, for contrast) is measured at; 0 = all")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/components/project"
 )
 
 func main() {

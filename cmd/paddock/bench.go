@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/paddock-platform/paddock/bench"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/bench"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 func newBenchCmd() *cobra.Command {

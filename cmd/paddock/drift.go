@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/paddock-platform/paddock/drift"
-	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/components/project"
+	"github.com/paddock-platform/paddock/internal/drift"
 )
 
 func newDriftCmd() *cobra.Command {

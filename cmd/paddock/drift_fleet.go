@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/paddock-platform/paddock/drift"
-	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/components/project"
+	"github.com/paddock-platform/paddock/internal/drift"
 )
 
 // runFleetDrift is `drift --all`: every stack with a config file in the

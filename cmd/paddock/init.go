@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/modfile"
 
-	"github.com/paddock-platform/paddock/scaffold"
+	"github.com/paddock-platform/paddock/internal/scaffold"
 )
 
 // commitTime is the time of the commit this binary was built from, in Unix

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 
-	"github.com/paddock-platform/paddock/scaffold"
+	"github.com/paddock-platform/paddock/internal/scaffold"
 )
 
 // withBuild sets what the binary knows of its own build for one test.

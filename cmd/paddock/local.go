@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-platform/paddock/internal/localcluster"
 	"github.com/paddock-platform/paddock/internal/paths"
-	"github.com/paddock-platform/paddock/localcluster"
 )
 
 // localFlags are shared by every `paddock local` subcommand.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-platform/paddock/engine"
+	"github.com/paddock-platform/paddock/internal/engine"
 )
 
 // exitError carries a specific exit code out of a command.

@@ -3,7 +3,7 @@ package main
 import (
 	"strings"
 
-	"github.com/paddock-platform/paddock/policy"
+	"github.com/paddock-platform/paddock/internal/policy"
 )
 
 // policyReport is how a command shows the spec's policy report. The commands

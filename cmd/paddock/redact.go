@@ -5,7 +5,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // Every line paddock prints for people passes through the redaction of the

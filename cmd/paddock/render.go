@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-platform/paddock/render"
+	"github.com/paddock-platform/paddock/internal/render"
 )
 
 func newRenderCmd() *cobra.Command {

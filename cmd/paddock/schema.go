@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-platform/paddock/policy"
+	"github.com/paddock-platform/paddock/internal/policy"
 	"github.com/paddock-platform/paddock/schemas"
 )
 

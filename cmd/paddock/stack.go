@@ -12,12 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-platform/paddock/drift"
-	"github.com/paddock-platform/paddock/engine"
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/project"
-	"github.com/paddock-platform/paddock/specload"
-	"github.com/paddock-platform/paddock/targets"
+	"github.com/paddock-platform/paddock/components/project"
+	"github.com/paddock-platform/paddock/internal/drift"
+	"github.com/paddock-platform/paddock/internal/engine"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/specload"
+	"github.com/paddock-platform/paddock/internal/targets"
 )
 
 // specFlags select a spec and its stack.

@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-platform/paddock/engine"
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/project"
-	"github.com/paddock-platform/paddock/specload"
-	"github.com/paddock-platform/paddock/targets"
+	"github.com/paddock-platform/paddock/components/project"
+	"github.com/paddock-platform/paddock/internal/engine"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/specload"
+	"github.com/paddock-platform/paddock/internal/targets"
 )
 
 // loaded is what a stack command works on: the platform and the engine that

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-platform/paddock/engine"
+	"github.com/paddock-platform/paddock/internal/engine"
 )
 
 // newStateCmd groups the commands that repair a stack's state file.

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/paddock-platform/paddock/localcluster"
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/pools"
+	"github.com/paddock-platform/paddock/internal/localcluster"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/pools"
 )
 
 func newStatusCmd() *cobra.Command {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/pools"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/pools"
 )
 
 var statusNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)

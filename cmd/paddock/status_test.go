@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 func TestSummaryNamesWhatWasMadeAndHowToLook(t *testing.T) {

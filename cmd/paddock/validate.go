@@ -12,8 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/policy"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/policy"
 	"github.com/paddock-platform/paddock/schemas"
 )
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-platform/paddock/localcluster"
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/verify"
+	"github.com/paddock-platform/paddock/internal/localcluster"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/verify"
 )
 
 func newVerifyCmd() *cobra.Command {

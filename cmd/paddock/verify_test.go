@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-platform/paddock/verify"
+	"github.com/paddock-platform/paddock/internal/verify"
 )
 
 // --strict makes a check that is not verifiable here fail the run; without

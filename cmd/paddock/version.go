@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/internal/pins"
 )
 
 // commit is the source revision this binary was built from: `make build`

@@ -9,7 +9,7 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/storage"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
 )
 
 // AuditSink ships the platform's audit trail out of the cluster: a project log

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/internal/pins"
 )
 
 const tFirewall = "gcp:compute/firewall:Firewall"

@@ -7,7 +7,7 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/serviceaccount"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
 )
 
 // WorkloadIdentity is a tenant identity's cloud access: a Google service

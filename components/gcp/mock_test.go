@@ -17,7 +17,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/paddock-platform/paddock/components/pulumitest"
-	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
 )
 
 // mockPrivateEndpoint is the private endpoint gcpOutputs gives a cluster.

@@ -6,7 +6,7 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/container"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
 )
 
 // NodePool is one node pool: the system pool, a GKE Sandbox (gVisor) pool or a

@@ -3,8 +3,8 @@ package gcp
 import (
 	"testing"
 
-	"github.com/paddock-platform/paddock/gcpinputs"
-	"github.com/paddock-platform/paddock/gcpinputs/frommodel"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/gcpinputs/frommodel"
 	"github.com/paddock-platform/paddock/schemas"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/paddock-platform/paddock/components/gcp/kata"
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
-	"github.com/paddock-platform/paddock/gcpinputs"
-	"github.com/paddock-platform/paddock/gcpinputs/rules"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/gcpinputs/rules"
 )
 
 // Platform is the root of the GCP layer: the cluster, the system and sandbox

@@ -14,7 +14,7 @@ import (
 
 	"github.com/paddock-platform/paddock/components/gcp/kata"
 	"github.com/paddock-platform/paddock/components/pulumitest"
-	"github.com/paddock-platform/paddock/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
 )
 
 const (

@@ -1,9 +1,9 @@
 // Package pulumitest holds what the mock tests of Pulumi programs share
-// (the GCP layer's in components/gcp, the whole program's in program/): a
+// (the GCP layer's in components/gcp, the whole program's in internal/program/): a
 // mock resource monitor that records every registration, typed assertions on
 // the recorded inputs by property path, and golden previews of a run.
 //
-// It lives outside components/internal because program/ imports it too.
+// It lives outside components/internal because internal/program/ imports it too.
 package pulumitest
 
 import (

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/schemas"
 )
 

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/paddock-platform/paddock/manifests"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/manifests"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 var cnpGVR = schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Resource: "ciliumnetworkpolicies"}

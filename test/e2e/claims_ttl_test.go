@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/schemas"
 	"github.com/paddock-platform/paddock/schemas/specgen"
 )

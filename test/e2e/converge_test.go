@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/paddock-platform/paddock/drift"
-	"github.com/paddock-platform/paddock/render"
-	"github.com/paddock-platform/paddock/specload"
+	"github.com/paddock-platform/paddock/internal/drift"
+	"github.com/paddock-platform/paddock/internal/render"
+	"github.com/paddock-platform/paddock/internal/specload"
 )
 
 // assertConverged checks that the stack holds no pending operation, that the

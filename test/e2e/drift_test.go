@@ -26,8 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/paddock-platform/paddock/drift"
-	"github.com/paddock-platform/paddock/project"
+	"github.com/paddock-platform/paddock/components/project"
+	"github.com/paddock-platform/paddock/internal/drift"
 )
 
 // driftStack is the stack TestDrift provisions examples/local into: not the

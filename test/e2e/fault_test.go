@@ -22,15 +22,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/paddock-platform/paddock/drift"
-	"github.com/paddock-platform/paddock/engine"
+	"github.com/paddock-platform/paddock/internal/drift"
+	"github.com/paddock-platform/paddock/internal/engine"
+	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
+	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/procfs"
-	"github.com/paddock-platform/paddock/manifests/agentsandbox"
-	"github.com/paddock-platform/paddock/model"
-	"github.com/paddock-platform/paddock/render"
+	"github.com/paddock-platform/paddock/internal/render"
+	"github.com/paddock-platform/paddock/internal/specload"
+	"github.com/paddock-platform/paddock/internal/verify"
 	"github.com/paddock-platform/paddock/schemas/specgen"
-	"github.com/paddock-platform/paddock/specload"
-	"github.com/paddock-platform/paddock/verify"
 )
 
 // faultPlatform is the platform (and stack) the fault tests provision.

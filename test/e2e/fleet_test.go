@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/drift"
-	"github.com/paddock-platform/paddock/model"
+	"github.com/paddock-platform/paddock/internal/drift"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // fleetPlatform is the platform every stack of TestDriftFleet provisions.

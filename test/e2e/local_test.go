@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gruntwork-io/terratest/modules/k8s"
-	"github.com/paddock-platform/paddock/manifests/agentsandbox"
+	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

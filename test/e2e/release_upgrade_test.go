@@ -19,10 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/paddock-platform/paddock/manifests/agentsandbox"
-	"github.com/paddock-platform/paddock/pins"
-	"github.com/paddock-platform/paddock/pools"
-	"github.com/paddock-platform/paddock/verify"
+	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
+	"github.com/paddock-platform/paddock/internal/pins"
+	"github.com/paddock-platform/paddock/internal/pools"
+	"github.com/paddock-platform/paddock/internal/verify"
 )
 
 // The release-upgrade platform: one tenant with one warm pool of two.

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/pools"
-	"github.com/paddock-platform/paddock/verify"
+	"github.com/paddock-platform/paddock/internal/pools"
+	"github.com/paddock-platform/paddock/internal/verify"
 )
 
 // The rollout platform: one tenant with one warm pool of two.

@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
-	"github.com/paddock-platform/paddock/localcluster"
+	"github.com/paddock-platform/paddock/internal/localcluster"
 )
 
 // claimedPod is the pod of a claimed sandbox, once it runs. On kwok nodes no

@@ -21,11 +21,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/paddock-platform/paddock/drift"
-	"github.com/paddock-platform/paddock/engine"
+	"github.com/paddock-platform/paddock/internal/drift"
+	"github.com/paddock-platform/paddock/internal/engine"
+	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/pgtest"
 	"github.com/paddock-platform/paddock/internal/s3test"
-	"github.com/paddock-platform/paddock/model"
 	"github.com/paddock-platform/paddock/schemas/specgen"
 )
 
@@ -43,7 +43,7 @@ const (
 	// runnerAHost is the hostname runner A runs under, in a UTS namespace of
 	// its own: to runner B it is another host.
 	runnerAHost = "paddock-e2e-runner-a"
-	// sharedLease is the engine's lease (engine/backend.go leaseExpiry): a
+	// sharedLease is the engine's lease (internal/engine/backend.go leaseExpiry): a
 	// record of another host not renewed for this long belongs to a dead run.
 	sharedLease = 60 * time.Second
 )

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/paddock-platform/paddock/verify"
+	"github.com/paddock-platform/paddock/internal/verify"
 )
 
 // runVerify runs `paddock verify --format json` and returns the report and exit error.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gruntwork-io/terratest/modules/k8s"
 
-	"github.com/paddock-platform/paddock/drift"
+	"github.com/paddock-platform/paddock/internal/drift"
 )
 
 // weakenStack is the stack TestWeakeningsRepaired provisions examples/local into.

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/paddock-platform/paddock/manifests"
-	"github.com/paddock-platform/paddock/manifests/promoperator"
+	"github.com/paddock-platform/paddock/internal/manifests"
+	"github.com/paddock-platform/paddock/internal/manifests/promoperator"
 	"github.com/paddock-platform/paddock/schemas"
 )
 

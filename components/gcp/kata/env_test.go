@@ -8,8 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/paddock-platform/paddock/gcpinputs"
-	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/pins"
 )
 
 // kataDeployEnv reads testdata/kata-deploy-env.txt: the kata-deploy version it

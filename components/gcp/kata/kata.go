@@ -22,11 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/paddock-platform/paddock/components/internal/k8sres"
-	"github.com/paddock-platform/paddock/gcpinputs"
-	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/pins"
 )
 
-// The pinned kata-deploy release. The pin lives in pins/versions.env
+// The pinned kata-deploy release. The pin lives in internal/pins/versions.env
 // (KATA_DEPLOY_VERSION, KATA_DEPLOY_IMAGE, KATA_DEPLOY_DIGEST) with every
 // other version; Image pulls it by tag and digest.
 var (

@@ -10,8 +10,8 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/paddock-platform/paddock/gcpinputs"
-	"github.com/paddock-platform/paddock/pins"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
+	"github.com/paddock-platform/paddock/internal/pins"
 )
 
 func kvm() gcpinputs.KataArgs {
@@ -108,7 +108,7 @@ func TestObjectsExternalRuntimeClasses(t *testing.T) {
 	}
 }
 
-// The image is the pin of pins/versions.env, by tag and digest.
+// The image is the pin of internal/pins/versions.env, by tag and digest.
 func TestImageComesFromPins(t *testing.T) {
 	if Image != pins.KataDeployImage+":"+pins.KataDeploy+"@"+pins.KataDeployDigest || Version != pins.KataDeploy {
 		t.Errorf("Image %s / Version %s are not the pins", Image, Version)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/paddock-platform/paddock/manifests"
+	"github.com/paddock-platform/paddock/internal/manifests"
 )
 
 // Object is one Kubernetes object registered with the kubernetes provider.

@@ -1,0 +1,782 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/paddock-platform/paddock/internal/model"
+)
+
+// This file is destroy at the speed of namespace deletion. Pulumi's destroy
+// refreshes every resource and then deletes them one by one along the
+// dependency graph, waiting on each. A Paddock platform needs only one order:
+//
+//  1. the tenants, all at once: each tenant namespace takes its namespaced
+//     objects along, so only the namespaces and the tenants' cluster-scoped
+//     objects (admission policies, bindings, ...) are deleted;
+//  2. a wait for the tenants' Agent Sandbox objects: they may carry the
+//     controller's finalizers, so the controller, part of the release, must
+//     outlive them;
+//  3. the release (its namespace, CRDs, cluster roles, webhooks), while the
+//     tenant namespaces finish;
+//  4. the runtime classes, once no tenant pod is left to run under them.
+//
+// Only when every object is gone is the state emptied. Until then it still
+// holds every object, so a destroy killed at any point is carried on by the
+// next destroy (deleting what is gone is a no-op) or undone by the next up.
+
+// Layers of a platform's stack, by the component that owns each object.
+const (
+	layerTenant       = "tenant"
+	layerRelease      = "release"
+	layerRuntimeClass = "runtimeclass"
+)
+
+// componentLayers maps Paddock's component types to their destroy layer.
+var componentLayers = map[string]string{
+	"paddock:tenant:Tenant":        layerTenant,
+	"paddock:agentsandbox:Release": layerRelease,
+	"paddock:runtime:RuntimeClass": layerRuntimeClass,
+	// The monitoring objects live in the release's namespace and go with it.
+	"paddock:observability:Monitoring": layerRelease,
+}
+
+// Direct destroy's bounds. The client rate limit (clusterQPS) is far above
+// what the deletes and polls need, so client-go never queues them.
+const (
+	directDestroyWorkers = 32
+	directDestroyTimeout = 5 * time.Minute
+	directDestroyMaxPoll = time.Second
+)
+
+// destroyObject is one Kubernetes object the state holds.
+type destroyObject struct {
+	GVK       schema.GroupVersionKind
+	Namespace string
+	Name      string
+}
+
+func (o destroyObject) String() string {
+	if o.Namespace != "" {
+		return fmt.Sprintf("%s %s/%s", o.GVK.Kind, o.Namespace, o.Name)
+	}
+	return fmt.Sprintf("%s %s", o.GVK.Kind, o.Name)
+}
+
+// destroyLayer is what one layer deletes: its namespaces, and the objects
+// no namespace of the plan takes along (cluster-scoped ones, and namespaced
+// ones in a namespace the stack does not own).
+type destroyLayer struct {
+	Namespaces []destroyObject
+	Objects    []destroyObject
+}
+
+func (l destroyLayer) all() []destroyObject {
+	return append(append([]destroyObject(nil), l.Namespaces...), l.Objects...)
+}
+
+// destroyPlan is a platform's stack, layered for direct deletion.
+type destroyPlan struct {
+	Tenants, Release, RuntimeClasses destroyLayer
+	// SandboxKinds are the namespaced kinds the release's CRDs define
+	// (Sandbox, SandboxClaim, SandboxTemplate, SandboxWarmPool): their
+	// objects in the tenants' namespaces, whoever created them, must be gone
+	// before the release goes.
+	SandboxKinds []schema.GroupKind
+	// Resources is how many Kubernetes objects it deletes.
+	Resources int
+	// Kept are the objects other stacks hold too (KeepShared): left in the
+	// cluster, dropped from this stack's state with the rest.
+	Kept []destroyObject
+	// StateResources is how many resources of any kind it holds.
+	StateResources int
+}
+
+// planDirectDestroy layers the Kubernetes objects of deployment (a stack's
+// exported state) for direct deletion. A non-empty reason says why the
+// stack must go through Pulumi's destroy instead: it holds something only
+// Pulumi knows how to delete or keep, or its objects live on another
+// cluster than the platform's kubeconfig reaches.
+func planDirectDestroy(deployment json.RawMessage, p *model.Platform, shared map[string]bool) (plan *destroyPlan, reason string, err error) {
+	var d apitype.DeploymentV3
+	if err := json.Unmarshal(deployment, &d); err != nil {
+		return nil, "", fmt.Errorf("reading the exported state: %w", err)
+	}
+	if p.Target.Kind == model.TargetGKE || p.Target.Kubeconfig == "" {
+		return nil, "the platform's cluster is reached only through the stack (target " + string(p.Target.Kind) + ")", nil
+	}
+	if n := len(d.PendingOperations); n > 0 {
+		return nil, fmt.Sprintf("the state holds %d pending operation(s) of a run that died, which Pulumi clears first", n), nil
+	}
+	providers := map[string]apitype.ResourceV3{}
+	for _, r := range d.Resources {
+		if strings.HasPrefix(string(r.Type), "pulumi:providers:") {
+			providers[string(r.URN)+"::"+string(r.ID)] = r
+		}
+	}
+	plan = &destroyPlan{StateResources: len(d.Resources)}
+	type placed struct {
+		obj   destroyObject
+		layer string
+	}
+	var objs []placed
+	seen := map[destroyObject]bool{}
+	for _, r := range d.Resources {
+		typ := string(r.Type)
+		switch {
+		case r.Protect:
+			return nil, fmt.Sprintf("%s is protected", r.URN), nil
+		case r.RetainOnDelete:
+			return nil, fmt.Sprintf("%s is kept on delete (retainOnDelete)", r.URN), nil
+		case strings.HasPrefix(typ, "gcp:") || typ == "pulumi:providers:gcp":
+			return nil, "the stack holds GCP resources", nil
+		case typ == "pulumi:pulumi:Stack" || typ == "pulumi:providers:kubernetes":
+			continue
+		case !r.Custom && strings.HasPrefix(typ, "paddock:"):
+			continue // a component: nothing in the cluster
+		case !strings.HasPrefix(typ, "kubernetes:"):
+			return nil, fmt.Sprintf("the stack holds a %s resource, which only Pulumi can delete", typ), nil
+		}
+		if why := providerMismatch(providers[r.Provider], p); why != "" {
+			return nil, why, nil
+		}
+		obj, ok := objectOf(r)
+		if !ok {
+			return nil, fmt.Sprintf("%s records no apiVersion, kind and name", r.URN), nil
+		}
+		layer := ""
+		for _, t := range strings.Split(string(r.URN.QualifiedType()), "$") {
+			if l, ok := componentLayers[t]; ok {
+				layer = l
+			}
+		}
+		if layer == "" {
+			return nil, fmt.Sprintf("%s belongs to none of Paddock's tenants, release or runtime classes", r.URN), nil
+		}
+		if seen[obj] {
+			continue // a replacement's old and new copies: one object
+		}
+		seen[obj] = true
+		if shared[sharedKey(obj.GVK.Group, obj.GVK.Kind, obj.Namespace, obj.Name)] {
+			plan.Kept = append(plan.Kept, obj)
+			continue
+		}
+		objs = append(objs, placed{obj, layer})
+		if layer == layerRelease && obj.GVK.Kind == "CustomResourceDefinition" {
+			if gk, ok := namespacedKindOf(r.Outputs); ok {
+				plan.SandboxKinds = append(plan.SandboxKinds, gk)
+			}
+		}
+	}
+	plan.Resources = len(objs)
+	layers := map[string]*destroyLayer{layerTenant: &plan.Tenants, layerRelease: &plan.Release, layerRuntimeClass: &plan.RuntimeClasses}
+	deletedNamespaces := map[string]bool{}
+	for _, o := range objs {
+		if o.obj.GVK.Group == "" && o.obj.GVK.Kind == "Namespace" {
+			deletedNamespaces[o.obj.Name] = true
+			layers[o.layer].Namespaces = append(layers[o.layer].Namespaces, o.obj)
+		}
+	}
+	for _, o := range objs {
+		if o.obj.GVK.Group == "" && o.obj.GVK.Kind == "Namespace" {
+			continue
+		}
+		if o.obj.Namespace != "" && deletedNamespaces[o.obj.Namespace] {
+			continue // its namespace takes it along
+		}
+		layers[o.layer].Objects = append(layers[o.layer].Objects, o.obj)
+	}
+	return plan, "", nil
+}
+
+// providerMismatch says why the objects of the kubernetes provider prov
+// may not be on the cluster the platform's kubeconfig reaches, or "".
+func providerMismatch(prov apitype.ResourceV3, p *model.Platform) string {
+	if prov.URN == "" {
+		return "an object's kubernetes provider is missing from the state"
+	}
+	kubeconfig, _ := prov.Inputs["kubeconfig"].(string)
+	if kubeconfig != p.Target.Kubeconfig {
+		return "the stack's kubernetes provider reaches another kubeconfig than the platform's " + p.Target.Kubeconfig
+	}
+	kubeContext, _ := prov.Inputs["context"].(string)
+	if p.Target.Context != "" && kubeContext != "" && kubeContext != p.Target.Context {
+		return fmt.Sprintf("the stack's kubernetes provider uses context %q, not the platform's %q", kubeContext, p.Target.Context)
+	}
+	return ""
+}
+
+// objectOf is the object a kubernetes resource of the state stands for.
+func objectOf(r apitype.ResourceV3) (destroyObject, bool) {
+	for _, props := range []map[string]any{r.Outputs, r.Inputs} {
+		apiVersion, _ := props["apiVersion"].(string)
+		kind, _ := props["kind"].(string)
+		md, _ := props["metadata"].(map[string]any)
+		name, _ := md["name"].(string)
+		ns, _ := md["namespace"].(string)
+		if apiVersion == "" || kind == "" || name == "" {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err != nil {
+			continue
+		}
+		return destroyObject{GVK: gv.WithKind(kind), Namespace: ns, Name: name}, true
+	}
+	return destroyObject{}, false
+}
+
+// namespacedKindOf is the kind a CustomResourceDefinition defines, when its
+// objects are namespaced.
+func namespacedKindOf(crd map[string]any) (schema.GroupKind, bool) {
+	spec, _ := crd["spec"].(map[string]any)
+	names, _ := spec["names"].(map[string]any)
+	group, _ := spec["group"].(string)
+	kind, _ := names["kind"].(string)
+	scope, _ := spec["scope"].(string)
+	if kind == "" || scope != "Namespaced" {
+		return schema.GroupKind{}, false
+	}
+	return schema.GroupKind{Group: group, Kind: kind}, true
+}
+
+// directDeleter deletes objects through the API server in parallel and
+// waits for them to be gone. It only needs their metadata: the metadata
+// client sends and lists no bodies (the Agent Sandbox CRDs alone are over
+// a megabyte).
+type directDeleter struct {
+	client  metadata.Interface
+	mapper  meta.RESTMapper
+	out     io.Writer
+	workers int
+	timeout time.Duration
+	// poll is the first pause between two lists of what is left; it grows
+	// up to directDestroyMaxPoll.
+	poll time.Duration
+}
+
+// destroyClients builds the metadata client and REST mapper direct destroy
+// uses for the platform's cluster: metadata only, since it deletes and
+// lists without needing object bodies (the Agent Sandbox CRDs alone are
+// over 1 MB).
+func destroyClients(p *model.Platform) (metadata.Interface, meta.RESTMapper, error) {
+	cfg, err := restConfigFor(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), nil
+}
+
+// target is an object resolved to the resource the API server serves it as.
+type target struct {
+	obj        destroyObject
+	gvr        schema.GroupVersionResource
+	namespaced bool
+}
+
+// resolve maps objects to their resources. A kind the cluster no longer
+// serves has no objects left (its CRD's deletion took them): it is skipped.
+func (d *directDeleter) resolve(objs []destroyObject) ([]target, error) {
+	var out []target
+	for _, o := range objs {
+		m, err := d.mapper.RESTMapping(o.GVK.GroupKind(), o.GVK.Version)
+		if meta.IsNoMatchError(err) {
+			// The version may be gone while the kind is still served.
+			m, err = d.mapper.RESTMapping(o.GVK.GroupKind())
+		}
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("looking up %s: %w", o, err)
+		}
+		out = append(out, target{obj: o, gvr: m.Resource, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace})
+	}
+	return out, nil
+}
+
+// deleteAll deletes every target at once, workers at a time. An object
+// already gone is deleted.
+func (d *directDeleter) deleteAll(ctx context.Context, targets []target) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(d.workers)
+	background := metav1.DeletePropagationBackground
+	var mu sync.Mutex
+	var failed []string
+	for _, t := range targets {
+		g.Go(func() error {
+			ri := d.client.Resource(t.gvr)
+			var err error
+			if t.namespaced {
+				err = ri.Namespace(t.obj.Namespace).Delete(gctx, t.obj.Name, metav1.DeleteOptions{PropagationPolicy: &background})
+			} else {
+				err = ri.Delete(gctx, t.obj.Name, metav1.DeleteOptions{PropagationPolicy: &background})
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				if gctx.Err() != nil {
+					return gctx.Err()
+				}
+				mu.Lock()
+				failed = append(failed, fmt.Sprintf("%s: %v", t.obj, err))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		return fmt.Errorf("deleting %d object(s) failed:\n  %s", len(failed), strings.Join(failed, "\n  "))
+	}
+	return nil
+}
+
+// awaited is what a wait is for: the named objects, and every object of
+// the kinds in kinds that lives in one of namespaces.
+type awaited struct {
+	objects    []target
+	kinds      []target // obj and namespaced unused: one per kind
+	namespaces map[string]bool
+}
+
+// leftover is an object still there, with what holds it.
+type leftover struct {
+	what       string
+	finalizers []string
+	deleting   bool
+}
+
+// waitGone polls, one list per resource, until nothing awaited is left,
+// and fails after d.timeout naming what is still there and its finalizers.
+func (d *directDeleter) waitGone(ctx context.Context, what string, a awaited) error {
+	type list struct {
+		gvr       schema.GroupVersionResource
+		kind      string
+		namespace string // "" lists all namespaces
+		names     map[string]bool
+		anyIn     map[string]bool
+	}
+	byGVR := map[schema.GroupVersionResource]*list{}
+	var lists []*list
+	get := func(t target) *list {
+		l, ok := byGVR[t.gvr]
+		if !ok {
+			l = &list{gvr: t.gvr, kind: t.obj.GVK.Kind, namespace: t.obj.Namespace, names: map[string]bool{}, anyIn: map[string]bool{}}
+			byGVR[t.gvr] = l
+			lists = append(lists, l)
+		}
+		return l
+	}
+	for _, t := range a.objects {
+		l := get(t)
+		if l.namespace != t.obj.Namespace {
+			l.namespace = ""
+		}
+		l.names[t.obj.Namespace+"/"+t.obj.Name] = true
+	}
+	for _, k := range a.kinds {
+		l := get(target{obj: destroyObject{GVK: k.obj.GVK}, gvr: k.gvr})
+		l.namespace = ""
+		for ns := range a.namespaces {
+			l.anyIn[ns] = true
+		}
+	}
+	if len(lists) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(d.timeout)
+	pause := d.poll
+	for {
+		var mu sync.Mutex
+		var left []leftover
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(d.workers)
+		for _, l := range lists {
+			g.Go(func() error {
+				items, err := d.client.Resource(l.gvr).Namespace(l.namespace).List(gctx, metav1.ListOptions{})
+				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+					return nil // the kind is gone, and its objects with it
+				}
+				if err != nil {
+					return fmt.Errorf("listing %s: %w", l.gvr.Resource, err)
+				}
+				for _, it := range items.Items {
+					key := it.Namespace + "/" + it.Name
+					if !l.names[key] && !l.anyIn[it.Namespace] {
+						continue
+					}
+					name := it.Name
+					if it.Namespace != "" {
+						name = key
+					}
+					mu.Lock()
+					left = append(left, leftover{what: l.kind + " " + name, finalizers: it.Finalizers, deleting: it.DeletionTimestamp != nil})
+					mu.Unlock()
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return stillThereError(what, d.timeout, left)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(pause*3/2, directDestroyMaxPoll)
+	}
+}
+
+// stillThereError names what a wait found left after timeout, and what
+// holds each.
+func stillThereError(what string, timeout time.Duration, left []leftover) error {
+	sort.Slice(left, func(i, j int) bool { return left[i].what < left[j].what })
+	var b strings.Builder
+	fmt.Fprintf(&b, "after %s, %d object(s) of %s are still there:", timeout, len(left), what)
+	const shown = 20
+	for i, l := range left {
+		if i == shown {
+			fmt.Fprintf(&b, "\n  ... and %d more", len(left)-shown)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s", l.what)
+		switch {
+		case len(l.finalizers) > 0:
+			fmt.Fprintf(&b, " (being deleted, held by finalizers: %s)", strings.Join(l.finalizers, ", "))
+		case l.deleting:
+			b.WriteString(" (being deleted)")
+		default:
+			b.WriteString(" (not being deleted: created again since?)")
+		}
+	}
+	b.WriteString("\n  the state still holds every object: once whatever holds them lets go (a finalizer's controller must run), run destroy again")
+	return errors.New(b.String())
+}
+
+// run deletes the plan's objects in the one order they need, and returns
+// once every one is gone.
+func (d *directDeleter) run(ctx context.Context, plan *destroyPlan) error {
+	tenants, err := d.resolve(plan.Tenants.all())
+	if err != nil {
+		return err
+	}
+	release, err := d.resolve(plan.Release.all())
+	if err != nil {
+		return err
+	}
+	runtimeClasses, err := d.resolve(plan.RuntimeClasses.all())
+	if err != nil {
+		return err
+	}
+	var sandboxKinds []target
+	sandboxKind := map[schema.GroupKind]bool{}
+	for _, gk := range plan.SandboxKinds {
+		sandboxKind[gk] = true
+		m, err := d.mapper.RESTMapping(gk)
+		if meta.IsNoMatchError(err) {
+			continue // its CRD is gone, and its objects with it
+		}
+		if err != nil {
+			return fmt.Errorf("looking up %s: %w", gk, err)
+		}
+		sandboxKinds = append(sandboxKinds, target{obj: destroyObject{GVK: m.GroupVersionKind}, gvr: m.Resource})
+	}
+	tenantNamespaces := map[string]bool{}
+	for _, ns := range plan.Tenants.Namespaces {
+		tenantNamespaces[ns.Name] = true
+	}
+
+	// Each step says when it ended, so the next bottleneck is named.
+	start := time.Now()
+	since := func() string { return time.Since(start).Round(10 * time.Millisecond).String() }
+	// 1. The tenants, all at once.
+	fmt.Fprintf(d.out, "  deleting %d tenant namespace(s) and %d other tenant object(s)\n", len(plan.Tenants.Namespaces), len(plan.Tenants.Objects))
+	if err := d.deleteAll(ctx, tenants); err != nil {
+		return err
+	}
+	// 2. Their Agent Sandbox objects, which the release's controller may
+	// have to finalize.
+	sandboxes := awaited{kinds: sandboxKinds, namespaces: tenantNamespaces}
+	for _, t := range tenants {
+		if sandboxKind[t.obj.GVK.GroupKind()] {
+			sandboxes.objects = append(sandboxes.objects, t)
+		}
+	}
+	if err := d.waitGone(ctx, "the tenants' Agent Sandbox objects", sandboxes); err != nil {
+		return err
+	}
+	// 3. The release, while the tenant namespaces finish.
+	fmt.Fprintf(d.out, "  %s: the tenants' sandbox objects are gone; deleting the Agent Sandbox release: %d namespace(s) and %d other object(s)\n", since(), len(plan.Release.Namespaces), len(plan.Release.Objects))
+	if err := d.deleteAll(ctx, release); err != nil {
+		return err
+	}
+	// 4. The runtime classes, once no tenant pod is left to run under one.
+	if err := d.waitGone(ctx, "the tenants", awaited{objects: tenants}); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "  %s: the tenants are gone; deleting %d runtime class(es)\n", since(), len(runtimeClasses))
+	if err := d.deleteAll(ctx, runtimeClasses); err != nil {
+		return err
+	}
+	if err := d.waitGone(ctx, "the release and runtime classes", awaited{objects: append(release, runtimeClasses...)}); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "  %s: the release and runtime classes are gone\n", since())
+	return nil
+}
+
+// destroyDirect is Destroy's direct path. It reports done=false, having
+// changed nothing, when the stack needs Pulumi's destroy; it says why in
+// one line.
+func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.Stack, rec *runRecord) (res *Result, done bool, err error) {
+	name := s.Name()
+	fallback := func(why string) (*Result, bool, error) {
+		fmt.Fprintf(e.opts.Out, "paddock destroy: Pulumi's destroy, because %s\n", why)
+		return nil, false, nil
+	}
+	if e.opts.Full {
+		return fallback("--full asks for it")
+	}
+	root, _, err := e.fileBackend()
+	if err != nil {
+		return nil, false, err
+	}
+	if root == "" {
+		return fallback("direct deletion empties the state file itself, so it runs on a file backend only")
+	}
+	if p.Target.Kind == model.TargetGKE || p.Target.Kubeconfig == "" {
+		return fallback("the platform's cluster is reached only through the stack (target " + string(p.Target.Kind) + ")")
+	}
+	start := time.Now()
+	var unlock func()
+	// journaled, not withLock: a destroy that never got the lock drops its
+	// journal record, as any run refused on the lock does.
+	err = e.journaled(ctx, "destroy", name, rec, func() error {
+		var err error
+		unlock, err = e.lockStack(name)
+		return err
+	})
+	if err != nil {
+		return nil, false, opError("destroy", name, e.hideBackendPassword(err))
+	}
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
+	exported, err := s.Export(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("destroy of stack %q: exporting the state: %w", name, err)
+	}
+	stateFile, err := e.stateFile(name)
+	if err != nil {
+		return nil, false, err
+	}
+	before, err := fileDigest(stateFile)
+	if err != nil {
+		return nil, false, err
+	}
+	plan, why, err := planDirectDestroy(exported.Deployment, p, e.shared)
+	if err != nil {
+		return nil, false, fmt.Errorf("destroy of stack %q: %w", name, err)
+	}
+	if why != "" {
+		unlock()
+		unlock = nil
+		return fallback(why)
+	}
+	if plan.StateResources == 0 {
+		return &Result{Stack: name, Changes: map[string]int{}, Duration: time.Since(start)}, true, nil
+	}
+	client, mapper, err := destroyClients(p)
+	if err != nil {
+		return nil, false, err
+	}
+	fmt.Fprintf(e.opts.Out, "paddock destroy: deleting the %d objects of stack %q directly; the state is emptied once they are all gone\n", plan.Resources, name)
+	if len(plan.Kept) > 0 {
+		fmt.Fprintf(e.opts.Out, "paddock destroy: leaving %d objects other stacks of the project hold too (the last of them deletes them): %s\n", len(plan.Kept), keptList(plan.Kept))
+	}
+	d := &directDeleter{client: client, mapper: mapper, out: e.opts.Out, workers: directDestroyWorkers, timeout: directDestroyTimeout, poll: 100 * time.Millisecond}
+	fmt.Fprintf(e.opts.Out, "  %s: state exported and read\n", time.Since(start).Round(10*time.Millisecond))
+	if err := d.run(ctx, plan); err != nil {
+		return nil, false, fmt.Errorf("destroy of stack %q: %w", name, err)
+	}
+	empty, err := emptyDeployment(exported)
+	if err != nil {
+		return nil, false, fmt.Errorf("destroy of stack %q: %w", name, err)
+	}
+	// `stack import` takes the stack's lock itself: ours goes first. Should
+	// another run have got in between, its state is not ours to empty.
+	unlock()
+	unlock = nil
+	after, err := fileDigest(stateFile)
+	if err != nil {
+		return nil, false, err
+	}
+	if after != before {
+		return nil, false, fmt.Errorf("destroy of stack %q: every object is deleted, but another run changed the state meanwhile, so it was left as that run wrote it: run destroy again", name)
+	}
+	if err := s.Import(ctx, empty); err != nil {
+		return nil, false, fmt.Errorf("destroy of stack %q: every object is deleted, but emptying the state failed (run destroy again: it finds them gone): %w", name, err)
+	}
+	return &Result{Stack: name, Changes: map[string]int{"delete": plan.Resources}, Duration: time.Since(start)}, true, nil
+}
+
+// KeepShared makes destroy leave objects in the cluster that other stacks
+// hold too (stacks of one platform on one cluster all declare its Agent
+// Sandbox release and runtime classes): the direct destroy drops them from
+// this stack's state without deleting them; a destroy that must go through
+// Pulumi is refused rather than delete them.
+func (e *Engine) KeepShared(objs []ObjectRef) {
+	e.shared = map[string]bool{}
+	for _, o := range objs {
+		group := ""
+		if i := strings.Index(o.APIVersion, "/"); i >= 0 {
+			group = o.APIVersion[:i]
+		}
+		e.shared[sharedKey(group, o.Kind, o.Namespace, o.Name)] = true
+	}
+}
+
+// sharedKey names an object across the API versions of its group.
+func sharedKey(group, kind, namespace, name string) string {
+	return group + "/" + kind + "/" + namespace + "/" + name
+}
+
+// keptList names a few of the kept objects.
+func keptList(objs []destroyObject) string {
+	names := make([]string, 0, 3)
+	for _, o := range objs[:min(3, len(objs))] {
+		names = append(names, o.String())
+	}
+	if len(objs) > 3 {
+		names = append(names, fmt.Sprintf("and %d more", len(objs)-3))
+	}
+	return strings.Join(names, ", ")
+}
+
+// emptyDeployment is the exported deployment with no resources and no
+// pending operations, everything else (its secrets provider, its manifest)
+// as it was.
+func emptyDeployment(exported apitype.UntypedDeployment) (apitype.UntypedDeployment, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(exported.Deployment, &fields); err != nil {
+		return apitype.UntypedDeployment{}, fmt.Errorf("reading the exported state: %w", err)
+	}
+	delete(fields, "resources")
+	delete(fields, "pending_operations")
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return apitype.UntypedDeployment{}, err
+	}
+	return apitype.UntypedDeployment{Version: exported.Version, Deployment: raw}, nil
+}
+
+// fileDigest is the SHA-256 of file ("" for no file).
+func fileDigest(file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// lockStack takes the update lock of stack name on its file backend, in
+// the form Pulumi writes and reads, so that no up or destroy starts while
+// objects are deleted outside the engine. A lock held by anyone else is a
+// lock error (withLock waits or fails on it). The returned function
+// releases it.
+func (e *Engine) lockStack(name string) (func(), error) {
+	root, project, err := e.fileBackend()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, ".pulumi", "locks", "organization", project, bareStack(name))
+	if dirs, _ := filepath.Glob(filepath.Join(root, ".pulumi", "locks", "*", project, bareStack(name))); len(dirs) == 1 {
+		dir = dirs[0]
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the lock directory: %w", err)
+	}
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, hex.EncodeToString(id)+".json")
+	// The fields of Pulumi's own lock file (see Lock).
+	content, err := json.Marshal(struct {
+		PID       int       `json:"pid"`
+		Username  string    `json:"username"`
+		Hostname  string    `json:"hostname"`
+		Timestamp time.Time `json:"timestamp"`
+	}{os.Getpid(), os.Getenv("USER"), hostname(), time.Now()})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(file, content, 0o600); err != nil {
+		return nil, fmt.Errorf("taking the lock of stack %q: %w", name, err)
+	}
+	release := func() { _ = os.Remove(file) }
+	// Pulumi's own order: write, then look for anyone else's; two runs
+	// that start at once both back off and retry.
+	locks, err := e.Locks(name)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	for _, l := range locks {
+		if l.File != file {
+			release()
+			return nil, fmt.Errorf("the stack is currently locked by %d lock(s): %s", len(locks)-1, l)
+		}
+	}
+	return release, nil
+}

@@ -1,0 +1,349 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/paddock-platform/paddock/internal/manifests"
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/procfs"
+)
+
+// This file is the run journal. Up and destroy save the state once, at the
+// end (final checkpoints), so a run that dies midway leaves objects the state
+// does not record. Before changing anything each run writes a record of its
+// own in the backend that holds the stack (backend.go: beside the state on
+// file://, table paddock_runs on postgres://, objects under .paddock/runs/
+// on s3://, on this runner for backends Paddock does not read) and removes
+// it when it succeeds: a record whose run is gone is a run that did not
+// finish, and the next up or destroy, on any
+// runner sharing the backend, cleans up after it (prune.go). One record per
+// run, never one per stack, so a run waiting for the lock cannot overwrite
+// (and hide) the record of one that died.
+//
+// A record is a lease: its run renews it every leaseRenewEvery. On the host
+// that wrote it the run's process is asked; elsewhere a record not renewed
+// for leaseExpiry is dead, so no record is alive forever.
+
+// DeadRun is an up or destroy of a stack whose process ended without
+// finishing: it may have created or deleted objects the state does not
+// record (the state is saved at the end of a run).
+type DeadRun struct {
+	Op      string // "up" or "destroy"
+	PID     int
+	Host    string
+	Started time.Time
+	// Damaged says why the record could not be read ("" when it could); its
+	// other fields are then unknown. It is taken for dead: a record is
+	// written whole, so no live run is writing it.
+	Damaged string
+	// Declared are the objects the run's spec declared: what it may have
+	// created.
+	Declared []ObjectRef
+
+	key string
+}
+
+func (d DeadRun) String() string {
+	if d.Damaged != "" {
+		return fmt.Sprintf("damaged record %s (%s)", d.key, d.Damaged)
+	}
+	return fmt.Sprintf("%s by pid %d on %s, started %s", d.Op, d.PID, d.Host, d.Started.Local().Format(time.RFC3339))
+}
+
+// runRecord is one run's record in the journal.
+type runRecord struct {
+	Op       string    `json:"op"`
+	Stack    string    `json:"stack"`
+	Platform string    `json:"platform,omitempty"`
+	PID      int       `json:"pid"`
+	Host     string    `json:"host"`
+	Started  time.Time `json:"started"`
+	// ProcessStart is when process PID started: a pid reused by a later
+	// process starts at another time.
+	ProcessStart time.Time   `json:"processStart,omitzero"`
+	Declared     []ObjectRef `json:"declared,omitempty"`
+
+	key     string
+	age     time.Duration // since the lease was last renewed
+	journal runJournal
+	stop    func() // stops the heartbeat
+}
+
+// runsDir is the journal directory of stack name on a file backend (or on
+// this runner, for a backend Paddock does not read); "" on PostgreSQL.
+func (e *Engine) runsDir(name string) (string, error) {
+	s, err := e.store()
+	if err != nil {
+		return "", err
+	}
+	switch f := s.(type) {
+	case *fileStore:
+		return f.runsDir(e.stackRef(name)), nil
+	case *localJournalStore:
+		return f.runsDir(e.stackRef(name)), nil
+	}
+	return "", nil
+}
+
+// backendKey names a backend's journal directory on this runner: its
+// scheme, readable, and a hash of its URL (which may hold credentials, and
+// any character).
+func backendKey(backend string) string {
+	scheme := "backend"
+	if u, err := url.Parse(backend); err == nil && u.Scheme != "" {
+		scheme = u.Scheme
+	}
+	sum := sha256.Sum256([]byte(strings.TrimRight(backend, "/")))
+	return scheme + "-" + hex.EncodeToString(sum[:8])
+}
+
+// beginRun writes the record of this process's op on stack name, declaring
+// the objects of p's spec it may create (nil p: none, as for a destroy), and
+// keeps its lease renewed until end or abandon.
+func (e *Engine) beginRun(op, name string, p *model.Platform) (*runRecord, error) {
+	if p == nil {
+		return e.beginRecord(op, name, "", nil)
+	}
+	declared, err := declaredObjects(p)
+	if err != nil {
+		return nil, err
+	}
+	return e.beginRecord(op, name, p.Name, declared)
+}
+
+// beginRecord is beginRun once the declared objects are known.
+func (e *Engine) beginRecord(op, name, platform string, declared []ObjectRef) (*runRecord, error) {
+	s, err := e.store()
+	if err != nil {
+		return nil, err
+	}
+	r := &runRecord{Op: op, Stack: name, Platform: platform, PID: os.Getpid(), Host: hostname(), Started: time.Now(), Declared: declared, journal: s}
+	if t, ok := processStart(r.PID); ok {
+		r.ProcessStart = t
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	id := fmt.Sprintf("%s-%s-%d-%d", op, r.Host, r.PID, r.Started.UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	project, stack := e.stackRef(name)
+	if r.key, err = s.putRun(ctx, project, stack, id, b); err != nil {
+		return nil, err
+	}
+	r.stop = heartbeat(s, r.key, e.opts.Out, op)
+	return r, nil
+}
+
+// heartbeat renews the lease of record key every leaseRenewEvery until the
+// returned function is called. A renewal that fails is said once: the run
+// goes on, and other runners may take it for dead after leaseExpiry.
+func heartbeat(j runJournal, key string, out io.Writer, op string) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(leaseRenewEvery)
+		defer t.Stop()
+		failing := false
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), leaseRenewEvery)
+				err := j.renewRun(ctx, key)
+				cancel()
+				if err != nil && !failing {
+					fmt.Fprintf(out, "paddock %s: renewing this run's record failed (%s); other runners take the run for dead after %s without a renewal\n", op, oneLine(err), leaseExpiry)
+				}
+				failing = err != nil
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done); <-stopped })
+	}
+}
+
+// abandon stops renewing the record and keeps it: the run failed, and the
+// next run takes it for dead once its lease expires (or this process ends).
+func (r *runRecord) abandon() {
+	if r != nil && r.stop != nil {
+		r.stop()
+	}
+}
+
+// end removes the record: the run finished, or never started.
+func (r *runRecord) end() error {
+	if r == nil {
+		return nil
+	}
+	r.abandon()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	return r.journal.deleteRun(ctx, r.key)
+}
+
+// alive reports whether the run still goes on. On the host that wrote the
+// record its process is asked; a record of another host is alive while its
+// lease is renewed.
+func (r *runRecord) alive() bool {
+	if r.Host != hostname() {
+		return r.age < leaseExpiry
+	}
+	if r.PID <= 0 {
+		return false
+	}
+	if err := syscall.Kill(r.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	st, err := procfs.ReadStat(r.PID)
+	if err != nil {
+		// No /proc to ask: the process exists, so it counts as the run's.
+		return !errors.Is(err, procfs.ErrNoProcess)
+	}
+	if st.Exited() {
+		return false // killed, and not yet reaped by its parent
+	}
+	started, err := st.StartTime()
+	if err != nil {
+		return true
+	}
+	if !r.ProcessStart.IsZero() {
+		// Boot time is read in whole seconds: allow for it.
+		d := started.Sub(r.ProcessStart)
+		return d > -2*time.Second && d < 2*time.Second
+	}
+	return !started.After(r.Started.Add(10 * time.Second))
+}
+
+// readRuns reads every record of stack name: the readable ones, and the
+// damaged ones (as dead runs that say why).
+func (e *Engine) readRuns(name string) ([]*runRecord, []DeadRun, error) {
+	s, err := e.store()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	project, stack := e.stackRef(name)
+	stored, err := s.listRuns(ctx, project, stack)
+	if err != nil {
+		return nil, nil, err
+	}
+	var recs []*runRecord
+	var damaged []DeadRun
+	for _, sr := range stored {
+		var r runRecord
+		err := json.Unmarshal(sr.body, &r)
+		if err == nil && (r.Op == "" || r.PID <= 0 || r.Host == "") {
+			err = errors.New("it names no operation, pid or host")
+		}
+		if err != nil {
+			damaged = append(damaged, DeadRun{Damaged: err.Error(), key: sr.key})
+			continue
+		}
+		r.key, r.age, r.journal = sr.key, sr.age, s
+		recs = append(recs, &r)
+	}
+	return recs, damaged, nil
+}
+
+// deadRuns lists the runs of stack name that ended without finishing, oldest
+// first: those whose process is gone from this host, those of other hosts
+// whose lease expired, and damaged records.
+func (e *Engine) deadRuns(name string) ([]DeadRun, error) {
+	recs, damaged, err := e.readRuns(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []DeadRun
+	for _, r := range recs {
+		if r.alive() {
+			continue
+		}
+		out = append(out, DeadRun{Op: r.Op, PID: r.PID, Host: r.Host, Started: r.Started, Declared: r.Declared, key: r.key})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return append(out, damaged...), nil
+}
+
+// otherLiveRuns lists the records of stack name, other than self, whose run
+// still goes on.
+func (e *Engine) otherLiveRuns(name string, self *runRecord) ([]*runRecord, error) {
+	recs, _, err := e.readRuns(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []*runRecord
+	for _, r := range recs {
+		if self != nil && r.key == self.key {
+			continue
+		}
+		if r.alive() {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// clearRuns removes the records of dead runs once what they left is dealt with.
+func (e *Engine) clearRuns(dead []DeadRun) error {
+	s, err := e.store()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	for _, d := range dead {
+		if err := s.deleteRun(ctx, d.key); err != nil {
+			return fmt.Errorf("removing the record of a dead run: %w", err)
+		}
+	}
+	return nil
+}
+
+// sayDeadRuns is the one line an up or destroy prints after dead runs.
+func sayDeadRuns(op, name string, dead []DeadRun) string {
+	first := dead[0].String()
+	more := ""
+	if len(dead) > 1 {
+		more = fmt.Sprintf(" and %d more", len(dead)-1)
+	}
+	then := "converging, then deleting what it created that no state holds and the spec does not declare"
+	if op == "destroy" {
+		then = "destroying, then deleting what it created that no state holds"
+	}
+	return fmt.Sprintf("paddock %s: a run of stack %q did not finish (%s%s): %s", op, name, first, more, then)
+}
+
+// declaredObjects names every Kubernetes object p's spec declares.
+func declaredObjects(p *model.Platform) ([]ObjectRef, error) {
+	groups, err := manifests.Platform(p)
+	if err != nil {
+		return nil, fmt.Errorf("listing the objects of platform %q: %w", p.Name, err)
+	}
+	var out []ObjectRef
+	for _, g := range groups {
+		for _, o := range g.Objects {
+			out = append(out, ObjectRef{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/paddock-platform/paddock/internal/drift"
+	"github.com/paddock-platform/paddock/internal/paths"
+)
+
+// The whole-object comparison (drift.Compare) needs each desired object as
+// the API server stores it: with its defaults and whatever admission adds.
+// That is a server-side dry-run update of the desired object over the live
+// one (nothing is persisted). The answer depends only on the desired object
+// and the server, so it is kept per stack, keyed by a hash of the desired
+// object, and a no-op `up` or `drift` asks the server nothing more than its
+// lists. A full `up` recomputes every entry (a release upgrade may change a
+// CRD's defaults); a server of another version discards them all.
+
+// storedForms answers the stored form of desired objects, from the cache
+// or a dry-run.
+type storedForms struct {
+	file    string
+	server  string
+	mu      sync.Mutex
+	entries map[string]json.RawMessage
+	used    map[string]bool
+	fresh   bool // ignore cached entries (recompute all)
+	prune   bool // keep only the entries used: the run compared every declared object
+	dirty   bool
+}
+
+type storedFile struct {
+	Server  string                     `json:"server"`
+	Entries map[string]json.RawMessage `json:"entries"`
+}
+
+// loadStoredForms reads the cache of stack name for a server of version
+// server. A cache that does not read is started afresh: it only saves work.
+func (e *Engine) loadStoredForms(name, server string, fresh, prune bool) *storedForms {
+	s := &storedForms{server: server, entries: map[string]json.RawMessage{}, used: map[string]bool{}, fresh: fresh, prune: prune}
+	backend, err := e.backendURL()
+	if err != nil {
+		return s
+	}
+	s.file = filepath.Join(paths.Home(), "stored", backendKey(backend), url.PathEscape(name)+".json")
+	b, err := os.ReadFile(s.file)
+	if err != nil {
+		return s
+	}
+	var f storedFile
+	if json.Unmarshal(b, &f) == nil && f.Server == server && f.Entries != nil {
+		s.entries = f.Entries
+	}
+	return s
+}
+
+// storedKey identifies a desired object: its kind and a hash of its JSON
+// (json.Marshal sorts map keys, so equal objects hash equally).
+func storedKey(desired *unstructured.Unstructured) (string, error) {
+	b, err := json.Marshal(desired.Object)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return desired.GetAPIVersion() + "/" + desired.GetKind() + "/" + hex.EncodeToString(sum[:16]), nil
+}
+
+// get returns o's desired object as the server stores it, and whether the
+// server was asked. An object holding a sensitive value is never cached:
+// the cache is a plain file and secrets never go to one.
+func (s *storedForms) get(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string) (map[string]any, bool, error) {
+	return s.getFresh(ctx, dyn, o, sensitive, s.fresh)
+}
+
+// refresh is get asking the server whatever the cache holds: a cached form
+// that differs from the live object is confirmed before it is believed (what
+// the server allocates, such as a Service's cluster IP, can change with the
+// live object).
+func (s *storedForms) refresh(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string) (map[string]any, error) {
+	obj, _, err := s.getFresh(ctx, dyn, o, sensitive, true)
+	return obj, err
+}
+
+func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string, fresh bool) (map[string]any, bool, error) {
+	key, err := storedKey(o.desired)
+	if err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	raw, ok := s.entries[key]
+	s.used[key] = true
+	s.mu.Unlock()
+	if ok && !fresh {
+		var obj map[string]any
+		if err := json.Unmarshal(raw, &obj); err == nil {
+			return obj, false, nil
+		}
+	}
+	obj, err := drift.StoredForm(ctx, resourceFor(dyn, o), o.desired, o.live)
+	if err != nil {
+		return nil, true, err
+	}
+	if drift.HoldsSensitive(o.desired.Object, sensitive) || drift.HoldsSensitive(obj, sensitive) {
+		return obj, true, nil
+	}
+	if b, err := json.Marshal(drift.Comparable(obj)); err == nil {
+		s.mu.Lock()
+		s.entries[key] = b
+		s.dirty = true
+		s.mu.Unlock()
+	}
+	return obj, true, nil
+}
+
+// save writes the cache when it changed, owner-only. After a comparison of
+// every declared object it keeps only their entries (the platform's current
+// objects).
+func (s *storedForms) save() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file == "" || (!s.dirty && (!s.prune || len(s.used) == len(s.entries))) {
+		return nil
+	}
+	kept := s.entries
+	if s.prune {
+		kept = map[string]json.RawMessage{}
+		for k := range s.used {
+			if v, ok := s.entries[k]; ok {
+				kept[k] = v
+			}
+		}
+	}
+	b, err := json.Marshal(storedFile{Server: s.server, Entries: kept})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.file), 0o700); err != nil {
+		return err
+	}
+	tmp := s.file + fmt.Sprintf(".tmp-%d", os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.file)
+}

@@ -1,0 +1,520 @@
+package localcluster
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/yaml"
+
+	"github.com/paddock-platform/paddock/internal/manifests"
+	"github.com/paddock-platform/paddock/internal/paths"
+)
+
+// What iptables-save prints once the node's DNS path is in place (iptables 1.8,
+// nf_tables; the rules as restoreInput writes them, in iptables-save's order).
+func appliedSave(p dnsPath, podIP string) string {
+	return fmt.Sprintf(`*filter
+:INPUT ACCEPT [0:0]
+:FORWARD ACCEPT [0:0]
+:KUBE-ROUTER-FORWARD - [0:0]
+-A FORWARD -m comment --comment "kube-router netpol - TEMCG2JMHZYE7H7T" -j KUBE-ROUTER-FORWARD
+COMMIT
+*nat
+:PREROUTING ACCEPT [0:0]
+:OUTPUT ACCEPT [0:0]
+:%[1]s - [0:0]
+-A PREROUTING -d 10.96.0.10/32 -i %[3]s -m comment --comment "paddock: cluster DNS address, from pods" -j %[1]s
+-A OUTPUT -d 10.96.0.10/32 -m comment --comment "paddock: cluster DNS address, from the node" -j %[1]s
+-A %[1]s -p udp -m udp --dport 53 -m comment --comment "paddock: cluster DNS to the resolver pod" -j DNAT --to-destination %[4]s:53
+-A %[1]s -p tcp -m tcp --dport 53 -m comment --comment "paddock: cluster DNS to the resolver pod" -j DNAT --to-destination %[4]s:53
+COMMIT
+*mangle
+:FORWARD ACCEPT [0:0]
+:%[2]s - [0:0]
+-A FORWARD -i %[3]s -j %[2]s
+-A %[2]s -i %[3]s ! -o %[3]s -m comment --comment "paddock: pods reach nothing beyond the node" -j DROP
+COMMIT
+`, p.natChain, p.guardChain, p.bridge, podIP)
+}
+
+func TestDNSPathRestoreInput(t *testing.T) {
+	nn := planNodeNet("paddock")
+	p := dnsPathFor(nn)
+	if len(p.natChain) > 28 || len(p.guardChain) > 28 {
+		t.Fatalf("chain names %q, %q exceed iptables' 28 bytes", p.natChain, p.guardChain)
+	}
+	fresh := "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\nCOMMIT\n*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n"
+
+	// Nothing there yet: both chains, the DNAT of UDP and TCP, every jump.
+	in := p.restoreInput(fresh, "10.213.7.12", true)
+	for _, want := range []string{
+		"*nat\n:" + p.natChain + " - [0:0]\n",
+		"-A " + p.natChain + " -p udp -m udp --dport 53 ",
+		"-A " + p.natChain + " -p tcp -m tcp --dport 53 ",
+		"-j DNAT --to-destination 10.213.7.12:53",
+		"-I PREROUTING 1 -i " + nn.Bridge + " -d 10.96.0.10/32 ",
+		"-I OUTPUT 1 -d 10.96.0.10/32 ",
+		"*mangle\n:" + p.guardChain + " - [0:0]\n-A " + p.guardChain + " -i " + nn.Bridge + " ! -o " + nn.Bridge + " ",
+		"-j DROP",
+		"-I FORWARD 1 -i " + nn.Bridge + " -j " + p.guardChain,
+	} {
+		if !strings.Contains(in, want) {
+			t.Errorf("fresh restore input lacks %q:\n%s", want, in)
+		}
+	}
+	if strings.Count(in, "COMMIT") != 2 {
+		t.Errorf("want one transaction per table:\n%s", in)
+	}
+
+	// In place: nothing to do.
+	if in := p.restoreInput(appliedSave(p, "10.213.7.12"), "10.213.7.12", true); in != "" {
+		t.Errorf("rules in place, yet restore input:\n%s", in)
+	}
+
+	// The resolver came back elsewhere: the chain is rewritten whole, the jumps and
+	// the guard stay.
+	in = p.restoreInput(appliedSave(p, "10.213.7.12"), "10.213.7.40", true)
+	if !strings.Contains(in, ":"+p.natChain+" - [0:0]") || strings.Count(in, "--to-destination 10.213.7.40:53") != 2 || strings.Contains(in, "10.213.7.12") {
+		t.Errorf("re-point: want the chain rewritten to the new address only:\n%s", in)
+	}
+	if strings.Contains(in, "-I ") || strings.Contains(in, "*mangle") {
+		t.Errorf("re-point must not add jumps again nor touch the guard:\n%s", in)
+	}
+
+	// No resolver: the chain is emptied.
+	in = p.restoreInput(appliedSave(p, "10.213.7.12"), "", true)
+	if in != "*nat\n:"+p.natChain+" - [0:0]\nCOMMIT\n" {
+		t.Errorf("no resolver: want the chain emptied, got:\n%s", in)
+	}
+
+	// Only half the DNAT there (a rule removed by hand): rewritten.
+	half := strings.Replace(appliedSave(p, "10.213.7.12"), "-A "+p.natChain+" -p tcp", "-A OTHER -p tcp", 1)
+	if in := p.restoreInput(half, "10.213.7.12", true); !strings.Contains(in, "-p tcp -m tcp --dport 53") {
+		t.Errorf("a missing TCP rule was not put back:\n%s", in)
+	}
+
+	// Without the NAT part (the host is prepared before the resolver runs): the
+	// guard only.
+	in = p.restoreInput(fresh, "", false)
+	if strings.Contains(in, "*nat") || !strings.Contains(in, "*mangle") {
+		t.Errorf("guard only: %s", in)
+	}
+
+	// A guard that no longer drops is replaced.
+	weak := strings.Replace(appliedSave(p, "10.213.7.12"), "-j DROP", "-j ACCEPT", 1)
+	if in := p.restoreInput(weak, "10.213.7.12", true); !strings.Contains(in, "*mangle\n:"+p.guardChain) || strings.Contains(in, "*nat") {
+		t.Errorf("weakened guard: %s", in)
+	}
+}
+
+// The rules restoreInput writes read back, through the real iptables, as rules in
+// place: restoreInput then has nothing more to do. Run in a network namespace of
+// its own (root and iptables needed), so the machine's rules are never touched.
+func TestDNSPathRoundTripThroughIptables(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace")
+	}
+	for _, c := range []string{"ip", "iptables-save", "iptables-restore"} {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skipf("needs %s", c)
+		}
+	}
+	ns := fmt.Sprintf("pdk-test-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Skipf("cannot create a network namespace: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	inNS := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s\ninput:\n%s", args, err, out, stdin)
+		}
+		return string(out)
+	}
+	p := dnsPathFor(planNodeNet("paddock"))
+	for _, ip := range []string{"10.213.7.12", "10.213.7.40", ""} {
+		in := p.restoreInput(inNS("", "iptables-save"), ip, true)
+		if in == "" {
+			t.Fatalf("pointing at %q: nothing to do, but the rules differ", ip)
+		}
+		inNS(in, "iptables-restore", "-w", "--noflush")
+		save := inNS("", "iptables-save")
+		if again := p.restoreInput(save, ip, true); again != "" {
+			t.Errorf("pointing at %q: after restore, still to do:\n%s\niptables-save:\n%s", ip, again, save)
+		}
+		if n := strings.Count(save, "-j "+p.natChain); n != 2 {
+			t.Errorf("pointing at %q: %d jumps to %s, want 2 (PREROUTING, OUTPUT):\n%s", ip, n, p.natChain, save)
+		}
+	}
+	// Down's removal of the path leaves neither chain nor jump.
+	for _, args := range chainRemovals(inNS("", "iptables-save"), p.owns) {
+		inNS("", append([]string{"iptables"}, args...)...)
+	}
+	if save := inNS("", "iptables-save"); strings.Contains(save, "PADDOCK-") {
+		t.Errorf("removal left:\n%s", save)
+	}
+}
+
+func TestDNSChainRemovals(t *testing.T) {
+	p := dnsPathFor(planNodeNet("paddock"))
+	got := chainRemovals(appliedSave(p, "10.213.7.12"), p.owns)
+	want := [][]string{
+		{"-t", "nat", "-D", "PREROUTING", "-d", "10.96.0.10/32", "-i", p.bridge, "-m", "comment", "--comment", "paddock: cluster DNS address, from pods", "-j", p.natChain},
+		{"-t", "nat", "-D", "OUTPUT", "-d", "10.96.0.10/32", "-m", "comment", "--comment", "paddock: cluster DNS address, from the node", "-j", p.natChain},
+		{"-t", "mangle", "-D", "FORWARD", "-i", p.bridge, "-j", p.guardChain},
+		{"-t", "mangle", "-F", p.guardChain},
+		{"-t", "nat", "-F", p.natChain},
+		{"-t", "mangle", "-X", p.guardChain},
+		{"-t", "nat", "-X", p.natChain},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("chainRemovals:\n got %q\nwant %q", got, want)
+	}
+	// Another cluster's chains are not this node's.
+	other := dnsPathFor(planNodeNet("other"))
+	if got := chainRemovals(appliedSave(other, "10.213.9.12"), p.owns); got != nil {
+		t.Errorf("removed another node's chains: %q", got)
+	}
+}
+
+func TestHasHostRoute(t *testing.T) {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		t.Skip("the sample below is a little-endian machine's")
+	}
+	routes := `Iface	Destination	Gateway 	Flags	RefCnt	Use	Metric	Mask		MTU	Window	IRTT
+eth0	00000000	010200C0	0003	0	0	0	00000000	0	0	0
+pdk-1234abcd	0007D50A	00000000	0001	0	0	0	00FFFFFF	0	0	0
+`
+	vip := net.ParseIP(DNSServiceIP)
+	if hasHostRoute(routes, "pdk-1234abcd", vip) {
+		t.Error("found a route that is not there")
+	}
+	routes += "pdk-1234abcd\t0A00600A\t00000000\t0005\t0\t0\t0\tFFFFFFFF\t0\t0\t0\n"
+	if !hasHostRoute(routes, "pdk-1234abcd", vip) {
+		t.Error("missed the host route to the cluster DNS address")
+	}
+	if hasHostRoute(routes, "eth0", vip) {
+		t.Error("the route is on the bridge, not eth0")
+	}
+}
+
+func TestDNSAddresses(t *testing.T) {
+	_, cidr, err := net.ParseCIDR(ServiceCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(net.IP, 4)
+	copy(first, cidr.IP.To4())
+	first[3]++
+	// The kubernetes Service takes the range's first address: the probe's answer.
+	if !cidr.Contains(net.ParseIP(DNSServiceIP)) || DNSProbeAddress != first.String() || DNSServiceIP == DNSProbeAddress {
+		t.Errorf("DNS address %s and probe answer %s: want both in %s, the answer its first address", DNSServiceIP, DNSProbeAddress, ServiceCIDR)
+	}
+	nn := planNodeNet("paddock")
+	_, subnet, _ := net.ParseCIDR(nn.Subnet)
+	if subnet.Contains(net.ParseIP(DNSServiceIP)) {
+		t.Errorf("the DNS address %s must not be on the node subnet %s", DNSServiceIP, nn.Subnet)
+	}
+	// A machine route covering the DNS address would be taken over by the node's
+	// host route: refused like one overlapping the subnet.
+	vip := &net.IPNet{IP: net.ParseIP(DNSServiceIP).To4(), Mask: net.CIDRMask(32, 32)}
+	routes := "default via 192.0.2.1 dev eth0\n" + DNSServiceIP + " dev " + nn.Bridge + " scope link src " + nn.NodeIP + "\n"
+	if got := overlappingRoute(routes, vip, nn.Bridge); got != "" {
+		t.Errorf("the node's own route counted as a conflict: %q", got)
+	}
+	if got := overlappingRoute(routes+"10.96.0.0/12 dev docker0\n", vip, nn.Bridge); !strings.HasPrefix(got, "10.96.0.0/12") {
+		t.Errorf("a route covering the DNS address was missed: %q", got)
+	}
+}
+
+func TestKubeletAndCNIGivePodsTheClusterResolver(t *testing.T) {
+	d := nodeDirs{root: "/x/node"}
+	nn := planNodeNet("paddock")
+	var k struct {
+		ClusterDNS    []string `json:"clusterDNS"`
+		ClusterDomain string   `json:"clusterDomain"`
+		ResolvConf    *string  `json:"resolvConf"`
+		Kind          string   `json:"kind"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(kubeletConfigYAML(d, "paddock", "/pki/ca.crt", nn)), &map[string]any{}); err != nil {
+		t.Fatalf("kubelet config is not YAML: %v", err)
+	}
+	if err := yaml.Unmarshal([]byte(kubeletConfigYAML(d, "paddock", "/pki/ca.crt", nn)), &k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Kind != "KubeletConfiguration" || !reflect.DeepEqual(k.ClusterDNS, []string{DNSServiceIP}) || k.ClusterDomain != "cluster.local" {
+		t.Errorf("kubelet config: clusterDNS %v clusterDomain %q, want [%s] cluster.local", k.ClusterDNS, k.ClusterDomain, DNSServiceIP)
+	}
+	if k.ResolvConf == nil || *k.ResolvConf != "" {
+		t.Errorf("kubelet resolvConf %v: want \"\" (nothing of the machine's resolver reaches pods)", k.ResolvConf)
+	}
+
+	var conf struct {
+		Plugins []struct {
+			Type string `json:"type"`
+			IPAM struct {
+				Routes []struct {
+					Dst string `json:"dst"`
+					GW  string `json:"gw"`
+				} `json:"routes"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal([]byte(cniConfList(d, nn)), &conf); err != nil {
+		t.Fatal(err)
+	}
+	routes := conf.Plugins[0].IPAM.Routes
+	if len(routes) != 1 || routes[0].Dst != DNSServiceIP+"/32" || routes[0].GW != nn.NodeIP {
+		t.Errorf("pod routes %+v: want exactly %s/32 via the node %s (no default route)", routes, DNSServiceIP, nn.NodeIP)
+	}
+
+	api := strings.Join(testCluster(t, NodesReal).componentArgs("kube-apiserver"), " ")
+	if !strings.Contains(api, "--service-cluster-ip-range="+ServiceCIDR) {
+		t.Errorf("the API server is not given the service range: %s", api)
+	}
+	if kr := strings.Join(kubeRouterArgs("paddock", "/k"), " "); !strings.Contains(kr, "--service-cluster-ip-range="+ServiceCIDR) {
+		t.Errorf("kube-router is not given the service range: %s", kr)
+	}
+}
+
+// The Service selects the resolver pod, and Paddock's DNS egress rule allows the
+// pod: after the DNAT, the rule kube-router enforces matches the traffic.
+func TestDNSServiceAndPolicySelectTheResolver(t *testing.T) {
+	pod, svc := dnsPod(), dnsService()
+	if svc.Namespace != pod.Namespace || svc.Spec.ClusterIP != DNSServiceIP || svc.Name != "kube-dns" {
+		t.Errorf("service %s/%s at %s", svc.Namespace, svc.Name, svc.Spec.ClusterIP)
+	}
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+		t.Errorf("service selector %v does not select the resolver pod %v", svc.Spec.Selector, pod.Labels)
+	}
+	ports := map[corev1.Protocol]int32{}
+	for _, p := range svc.Spec.Ports {
+		ports[p.Protocol] = p.TargetPort.IntVal
+	}
+	if ports[corev1.ProtocolUDP] != 53 || ports[corev1.ProtocolTCP] != 53 {
+		t.Errorf("service ports %v", svc.Spec.Ports)
+	}
+	rule := manifests.DNSEgressRule()
+	peer := rule.To[0]
+	nsSel, _ := metav1.LabelSelectorAsSelector(peer.NamespaceSelector)
+	podSel, _ := metav1.LabelSelectorAsSelector(peer.PodSelector)
+	if !nsSel.Matches(labels.Set{"kubernetes.io/metadata.name": pod.Namespace}) || !podSel.Matches(labels.Set(pod.Labels)) {
+		t.Errorf("the tenants' DNS egress rule %v does not allow the resolver pod %s/%s %v", peer, pod.Namespace, pod.Name, pod.Labels)
+	}
+	if pod.Spec.DNSPolicy != corev1.DNSDefault {
+		t.Errorf("resolver dnsPolicy %q: it must not name itself as its resolver", pod.Spec.DNSPolicy)
+	}
+}
+
+func TestResolverTarget(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+
+	// Missing: created, and nothing to point at yet.
+	ip, did, err := resolverTarget(ctx, cs)
+	if err != nil || ip != "" || !strings.Contains(did, "created") {
+		t.Fatalf("missing pod: %q %q %v", ip, did, err)
+	}
+	p, err := cs.CoreV1().Pods(DNSNamespace).Get(ctx, DNSPodName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the resolver pod was not created: %v", err)
+	}
+
+	// Pending: nowhere.
+	if ip, did, err := resolverTarget(ctx, cs); ip != "" || did != "" || err != nil {
+		t.Errorf("pending pod: %q %q %v", ip, did, err)
+	}
+
+	// Running: its address.
+	p.Status.Phase, p.Status.PodIP = corev1.PodRunning, "10.213.7.12"
+	if _, err := cs.CoreV1().Pods(DNSNamespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ip, did, err := resolverTarget(ctx, cs); ip != "10.213.7.12" || did != "" || err != nil {
+		t.Errorf("running pod: %q %q %v", ip, did, err)
+	}
+
+	// Ended: deleted, so that the next look creates it again.
+	p.Status.Phase = corev1.PodFailed
+	if _, err := cs.CoreV1().Pods(DNSNamespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ip, did, err := resolverTarget(ctx, cs); ip != "" || !strings.Contains(did, "deleted") || err != nil {
+		t.Errorf("failed pod: %q %q %v", ip, did, err)
+	}
+	if _, err := cs.CoreV1().Pods(DNSNamespace).Get(ctx, DNSPodName, metav1.GetOptions{}); err == nil {
+		t.Error("the ended resolver pod is still there")
+	}
+}
+
+func TestEnsureDNSService(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	for i := 0; i < 2; i++ { // the second finds it there
+		if err := ensureDNSService(ctx, cs); err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+	}
+	svc, err := cs.CoreV1().Services(DNSNamespace).Get(ctx, DNSServiceName, metav1.GetOptions{})
+	if err != nil || svc.Spec.ClusterIP != DNSServiceIP {
+		t.Errorf("kube-dns Service: %v %v", svc, err)
+	}
+	// A kube-dns Service at another address is not taken for Paddock's.
+	other := dnsService()
+	other.Spec.ClusterIP = "10.96.0.53"
+	cs = fake.NewClientset(other)
+	if err := ensureDNSService(ctx, cs); err == nil || !strings.Contains(err.Error(), `clusterIP "10.96.0.53"`) {
+		t.Errorf("kube-dns at another address: %v", err)
+	}
+}
+
+// The resolver's Corefile, served by the pinned CoreDNS on loopback: the probe
+// name has its address (whatever the case of the question), no AAAA (NODATA), and
+// every other name, such as the first name of a pod's search path, does not
+// exist (NXDOMAIN, not SERVFAIL: resolvers then try the next search domain).
+func TestCorefileAnswers(t *testing.T) {
+	bin, err := paths.Tool("coredns")
+	if err != nil {
+		t.Skipf("the pinned CoreDNS is not built (make tools): %v", err)
+	}
+	cf := CorefileFor(DNSProbeName, DNSProbeAddress)
+	if strings.Contains(cf, "'") {
+		t.Fatalf("the Corefile holds a single quote, which the pod's sh command cannot carry:\n%s", cf)
+	}
+	l, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.LocalAddr().(*net.UDPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/Corefile", []byte(strings.Replace(cf, ".:53 {", fmt.Sprintf(".:%d {\n  bind 127.0.0.1", port), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-conf", dir+"/Corefile")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	ask := func(name string, qt dnsmessage.Type) (dnsmessage.RCode, []string, error) {
+		q, err := (&dnsmessage.Message{
+			Header:    dnsmessage.Header{ID: 7, RecursionDesired: true},
+			Questions: []dnsmessage.Question{{Name: dnsmessage.MustNewName(name), Type: qt, Class: dnsmessage.ClassINET}},
+		}).Pack()
+		if err != nil {
+			return 0, nil, err
+		}
+		c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return 0, nil, err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write(q); err != nil {
+			return 0, nil, err
+		}
+		buf := make([]byte, 1500)
+		n, err := c.Read(buf)
+		if err != nil {
+			return 0, nil, err
+		}
+		var m dnsmessage.Message
+		if err := m.Unpack(buf[:n]); err != nil {
+			return 0, nil, err
+		}
+		var as []string
+		for _, a := range m.Answers {
+			if r, ok := a.Body.(*dnsmessage.AResource); ok {
+				as = append(as, net.IP(r.A[:]).String())
+			}
+		}
+		return m.RCode, as, nil
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, err := ask(DNSProbeName+".", dnsmessage.TypeA); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("CoreDNS did not answer within 20s (%v):\n%s", err, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		name  string
+		qt    dnsmessage.Type
+		rcode dnsmessage.RCode
+		addrs []string
+	}{
+		{DNSProbeName + ".", dnsmessage.TypeA, dnsmessage.RCodeSuccess, []string{DNSProbeAddress}},
+		{strings.ToUpper(DNSProbeName) + ".", dnsmessage.TypeA, dnsmessage.RCodeSuccess, []string{DNSProbeAddress}},
+		{DNSProbeName + ".", dnsmessage.TypeAAAA, dnsmessage.RCodeSuccess, nil},
+		{"kubernetes.default.agents-team-a.svc.cluster.local.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+		{"xkubernetes.default.svc.cluster.local.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+		{"example.com.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+	} {
+		rc, addrs, err := ask(c.name, c.qt)
+		if err != nil || rc != c.rcode || !reflect.DeepEqual(addrs, c.addrs) {
+			t.Errorf("%s %s: %v %v (err %v), want %v %v", c.name, c.qt, rc, addrs, err, c.rcode, c.addrs)
+		}
+	}
+}
+
+// The local node's CoreDNS compiles in only the plugins tools/coredns/main.go lists
+// (a Corefile naming any other fails to start): every directive CorefileFor writes,
+// and the bind TestCorefileAnswers adds, must be one of them, each with its import.
+func TestCorefileUsesBuiltPlugins(t *testing.T) {
+	src, err := os.ReadFile("../../tools/coredns/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(src)
+	list, ok := strings.CutPrefix(body[strings.Index(body, "var directives = []string{"):], "var directives = []string{")
+	if !ok {
+		t.Fatal("tools/coredns/main.go has no `var directives = []string{` list")
+	}
+	built := map[string]bool{}
+	for _, line := range strings.Split(list[:strings.Index(list, "}")], "\n") {
+		if name := strings.Trim(strings.TrimSpace(line), `",`); name != "" {
+			built[name] = true
+			if !strings.Contains(body, `"github.com/coredns/coredns/plugin/`+name+`"`) {
+				t.Errorf("tools/coredns/main.go lists directive %q but does not import its plugin", name)
+			}
+		}
+	}
+	used := map[string]bool{"bind": true}
+	cf := CorefileFor(DNSProbeName, DNSProbeAddress)
+	for _, line := range strings.Split(cf, "\n") {
+		// A directive opens a line of the server block, indented once.
+		if strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && strings.TrimSpace(line) != "}" {
+			used[strings.Fields(line)[0]] = true
+		}
+	}
+	if len(used) < 3 {
+		t.Fatalf("found only %v as directives in the Corefile:\n%s", used, cf)
+	}
+	for d := range used {
+		if !built[d] {
+			t.Errorf("the Corefile uses plugin %q, which tools/coredns/main.go does not build in (add it to its imports and directives)", d)
+		}
+	}
+}

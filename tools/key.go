@@ -25,7 +25,7 @@ func FindSource(dir string) (Source, error) {
 		return Source{}, err
 	}
 	for {
-		if isFile(filepath.Join(d, "pins", "versions.env")) && isFile(filepath.Join(d, "tools", "build-tool.sh")) {
+		if isFile(filepath.Join(d, "internal", "pins", "versions.env")) && isFile(filepath.Join(d, "tools", "build-tool.sh")) {
 			return Source{Root: d, ToolsDir: filepath.Join(d, "tools")}, nil
 		}
 		parent := filepath.Dir(d)
@@ -78,7 +78,7 @@ func (s Source) Tool(name string) (Tool, error) {
 		return Tool{}, fmt.Errorf("%s lacks a '# pin: VERSIONS_ENV_KEY' line", filepath.Join(dir, "build.sh"))
 	}
 	pin := string(m[1])
-	versions, err := readVersions(filepath.Join(s.Root, "pins", "versions.env"))
+	versions, err := readVersions(filepath.Join(s.Root, "internal", "pins", "versions.env"))
 	if err != nil {
 		return Tool{}, err
 	}

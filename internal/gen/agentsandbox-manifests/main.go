@@ -57,7 +57,7 @@ func releases() []release {
 
 // outputPath is where the release of version lives, relative to the module root.
 func outputPath(version string) string {
-	return filepath.Join(repoRoot(), "manifests", "agentsandbox", "release-"+version+".yaml")
+	return filepath.Join(repoRoot(), "internal", "manifests", "agentsandbox", "release-"+version+".yaml")
 }
 
 func repoRoot() string {

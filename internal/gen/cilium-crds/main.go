@@ -47,7 +47,7 @@ func repoRoot() string {
 }
 
 func outputPath() string {
-	return filepath.Join(repoRoot(), "localcluster", "crds", "cilium-"+pins.Cilium+".yaml")
+	return filepath.Join(repoRoot(), "internal", "localcluster", "crds", "cilium-"+pins.Cilium+".yaml")
 }
 
 // render downloads (or finds in the module cache) the pinned module through the

@@ -1,2 +1,0 @@
-// Package cilium only pins github.com/cilium/cilium; see go.mod.
-package cilium

@@ -155,7 +155,7 @@ func TestRenderedRepository(t *testing.T) {
 			imports = append(imports, p)
 		}
 		sort.Strings(imports)
-		if f.Name.Name != "main" || !reflect.DeepEqual(imports, []string{PaddockModule + "/project", pulumiSDKModule + "/go/pulumi", "os"}) {
+		if f.Name.Name != "main" || !reflect.DeepEqual(imports, []string{PaddockModule + "/components/project", pulumiSDKModule + "/go/pulumi", "os"}) {
 			t.Errorf("main.go: package %s, imports %v", f.Name.Name, imports)
 		}
 		if !bytes.Contains(read(t, dir, "main.go"), []byte("pulumi.Run(project.Program(os.Stderr))")) {

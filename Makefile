@@ -100,6 +100,12 @@ demo: ## fresh machine to a running local platform: tools, local cluster, paddoc
 bench: tools-all build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, no-op up and drift on each state backend, claims -> internal/bench/results/
 	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out internal/bench/results $(BENCH_FLAGS)
 
+# Speed claims of single functions live here, not in unit tests: a unit test only
+# guards against a hang (internal/hangguard).
+.PHONY: bench-go
+bench-go: ## Go benchmarks of the hot paths, no cluster: spec loading and many locals, the drift comparison of large and many policies
+	go test -run '^$$' -bench . -benchmem ./schemas/ ./internal/drift/
+
 .PHONY: unit
 unit: ## unit tests (no cluster)
 	go test -count=1 ./...

@@ -87,22 +87,52 @@ func (e *Engine) secretsProvider(name string) string {
 	return ps.SecretsProvider
 }
 
-// redactURL hides credentials in a backend URL: its user info, and the
-// password wherever else a malformed URL repeats it.
+// redactURL hides credentials in a backend URL: its user info, every query
+// parameter whose name (decoded, any case) names a password, secret or token
+// (libpq takes `?password=` and `?sslpassword=`), and each such value wherever
+// else a malformed URL repeats it, in every spelling.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
 		return raw
 	}
-	pw, hasPW := u.User.Password()
-	u.User = url.User("****")
+	var secrets []string
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			secrets = append(secrets, pw)
+		}
+		u.User = url.User("****")
+	}
+	query, _ := url.ParseQuery(u.RawQuery) // what parses is judged; the rest is left as written
+	masked := false
+	for key, values := range query {
+		if !secretParam(key) {
+			continue
+		}
+		for i, v := range values {
+			if v != "" {
+				secrets = append(secrets, v)
+			}
+			values[i] = "****"
+		}
+		masked = true
+	}
+	if masked {
+		u.RawQuery = query.Encode()
+	}
 	out := u.String()
-	if hasPW && pw != "" {
-		for _, spelling := range []string{pw, url.QueryEscape(pw), url.PathEscape(pw)} {
+	for _, secret := range secrets {
+		for _, spelling := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret)} {
 			out = strings.ReplaceAll(out, spelling, "****")
 		}
 	}
 	return out
+}
+
+// secretParam says whether a URL query parameter carries a credential.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "password") || strings.Contains(n, "secret") || strings.Contains(n, "token")
 }
 
 // Lock is one update lock held on a stack.

@@ -41,6 +41,11 @@ func TestBackendURL(t *testing.T) {
 		// A URL pasted into its own path repeats the password there.
 		"postgres://u:s3cr3t@127.0.0.1:5432/postgres://u:s3cr3t@127.0.0.1:5432/db?sslmode=disable",
 		"postgres://u:p%40ss%2Fw@h/db?password=p%40ss%2Fw",
+		// libpq's other spellings: no user info, the password in the query,
+		// any case, percent-encoded, beside sslpassword.
+		"postgres://u@h/db?sslmode=disable&password=s3cr3t",
+		"postgres://h/db?PassWord=p%40ss%2Fw&sslpassword=secret",
+		"postgres://h/db?p%61ssword=s3cr3t",
 	} {
 		if got := redactURL(raw); strings.Contains(got, "secret") || strings.Contains(got, "s3cr3t") || strings.Contains(got, "p%40ss") || strings.Contains(got, "p@ss") {
 			t.Errorf("redactURL kept the secret: %s", got)

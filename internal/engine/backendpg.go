@@ -67,8 +67,15 @@ func openPostgresStore(ctx context.Context, backend string) (stateStore, error) 
 		return nil, fmt.Errorf("the postgres:// backend's table %q is not a plain [schema.]name", table)
 	}
 	q.Del("table") // Pulumi's own parameter, unknown to the server
-	if p := q.Get("password"); p != "" {
-		secrets = append(secrets, p)
+	for key, values := range q {
+		if !secretParam(key) { // ?password=, ?sslpassword=, in any case
+			continue
+		}
+		for _, v := range values {
+			if v != "" {
+				secrets = append(secrets, v, url.QueryEscape(v), url.PathEscape(v))
+			}
+		}
 	}
 	u.RawQuery = q.Encode()
 	runsTable := runsTableName

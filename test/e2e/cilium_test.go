@@ -20,7 +20,7 @@ var cnpGVR = schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Reso
 
 // The CiliumNetworkPolicies Paddock renders are accepted by the real API server
 // validating them against Cilium's own CRD schema (installed by `local up`,
-// pinned v1.19.0), and that schema really is enforced: a malformed policy is
+// CILIUM_VERSION), and that schema really is enforced: a malformed policy is
 // refused. Nothing enforces the policy itself here (no Cilium agent).
 func TestCiliumFQDNPolicyAcceptedByCiliumSchema(t *testing.T) {
 	e := live

@@ -3,7 +3,9 @@
 # tools built from Go modules: runc (system pods), the CNI plugins (bridge,
 # host-local, loopback in /usr/lib/cni), iptables and ipset (kube-router's policy
 # firewall) and busybox-static (the rootfs of the images the node imports; nothing
-# is pulled from a registry). Only missing packages are installed; with all of them
+# is pulled from a registry); for the Cilium dataplane, clang-19 (the agent compiles
+# its BPF programs at run time; LLVM 19 is what upstream's image ships) and nftables
+# (`local down` removes the empty tables iptables-nft leaves). Only missing packages are installed; with all of them
 # present this touches nothing and needs no network.
 #
 # Where apt-get is missing or this is not root (macOS, a laptop without sudo) it
@@ -12,7 +14,7 @@
 # the real node).
 set -euo pipefail
 
-packages=(runc containernetworking-plugins iptables ipset busybox-static)
+packages=(runc containernetworking-plugins iptables ipset busybox-static clang-19 nftables)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +60,13 @@ func (c *cluster) installCiliumCRDs(ctx context.Context) error {
 	crds, err := CiliumCRDs()
 	if err != nil {
 		return err
+	}
+	if c.state.real() && c.state.NodeNet.cilium() {
+		// The agent needs every Cilium CRD before it starts (in this release only
+		// the operator, which does not run here, would register them).
+		if crds, err = agentCRDs(ciliumShare(c.state.Binaries["cilium-agent"])); err != nil {
+			return err
+		}
 	}
 	force := true
 	for _, u := range crds {
@@ -119,4 +128,25 @@ func servedStorageVersion(crd *unstructured.Unstructured) string {
 		}
 	}
 	return ""
+}
+
+// agentCRDs reads every CRD the pinned Cilium build ships in share/crds.
+func agentCRDs(share string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(share, "crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("the pinned Cilium build has no CRDs in %s: run `make tool-cilium`", filepath.Join(share, "crds"))
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 64*1024).Decode(&m); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out, nil
 }

@@ -212,7 +212,7 @@ func (c *cluster) componentArgs(name string) []string {
 			"--kubelet-client-certificate=" + c.pki(pkiAdmin, ".crt"), "--kubelet-client-key=" + c.pki(pkiAdmin, ".key"),
 		}
 	case "kube-controller-manager":
-		return []string{
+		args := []string{
 			"--kubeconfig=" + kc,
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p.ControllerManager), healthOpen,
 			"--root-ca-file=" + c.pki(pkiCA, ".crt"),
@@ -220,6 +220,12 @@ func (c *cluster) componentArgs(name string) []string {
 			// kwok's nodes renew their lease every 200s; a real kubelet far more often.
 			"--node-monitor-period=25s", "--node-monitor-grace-period=3m20s",
 		}
+		if nn := c.state.NodeNet; c.state.real() && nn.cilium() {
+			// The Cilium agent takes pod addresses from its node's PodCIDR (no
+			// operator runs): the one node gets the whole range.
+			args = append(args, "--allocate-node-cidrs=true", "--cluster-cidr="+nn.PodCIDR, "--node-cidr-mask-size=24")
+		}
+		return args
 	case "kube-scheduler":
 		return []string{
 			"--kubeconfig=" + kc,

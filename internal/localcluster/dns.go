@@ -111,13 +111,16 @@ func (c *cluster) ensureClusterDNS(ctx context.Context, cs kubernetes.Interface)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	if _, err := c.pointClusterDNS(ip); err != nil {
+	how := "DNATed to"
+	if c.state.NodeNet.cilium() {
+		how = "Cilium's Service load balancing to"
+	} else if _, err := c.pointClusterDNS(ip); err != nil {
 		return fmt.Errorf("point the cluster DNS address %s at the resolver pod %s: %w", DNSServiceIP, ip, err)
 	}
 	if err := ensureDNSService(ctx, cs); err != nil {
 		return err
 	}
-	c.progress("cluster resolver %s/%s: pods ask %s:53 (Service %s), DNATed to the pod at %s %s (CoreDNS %s)",
-		DNSNamespace, DNSPodName, DNSServiceIP, DNSServiceName, ip, roundDuration(time.Since(start)), pins.CoreDNS)
+	c.progress("cluster resolver %s/%s: pods ask %s:53 (Service %s), %s the pod at %s %s (CoreDNS %s)",
+		DNSNamespace, DNSPodName, DNSServiceIP, DNSServiceName, how, ip, roundDuration(time.Since(start)), pins.CoreDNS)
 	return nil
 }

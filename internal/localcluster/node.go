@@ -42,8 +42,8 @@ var (
 	busyboxBinary = "/bin/busybox"
 )
 
-// The pinned tools only a real node needs.
-var realNodeTools = []string{"kubelet", "containerd", "ctr", "containerd-shim-runc-v2", "runsc", "containerd-shim-runsc-v1", "kube-router", "coredns"}
+// The pinned tools every real node needs; its dataplane adds its own (dataplane.go).
+var realNodeTools = []string{"kubelet", "containerd", "ctr", "containerd-shim-runc-v2", "runsc", "containerd-shim-runsc-v1", "coredns"}
 
 // Images the real node imports (built from busybox-static, see image.go). Tags are
 // the image layout version; a change of the layout bumps them.
@@ -67,6 +67,15 @@ type nodeNet struct {
 	Bridge string `json:"bridge"` // interface name, at most 15 bytes
 	Subnet string `json:"subnet"` // e.g. 10.213.7.0/24
 	NodeIP string `json:"nodeIP"` // e.g. 10.213.7.1
+	// Dataplane is DataplaneKubeRouter ("" in older state) or DataplaneCilium.
+	Dataplane string `json:"dataplane,omitempty"`
+	// PodCIDR is the Cilium dataplane's pod range (kube-controller-manager's
+	// --cluster-cidr, all of it the one node's PodCIDR), e.g. 10.214.7.0/24. On
+	// kube-router pods take addresses from Subnet.
+	PodCIDR string `json:"podCIDR,omitempty"`
+	// The Cilium agent's metrics and health listeners, on loopback.
+	AgentMetricsPort int `json:"agentMetricsPort,omitempty"`
+	AgentHealthPort  int `json:"agentHealthPort,omitempty"`
 }
 
 func planNodeNet(cluster string) nodeNet {
@@ -74,9 +83,10 @@ func planNodeNet(cluster string) nodeNet {
 	third := int(sum[0])%250 + 1
 	br := "pdk-" + hex.EncodeToString(sum[:])[:8] // "pdk-" + 8 = 12 bytes
 	return nodeNet{
-		Bridge: br,
-		Subnet: fmt.Sprintf("10.213.%d.0/24", third),
-		NodeIP: fmt.Sprintf("10.213.%d.1", third),
+		Bridge:  br,
+		Subnet:  fmt.Sprintf("10.213.%d.0/24", third),
+		NodeIP:  fmt.Sprintf("10.213.%d.1", third),
+		PodCIDR: fmt.Sprintf("10.214.%d.0/24", third),
 	}
 }
 
@@ -148,17 +158,23 @@ func probeMachine(cluster string, nn nodeNet, tool func(string) (string, error))
 	if b, err := os.ReadFile("/proc/filesystems"); err == nil {
 		f.OverlayFS = strings.Contains(string(b), "\toverlay\n")
 	}
-	for _, t := range realNodeTools {
+	for _, t := range nodeToolsFor(nn.Dataplane) {
 		if _, err := tool(t); err != nil {
 			f.MissingTools = append(f.MissingTools, t)
 		}
 	}
-	for _, p := range []string{runcBinary, filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback"), busyboxBinary} {
+	files := []string{runcBinary, filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback"), busyboxBinary}
+	cmds := nodeHostCommands
+	if nn.cilium() {
+		files = append(files, ciliumClang)
+		cmds = append(cmds, ciliumHostCommands...)
+	}
+	for _, p := range files {
 		if _, err := os.Stat(p); err != nil {
 			f.MissingFiles = append(f.MissingFiles, p)
 		}
 	}
-	for _, c := range nodeHostCommands {
+	for _, c := range cmds {
 		if _, err := exec.LookPath(c.Name); err != nil {
 			f.MissingCmds = append(f.MissingCmds, c.Name+" ("+c.Package+")")
 		}
@@ -198,6 +214,16 @@ func routeConflict(nn nodeNet) string {
 	}
 	if r := overlappingRoute(string(out), want, nn.Bridge); r != "" {
 		return r
+	}
+	if nn.cilium() {
+		_, pods, err := net.ParseCIDR(nn.PodCIDR)
+		if err != nil {
+			return err.Error()
+		}
+		// The agent routes the pod range to its own cilium_host link.
+		if r := overlappingRoute(string(out), pods, "cilium_host"); r != "" {
+			return r
+		}
 	}
 	return overlappingRoute(string(out), &net.IPNet{IP: net.ParseIP(DNSServiceIP).To4(), Mask: net.CIDRMask(32, 32)}, nn.Bridge)
 }
@@ -253,8 +279,12 @@ func nodeCgroup(cluster string) string { return cgroupRoot(cluster) + "/node" }
 // containerdConfigTOML renders containerd's configuration: every directory and
 // socket under Dir/node, the CRI plugin with runc (default, system pods) and runsc
 // (RuntimeClass gvisor), the locally imported pause image, and no TCP listener.
-func containerdConfigTOML(d nodeDirs) string {
+func containerdConfigTOML(d nodeDirs, cniBinDirs ...string) string {
 	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	bins := []string{q(cniBinDir)}
+	for _, b := range cniBinDirs {
+		bins = append(bins, q(b))
+	}
 	return `# Written by paddock (localcluster): the local stack's real node.
 version = 3
 root = ` + q(d.path("containerd", "root")) + `
@@ -298,7 +328,7 @@ state = ` + q(d.path("containerd", "state")) + `
   enable_selinux = false
   disable_apparmor = true
   [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = [` + q(cniBinDir) + `]
+    bin_dirs = [` + strings.Join(bins, ", ") + `]
     conf_dir = ` + q(d.cniConf()) + `
     max_conf_num = 1
   [plugins."io.containerd.cri.v1.runtime".containerd]
@@ -496,10 +526,20 @@ func (c *cluster) writeNodeFiles() error {
 		}
 	}
 	files := map[string]string{
-		d.containerdConfig(): containerdConfigTOML(d),
-		d.runscConfig():      runscConfigTOML(d, c.state.Binaries["runsc"]),
-		d.kubeletConfig():    kubeletConfigYAML(d, c.name, c.pki(pkiCA, ".crt"), c.state.NodeNet),
-		filepath.Join(d.cniConf(), "10-paddock.conflist"): cniConfList(d, c.state.NodeNet),
+		d.runscConfig():   runscConfigTOML(d, c.state.Binaries["runsc"]),
+		d.kubeletConfig(): kubeletConfigYAML(d, c.name, c.pki(pkiCA, ".crt"), c.state.NodeNet),
+	}
+	if c.state.NodeNet.cilium() {
+		// The agent writes the CNI configuration itself once it is ready; its
+		// plugin is in the pinned build's bin directory.
+		cni := c.state.Binaries["cilium-cni"]
+		if p, err := filepath.EvalSymlinks(cni); err == nil {
+			cni = p
+		}
+		files[d.containerdConfig()] = containerdConfigTOML(d, filepath.Dir(cni))
+	} else {
+		files[d.containerdConfig()] = containerdConfigTOML(d)
+		files[filepath.Join(d.cniConf(), "10-paddock.conflist")] = cniConfList(d, c.state.NodeNet)
 	}
 	for p, body := range files {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {

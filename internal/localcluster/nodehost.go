@@ -42,6 +42,11 @@ type hostRecord struct {
 	VarLogContainers bool `json:"varLogContainers"`
 	// BridgeCreated is set once the bridge exists (created by Up).
 	BridgeCreated bool `json:"bridgeCreated"`
+	// The Cilium dataplane's: the ip rules and nftables tables before Up (nil
+	// NFTables: nft could not list them), and whether Up mounted bpffs.
+	IPRules    []ipRule `json:"ipRules,omitempty"`
+	NFTables   []string `json:"nfTables"`
+	BPFMounted bool     `json:"bpfMounted,omitempty"`
 }
 
 // Sysctls the node's programs change: the CNI bridge plugin (ip_forward, with a
@@ -58,11 +63,14 @@ var nodeSysctls = []string{
 	"kernel/panic_on_oops",
 	"kernel/keys/root_maxkeys",
 	"kernel/keys/root_maxbytes",
+	// The Cilium agent's.
+	"net/ipv4/fib_multipath_use_neigh",
+	"kernel/timer_migration",
 }
 
 // Chain and ipset name prefixes the node's programs create; only those created
 // after Up are removed.
-var nodeChainPrefixes = []string{"KUBE-", "CNI-"}
+var nodeChainPrefixes = []string{"KUBE-", "CNI-", "CILIUM_"}
 
 func ownedName(name string, prefixes []string) bool {
 	for _, p := range prefixes {
@@ -228,6 +236,10 @@ func (c *cluster) prepareHost(d nodeDirs, nn nodeNet) error {
 		rec.VarLibCNI = err == nil
 		_, err = os.Stat("/var/log/containers")
 		rec.VarLogContainers = err == nil
+		if nn.cilium() {
+			rec.IPRules = ipRules()
+			rec.NFTables = nftTables()
+		}
 		if err := writeJSON(d.hostFile(), &rec); err != nil {
 			return err
 		}
@@ -250,17 +262,23 @@ func (c *cluster) prepareHost(d nodeDirs, nn nodeNet) error {
 	if _, err := run("ip", "link", "set", nn.Bridge, "up"); err != nil {
 		return err
 	}
-	// Bridged pod-to-pod traffic must pass iptables for kube-router to filter it
-	// (and for conntrack to undo the cluster DNS address's DNAT on replies).
-	if v, _ := readSysctl("net/bridge/bridge-nf-call-iptables"); v != "1" {
-		if err := writeSysctl("net/bridge/bridge-nf-call-iptables", "1"); err != nil {
+	if nn.cilium() {
+		if err := c.prepareCiliumHost(d, nn, &rec); err != nil {
 			return err
 		}
-	}
-	// The cluster DNS address's guard, route and forwarding; its DNAT waits for
-	// the resolver pod (ensureClusterDNS).
-	if _, err := applyDNSPath(d.dnsLock(), nn, "", false); err != nil {
-		return fmt.Errorf("prepare the cluster DNS address %s: %w", DNSServiceIP, err)
+	} else {
+		// Bridged pod-to-pod traffic must pass iptables for kube-router to filter it
+		// (and for conntrack to undo the cluster DNS address's DNAT on replies).
+		if v, _ := readSysctl("net/bridge/bridge-nf-call-iptables"); v != "1" {
+			if err := writeSysctl("net/bridge/bridge-nf-call-iptables", "1"); err != nil {
+				return err
+			}
+		}
+		// The cluster DNS address's guard, route and forwarding; its DNAT waits for
+		// the resolver pod (ensureClusterDNS).
+		if _, err := applyDNSPath(d.dnsLock(), nn, "", false); err != nil {
+			return fmt.Errorf("prepare the cluster DNS address %s: %w", DNSServiceIP, err)
+		}
 	}
 	for _, mp := range cgroupMounts() {
 		for _, cg := range []string{cgroupRoot(c.name), nodeCgroup(c.name)} {
@@ -361,11 +379,11 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 	if bin == "" {
 		bin, _ = paths.Tool("kube-router")
 	}
-	if recorded && bin != "" {
+	if recorded && bin != "" && !rec.Net.cilium() {
 		_, _ = run(bin, "--cleanup-config")
 	}
-	dns, isNew := dnsPathFor(rec.Net), createdSince(rec.Chains)
-	if err := removeChains(func(tc string) bool { return dns.owns(tc) || (recorded && isNew(tc)) }); err != nil {
+	dns, isNew, guard := dnsPathFor(rec.Net), createdSince(rec.Chains), "mangle/"+podGuardChain(rec.Net)
+	if err := removeChains(func(tc string) bool { return dns.owns(tc) || tc == guard || (recorded && isNew(tc)) }); err != nil {
 		errs = append(errs, err)
 	}
 	if recorded {
@@ -417,6 +435,14 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 	if recorded && !rec.RunContainerd {
 		_ = os.Remove("/run/containerd/s")
 		_ = os.Remove("/run/containerd")
+	}
+
+	// 4b. What the Cilium agent left: its maps, links, routes and state, its ip
+	// rules, empty nftables tables, bpffs (cleanupCilium).
+	if recorded && rec.Net.cilium() {
+		if err := c.cleanupCilium(rec); err != nil {
+			errs = append(errs, err)
+		}
 	}
 
 	// 5. The bridge (the pods' veths went with their network namespaces).
@@ -627,7 +653,7 @@ func removeDeadSockets(dir string) {
 // names Dir/node.
 func (c *cluster) killNodeStragglers(d nodeDirs) {
 	names := map[string]bool{}
-	for _, t := range realNodeTools {
+	for _, t := range allNodeTools() {
 		names[t] = true
 	}
 	entries, err := os.ReadDir("/proc")

@@ -56,11 +56,16 @@ func (c *cluster) nodeSpecs() []nodeProcSpec {
 	// containerd finds its shims (containerd-shim-runsc-v1, -runc-v2) on PATH.
 	path := filepath.Dir(bins["containerd-shim-runsc-v1"]) + ":" + filepath.Dir(bins["containerd-shim-runc-v2"]) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	env := []string{"PATH=" + path, "HOME=" + d.root, "LANG=C"}
-	return []nodeProcSpec{
+	specs := []nodeProcSpec{
 		{Name: "containerd", Bin: bins["containerd"], Args: containerdArgs(d), Env: env},
 		{Name: "kubelet", Bin: bins["kubelet"], Args: kubeletArgs(d, c.name, c.kubeconfig(), nn), Env: env},
-		{Name: "kube-router", Bin: bins["kube-router"], Args: kubeRouterArgs(c.name, c.kubeconfig()), Env: env},
 	}
+	if nn.cilium() {
+		agentEnv := []string{"PATH=" + ciliumClangDir + ":" + path, "HOME=" + d.root, "LANG=C", "K8S_NODE_NAME=" + nodeName(c.name, 0)}
+		args := ciliumAgentArgs(d, c.logsDir(), c.kubeconfig(), cgroup2Mount(), nn)
+		return append(specs, ciliumAgentProc(bins["cilium-agent"], d.ciliumSysctlShield(), args, agentEnv))
+	}
+	return append(specs, nodeProcSpec{Name: "kube-router", Bin: bins["kube-router"], Args: kubeRouterArgs(c.name, c.kubeconfig()), Env: env})
 }
 
 func (c *cluster) nodeDirs() nodeDirs { return nodeDirs{root: filepath.Join(c.dir, nodeDir)} }
@@ -113,7 +118,7 @@ func (n *nodeRunner) run(ctx context.Context) {
 		case "containerd":
 			err = n.afterContainerd(ctx)
 		case "kubelet":
-			err = n.waitNodeRegistered(ctx) // kube-router exits when its node is missing
+			err = n.waitNodeRegistered(ctx) // kube-router and cilium-agent wait on their node
 		}
 		if err != nil && ctx.Err() == nil {
 			n.log.Printf("node: %v", err)
@@ -149,7 +154,7 @@ func (n *nodeRunner) keepClusterDNS(ctx context.Context) {
 		if did != "" {
 			n.log.Printf("node: cluster DNS: %s", did)
 		}
-		if err == nil {
+		if err == nil && !n.c.state.NodeNet.cilium() { // Cilium serves the kube-dns Service itself
 			var changed bool
 			if changed, err = n.c.pointClusterDNS(ip); err == nil && changed {
 				if ip == "" {
@@ -337,7 +342,11 @@ func readNodeReport(dir string) (*nodeReport, error) {
 func (c *cluster) nodeComponents(supAlive bool) []ComponentStatus {
 	rep, _ := readNodeReport(c.dir)
 	var out []ComponentStatus
-	for _, name := range []string{"containerd", "kubelet", "kube-router"} {
+	nn := planNodeNet(c.name)
+	if c.state != nil {
+		nn = c.state.NodeNet
+	}
+	for _, name := range nn.nodeProcessNames() {
 		cs := ComponentStatus{Name: name, Log: filepath.Join(c.logsDir(), name+".log"), kind: kindNode}
 		var pr *nodeProcRep
 		if rep != nil {

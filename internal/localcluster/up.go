@@ -52,9 +52,11 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 		}
 	case err == nil && st.Phase == phaseUp && c.nodes != NodesAuto && c.nodes != nodesOf(st):
 		return nil, fmt.Errorf("local cluster %q runs %s nodes, not %s; run `paddock local down` first to change that", c.name, nodesOf(st), c.nodes)
+	case err == nil && st.Phase == phaseUp && st.real() && c.dataplaneAsked != "" && c.dataplaneAsked != dataplaneOf(st):
+		return nil, fmt.Errorf("local cluster %q runs the %s dataplane, not %s; run `paddock local down` first to change that", c.name, dataplaneOf(st), c.dataplaneAsked)
 	case err == nil && st.Phase == phaseUp:
 		c.state = st
-		resolve := resolveNodeTools
+		resolve := func(bins map[string]string) error { return resolveNodeTools(bins, st.NodeNet.Dataplane) }
 		if !st.real() {
 			// kwok left the tools every cluster needs; a kwok-node cluster still
 			// needs it to restart its controller.
@@ -88,6 +90,14 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 	return c.create(ctx, bins, nodes)
 }
 
+// dataplaneOf is a real node's dataplane ("" in older state: kube-router).
+func dataplaneOf(st *clusterState) string {
+	if st.NodeNet.Dataplane == "" {
+		return DataplaneKubeRouter
+	}
+	return st.NodeNet.Dataplane
+}
+
 func nodesOf(st *clusterState) string {
 	if st.real() {
 		return NodesReal
@@ -101,9 +111,9 @@ func (c *cluster) chooseNodes(bins map[string]string) (string, error) {
 	if c.nodes == NodesFake {
 		return NodesFake, resolveFakeNodeTool(bins, "")
 	}
-	why := realNodeSupport(probeMachine(c.name, planNodeNet(c.name), paths.Tool))
+	why := realNodeSupport(probeMachine(c.name, c.planNodeNet(), paths.Tool))
 	if why == "" {
-		return NodesReal, resolveNodeTools(bins)
+		return NodesReal, resolveNodeTools(bins, c.dataplane)
 	}
 	if c.nodes == NodesReal {
 		return "", fmt.Errorf("this machine cannot run the local stack's real node: %s", why)
@@ -169,7 +179,14 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 		ControlPlane:          cpPorts,
 	}
 	if nodes == NodesReal {
-		c.state.NodeNet = planNodeNet(c.name)
+		c.state.NodeNet = c.planNodeNet()
+		if c.state.NodeNet.cilium() {
+			agentPorts, err := loopbackport.Free(2)
+			if err != nil {
+				return nil, fmt.Errorf("choose ports for the Cilium agent: %w", err)
+			}
+			c.state.NodeNet.AgentMetricsPort, c.state.NodeNet.AgentHealthPort = agentPorts[0], agentPorts[1]
+		}
 	}
 	if err := writeState(c.dir, c.state); err != nil {
 		return nil, err
@@ -213,6 +230,16 @@ func (c *cluster) bringUp(ctx context.Context) error {
 
 // finishUp makes the nodes Ready and schedulable and starts the supervisor.
 func (c *cluster) finishUp(ctx context.Context, cs kubernetes.Interface) error {
+	agent := c.state.real() && c.state.NodeNet.cilium()
+	if agent {
+		// The agent reads its CRDs as it starts.
+		done := c.step("installing Cilium " + pins.Cilium + "'s CRDs (the node's dataplane)")
+		err := c.installCiliumCRDs(ctx)
+		done(err)
+		if err != nil {
+			return err
+		}
+	}
 	if c.state.real() {
 		if err := c.startRealNode(ctx, cs); err != nil {
 			return err
@@ -224,11 +251,13 @@ func (c *cluster) finishUp(ctx context.Context, cs kubernetes.Interface) error {
 			}
 		}
 	}
-	done := c.step("installing Cilium " + pins.Cilium + " policy CRDs (schema only: no Cilium agent runs here)")
-	err := c.installCiliumCRDs(ctx)
-	done(err)
-	if err != nil {
-		return err
+	if !agent {
+		done := c.step("installing Cilium " + pins.Cilium + " policy CRDs (schema only: no Cilium agent runs here)")
+		err := c.installCiliumCRDs(ctx)
+		done(err)
+		if err != nil {
+			return err
+		}
 	}
 	return c.ensureSupervisor(ctx)
 }

@@ -1,0 +1,81 @@
+// The real node's dataplane: what carries pod traffic and enforces policy.
+//
+//   - DataplaneKubeRouter: the CNI bridge plugin on Paddock's bridge, host-local
+//     addresses from the node subnet, kube-router's iptables firewall for
+//     NetworkPolicy, and Paddock's DNAT for the cluster DNS address
+//     (clusterdns.go). CiliumNetworkPolicies are validated by the API server
+//     and enforced by nothing.
+//   - DataplaneCilium: the pinned cilium-agent as the node's only CNI, policy
+//     engine and Service proxy (ciliumagent.go). Pods get addresses from the
+//     node's PodCIDR (kube-controller-manager allocates it), NetworkPolicy and
+//     CiliumNetworkPolicy are enforced in BPF, toFQDNs rules through the agent's
+//     DNS proxy, and the kube-dns Service is a real ClusterIP. This is the
+//     closest local stand-in for GKE Dataplane V2.
+
+package localcluster
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Dataplanes: Options.Dataplane and state.json's nodeNet.dataplane.
+const (
+	DataplaneKubeRouter = "kube-router"
+	DataplaneCilium     = "cilium"
+)
+
+// Dataplanes lists the values Options.Dataplane takes, the default first.
+var Dataplanes = []string{DataplaneKubeRouter, DataplaneCilium}
+
+func validDataplane(d string) error {
+	for _, v := range Dataplanes {
+		if d == v {
+			return nil
+		}
+	}
+	return fmt.Errorf("invalid dataplane %q: use %s", d, strings.Join(Dataplanes, " or "))
+}
+
+// The pinned tools each dataplane adds to the real node's.
+var dataplaneTools = map[string][]string{
+	DataplaneKubeRouter: {"kube-router"},
+	DataplaneCilium:     {"cilium-agent", "cilium-cni", "cilium-dbg"},
+}
+
+// nodeToolsFor lists every pinned tool a real node on dataplane runs.
+func nodeToolsFor(dataplane string) []string {
+	if dataplane == "" {
+		dataplane = DataplaneKubeRouter
+	}
+	return append(append([]string(nil), realNodeTools...), dataplaneTools[dataplane]...)
+}
+
+// allNodeTools is every tool any real node runs (Down recognises stragglers by them).
+func allNodeTools() []string {
+	out := append([]string(nil), realNodeTools...)
+	for _, d := range Dataplanes {
+		out = append(out, dataplaneTools[d]...)
+	}
+	return out
+}
+
+// cilium reports whether the node's dataplane is Cilium ("" in a state written
+// before there was a choice: kube-router).
+func (nn nodeNet) cilium() bool { return nn.Dataplane == DataplaneCilium }
+
+// nodeProcessNames are the node's supervised processes, in start order.
+func (nn nodeNet) nodeProcessNames() []string {
+	if nn.cilium() {
+		return []string{"containerd", "kubelet", "cilium-agent"}
+	}
+	return []string{"containerd", "kubelet", "kube-router"}
+}
+
+// WorldLinkPrefix starts the name of every host-side link a test gives a network
+// namespace it made to stand in for a destination outside the cluster (an LLM
+// API, a package mirror). On the Cilium dataplane the only traffic from pods the
+// machine forwards off the node goes to such links (podGuard): Cilium sees those
+// namespaces as "world", where toFQDNs rules apply, and nothing leaves the
+// machine.
+const WorldLinkPrefix = "pdkw"

@@ -373,7 +373,9 @@ func TestNetworkFenceDeniesByDefault(t *testing.T) {
 	cnp := m.find(t, "kubernetes:cilium.io/v2:CiliumNetworkPolicy", "agents-team-a/allow-fqdn")
 	wantString(t, cnp, "spec.egress.0.toFQDNs.0.matchName", "api.example-llm.com")
 	wantString(t, cnp, "spec.egress.0.toPorts.0.ports.0.port", "443")
-	wantString(t, cnp, "spec.egress.1.toPorts.0.rules.dns.0.matchPattern", "*")
+	// The DNS proxy answers the listed names and the cluster domain, no other.
+	wantString(t, cnp, "spec.egress.1.toPorts.0.rules.dns.0.matchName", "api.example-llm.com")
+	wantString(t, cnp, "spec.egress.1.toPorts.0.rules.dns.1.matchPattern", "**.cluster.local")
 	for _, r := range m.all {
 		if strings.Contains(r.typ, "NetworkPolicy") && strings.Contains(fmt.Sprint(r.inputs.Mappable()), "port:80 ") {
 			t.Errorf("%s %s opens port 80", r.typ, r.name)

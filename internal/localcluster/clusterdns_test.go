@@ -394,7 +394,12 @@ func TestCorefileAnswers(t *testing.T) {
 	if err != nil {
 		t.Skipf("the pinned CoreDNS is not built (make tools): %v", err)
 	}
-	cf := CorefileFor(DNSProbeName, DNSProbeAddress)
+	dir := t.TempDir()
+	// The pod's Corefile, with the hosts ConfigMap's directory in the test's.
+	cf := strings.ReplaceAll(resolverCorefile(), dnsHostsDir, dir)
+	if err := os.WriteFile(dir+"/hosts", []byte("10.215.1.2 llm.allowed.test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if strings.Contains(cf, "'") {
 		t.Fatalf("the Corefile holds a single quote, which the pod's sh command cannot carry:\n%s", cf)
 	}
@@ -404,7 +409,6 @@ func TestCorefileAnswers(t *testing.T) {
 	}
 	port := l.LocalAddr().(*net.UDPAddr).Port
 	l.Close()
-	dir := t.TempDir()
 	if err := os.WriteFile(dir+"/Corefile", []byte(strings.Replace(cf, ".:53 {", fmt.Sprintf(".:%d {\n  bind 127.0.0.1", port), 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -471,6 +475,8 @@ func TestCorefileAnswers(t *testing.T) {
 		{"kubernetes.default.agents-team-a.svc.cluster.local.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
 		{"xkubernetes.default.svc.cluster.local.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
 		{"example.com.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+		{"llm.allowed.test.", dnsmessage.TypeA, dnsmessage.RCodeSuccess, []string{"10.215.1.2"}},
+		{"other.allowed.test.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
 	} {
 		rc, addrs, err := ask(c.name, c.qt)
 		if err != nil || rc != c.rcode || !reflect.DeepEqual(addrs, c.addrs) {
@@ -502,7 +508,7 @@ func TestCorefileUsesBuiltPlugins(t *testing.T) {
 		}
 	}
 	used := map[string]bool{"bind": true}
-	cf := CorefileFor(DNSProbeName, DNSProbeAddress)
+	cf := resolverCorefile()
 	for _, line := range strings.Split(cf, "\n") {
 		// A directive opens a line of the server block, indented once.
 		if strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && strings.TrimSpace(line) != "}" {

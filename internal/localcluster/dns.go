@@ -57,7 +57,24 @@ func CorefileFor(name, addr string) string {
 `, match, addr)
 }
 
+// DNSHostsConfigMap, in DNSNamespace, holds extra names the resolver answers,
+// in hosts-file form under the key "hosts": the local stand-ins for names
+// outside the cluster (a test's network namespaces), which nothing here may
+// ask a real DNS server for. The resolver reads it when it starts and every
+// few seconds after; without it the resolver answers what CorefileFor says.
+const DNSHostsConfigMap = "paddock-dns-hosts"
+
+const dnsHostsDir = "/etc/paddock-dns"
+
+// resolverCorefile is the resolver's Corefile: the names in DNSHostsConfigMap,
+// then CorefileFor's.
+func resolverCorefile() string {
+	hosts := "  hosts " + dnsHostsDir + "/hosts {\n    reload 2s\n    fallthrough\n  }\n"
+	return strings.Replace(CorefileFor(DNSProbeName, DNSProbeAddress), ".:53 {\n", ".:53 {\n"+hosts, 1)
+}
+
 func dnsPod() *corev1.Pod {
+	optional := true
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: DNSPodName, Namespace: DNSNamespace,
@@ -71,7 +88,8 @@ func dnsPod() *corev1.Pod {
 				Name:            "coredns",
 				Image:           CoreDNSImage,
 				ImagePullPolicy: corev1.PullNever,
-				Command:         []string{"/bin/sh", "-c", fmt.Sprintf("printf '%%s' '%s' > /tmp/Corefile && exec /bin/coredns -conf /tmp/Corefile", CorefileFor(DNSProbeName, DNSProbeAddress))},
+				Command:         []string{"/bin/sh", "-c", fmt.Sprintf("printf '%%s' '%s' > /tmp/Corefile && exec /bin/coredns -conf /tmp/Corefile", resolverCorefile())},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "hosts", MountPath: dnsHostsDir, ReadOnly: true}},
 				Ports: []corev1.ContainerPort{
 					{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
 					{Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
@@ -79,7 +97,10 @@ func dnsPod() *corev1.Pod {
 			}},
 			// Its own resolv.conf would name itself (ClusterFirst); it
 			// resolves nothing through it, so it gets the node's empty one.
-			DNSPolicy:                     corev1.DNSDefault,
+			DNSPolicy: corev1.DNSDefault,
+			Volumes: []corev1.Volume{{Name: "hosts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: DNSHostsConfigMap}, Optional: &optional,
+			}}}},
 			TerminationGracePeriodSeconds: new(int64),
 		},
 	}

@@ -335,9 +335,27 @@ func labelsAny(p *model.Platform, t model.Tenant) map[string]any {
 	return out
 }
 
+// ClusterDomain is the cluster's DNS domain (the kubelet's clusterDomain, on
+// GKE and locally).
+const ClusterDomain = "cluster.local"
+
+// fqdnsCopy copies the name selectors, so the two rules share no map.
+func fqdnsCopy(in []any) []any {
+	out := make([]any, 0, len(in)+1)
+	for _, v := range in {
+		m := map[string]any{}
+		for k, x := range v.(map[string]any) {
+			m[k] = x
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // ciliumFQDNPolicy is the tenant's host-name allow-list as a CiliumNetworkPolicy:
 // TCP 443 to exactly those names, plus the DNS rule through Cilium's DNS proxy
-// that makes FQDN policy work at all. nil when the tenant lists no FQDNs.
+// that makes FQDN policy work at all and answers only those names. nil when the
+// tenant lists no FQDNs.
 func ciliumFQDNPolicy(p *model.Platform, t model.Tenant) *unstructured.Unstructured {
 	names := append([]string(nil), t.Egress.FQDNs...)
 	sort.Strings(names)
@@ -371,8 +389,14 @@ func ciliumFQDNPolicy(p *model.Platform, t model.Tenant) *unstructured.Unstructu
 							map[string]any{"port": "53", "protocol": "UDP"},
 							map[string]any{"port": "53", "protocol": "TCP"},
 						},
-						// Cilium learns name->IP mappings only for lookups its DNS proxy sees.
-						"rules": map[string]any{"dns": []any{map[string]any{"matchPattern": "*"}}},
+						// Cilium learns name->IP mappings only for lookups its DNS
+						// proxy sees, and its proxy refuses every name these rules do
+						// not list: the resolver answers only the names the tenant may
+						// reach, and the cluster domain (the search path's
+						// candidates, which the cluster resolver answers itself and
+						// never forwards), so a sandbox cannot use DNS as a channel
+						// out.
+						"rules": map[string]any{"dns": append(fqdnsCopy(fqdns), map[string]any{"matchPattern": "**." + ClusterDomain})},
 					}},
 				},
 			},

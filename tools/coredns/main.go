@@ -1,5 +1,6 @@
 // Command coredns is CoreDNS with only the plugins the local node's Corefile uses
-// (localcluster.CorefileFor), plus bind, with which its test serves that Corefile on
+// (localcluster's resolverCorefile: hosts for the names of a test's network
+// namespaces, template for the rest), plus bind, with which its test serves that Corefile on
 // loopback. Upstream's main compiles in every plugin, 441 of its
 // 1,012 packages cloud SDKs; a Corefile naming a plugin missing here fails to
 // start, and localcluster's TestCorefileUsesBuiltPlugins catches that first.
@@ -14,6 +15,7 @@ import (
 
 	_ "github.com/coredns/coredns/plugin/bind"
 	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/hosts"
 	_ "github.com/coredns/coredns/plugin/template"
 )
 
@@ -21,6 +23,7 @@ import (
 var directives = []string{
 	"bind",
 	"errors",
+	"hosts",
 	"template",
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -173,6 +174,41 @@ func legacyRunsRoot(backend string) string {
 }
 
 func (f *fileStore) close() {}
+
+// repairSidecars removes the metadata sidecars (NAME.attrs) of the state's
+// stacks, locks and meta.yaml that do not parse, and returns their paths. The
+// file backend writes each blob atomically (a temporary file, then a rename)
+// but its sidecar in place (truncate, then write): a run killed in between
+// leaves an empty sidecar, and every later read of that blob fails with "EOF"
+// although the blob itself is whole. A sidecar holds only the blob's content
+// type and checksum, and a blob without one reads as it is.
+func (f *fileStore) repairSidecars() []string {
+	if f.root == "" {
+		return nil
+	}
+	base := filepath.Join(f.root, ".pulumi")
+	var found []string
+	for _, pattern := range []string{
+		filepath.Join(base, "*.attrs"),
+		filepath.Join(base, "stacks", "*.attrs"),
+		filepath.Join(base, "stacks", "*", "*.attrs"),
+		filepath.Join(base, "locks", "*", "*", "*", "*.attrs"),
+	} {
+		m, _ := filepath.Glob(pattern)
+		found = append(found, m...)
+	}
+	var removed []string
+	for _, p := range found {
+		b, err := os.ReadFile(p)
+		if err != nil || json.Valid(b) {
+			continue
+		}
+		if err := os.Remove(p); err == nil {
+			removed = append(removed, p)
+		}
+	}
+	return removed
+}
 
 func (f *fileStore) checkpoint(_ context.Context, project, stack string) ([]byte, string, bool, error) {
 	// Like Pulumi: of the variants present, the most recently written.

@@ -238,6 +238,13 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 	if err := checkTools(); err != nil {
 		return auto.Stack{}, err
 	}
+	if st, err := e.store(); err == nil {
+		if fs, ok := st.(*fileStore); ok {
+			for _, p := range fs.repairSidecars() {
+				fmt.Fprintf(e.opts.Out, "state: removed %s, a metadata file a killed run left half written (it held only its blob's content type and checksum; the blob is whole)\n", p)
+			}
+		}
+	}
 	// A corrupt state stops every operation here, before Pulumi reads it.
 	if _, err := e.checkState(name); err != nil {
 		var corrupt *CorruptStateError

@@ -53,6 +53,15 @@ func (m *mocks) find(t *testing.T, typ, name string) resource.PropertyMap {
 	return nil
 }
 
+func (m *mocks) has(typ, name string) bool {
+	for _, r := range m.all {
+		if r.typ == typ && r.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *mocks) list() string {
 	var b strings.Builder
 	for _, r := range m.all {
@@ -364,13 +373,17 @@ func TestNetworkFenceDeniesByDefault(t *testing.T) {
 	if v := get(t, deny, "spec.podSelector"); !v.IsObject() || len(v.ObjectValue()) != 0 {
 		t.Errorf("default-deny must select every pod: %v", v)
 	}
-	dns := m.find(t, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "agents-team-a/allow-dns")
-	wantNumber(t, dns, "spec.egress.0.ports.0.port", 53)
-	wantString(t, dns, "spec.egress.0.to.0.podSelector.matchLabels.k8s-app", "kube-dns")
+	// The tenant lists FQDNs on a Cilium target: its DNS rule is the
+	// CiliumNetworkPolicy's (below), never an L4 allow that would widen it.
+	if m.has("kubernetes:networking.k8s.io/v1:NetworkPolicy", "agents-team-a/allow-dns") {
+		t.Error("allow-dns NetworkPolicy registered beside the CiliumNetworkPolicy's DNS rule")
+	}
 	allow := m.find(t, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "agents-team-a/allow-egress")
 	wantString(t, allow, "spec.egress.0.to.0.ipBlock.except.0", "169.254.169.254/32")
 	wantNumber(t, allow, "spec.egress.0.ports.0.port", 443)
 	cnp := m.find(t, "kubernetes:cilium.io/v2:CiliumNetworkPolicy", "agents-team-a/allow-fqdn")
+	wantString(t, cnp, "spec.egress.1.toEndpoints.0.matchLabels.k8s:k8s-app", "kube-dns")
+	wantString(t, cnp, "spec.egress.1.toPorts.0.ports.0.port", "53")
 	wantString(t, cnp, "spec.egress.0.toFQDNs.0.matchName", "api.example-llm.com")
 	wantString(t, cnp, "spec.egress.0.toPorts.0.ports.0.port", "443")
 	// The DNS proxy answers the listed names and the cluster domain, no other.

@@ -37,12 +37,17 @@ const (
 	bpffsRoot = "/sys/fs/bpf"
 	// unprivBPFSysctl is the sysctl the agent sets and nobody can reset.
 	unprivBPFSysctl = "/proc/sys/kernel/unprivileged_bpf_disabled"
-	// ciliumCNIConf is the file the agent writes into containerd's CNI
-	// directory once it is ready: until then the node stays NotReady.
+	// ciliumCNIConf is the CNI configuration the agent writes once it is
+	// ready (and removes when it stops): until containerd has it, the node
+	// stays NotReady. The agent writes it beside itself and the supervisor
+	// moves each version into containerd's directory whole (syncCNIConf):
+	// containerd, watching that directory, once missed the agent's own
+	// write-then-rename and never became ready.
 	ciliumCNIConf = "05-cilium.conflist"
 )
 
 func (d nodeDirs) ciliumLib() string          { return d.path("cilium", "lib") }
+func (d nodeDirs) ciliumCNIStaged() string    { return d.path("cilium", "cni", ciliumCNIConf) }
 func (d nodeDirs) ciliumSysctlShield() string { return d.path("cilium", "unprivileged_bpf_disabled") }
 
 // ciliumShare is the pinned build's share/cilium (the BPF sources the agent
@@ -98,7 +103,7 @@ func ciliumAgentArgs(d nodeDirs, logs, kubeconfig, cgroupRoot string, nn nodeNet
 		"--prometheus-serve-addr=127.0.0.1:" + strconv.Itoa(nn.AgentMetricsPort),
 		"--agent-health-port=" + strconv.Itoa(nn.AgentHealthPort),
 		"--cni-exclusive=false",
-		"--write-cni-conf-when-ready=" + filepath.Join(d.cniConf(), ciliumCNIConf),
+		"--write-cni-conf-when-ready=" + d.ciliumCNIStaged(),
 		"--cni-log-file=" + filepath.Join(logs, "cilium-cni.log"),
 		"--cgroup-root=" + cgroupRoot,
 		"--lib-dir=" + d.ciliumLib(),
@@ -387,4 +392,38 @@ func (c *cluster) cleanupCilium(rec hostRecord) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// syncCNIConf brings containerd's copy of the agent's CNI configuration to the
+// agent's: installed by a rename (one event, a whole file) when it is missing
+// or differs, removed when the agent removed its own. It reports what it did
+// ("" when nothing).
+func syncCNIConf(staged, confDir string) (string, error) {
+	want, err := os.ReadFile(staged)
+	dst := filepath.Join(confDir, ciliumCNIConf)
+	if errors.Is(err, os.ErrNotExist) {
+		if rerr := os.Remove(dst); rerr == nil {
+			return "removed the CNI configuration the agent withdrew", nil
+		} else if !errors.Is(rerr, os.ErrNotExist) {
+			return "", rerr
+		}
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if have, err := os.ReadFile(dst); err == nil && string(have) == string(want) {
+		return "", nil
+	}
+	// A name containerd's loader skips (no .conf/.conflist/.json suffix), in the
+	// same directory so the rename is atomic.
+	tmp := filepath.Join(confDir, "."+ciliumCNIConf+".paddock-tmp")
+	if err := os.WriteFile(tmp, want, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return "installed the agent's CNI configuration for containerd", nil
 }

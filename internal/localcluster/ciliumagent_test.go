@@ -2,6 +2,8 @@ package localcluster
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -43,7 +45,7 @@ func TestCiliumAgentArgs(t *testing.T) {
 		"--enable-ipv4-masquerade":          "false",
 		"--prometheus-serve-addr":           "127.0.0.1:40001",
 		"--agent-health-port":               "40002",
-		"--write-cni-conf-when-ready":       "/x/node/cni/net.d/" + ciliumCNIConf,
+		"--write-cni-conf-when-ready":       "/x/node/cilium/cni/" + ciliumCNIConf,
 		"--lib-dir":                         "/x/node/cilium/lib",
 		"--cgroup-root":                     "/sys/fs/cgroup/unified",
 		"--k8s-kubeconfig-path":             "/x/kubeconfig",
@@ -189,4 +191,45 @@ func TestPodCIDRApart(t *testing.T) {
 			t.Errorf("%s: pod range %s overlaps %s, %s or the node IP", name, nn.PodCIDR, nn.Subnet, ServiceCIDR)
 		}
 	}
+}
+
+// containerd's copy follows the agent's: installed whole, replaced when it
+// changes, removed when the agent withdraws its own, left alone otherwise.
+func TestSyncCNIConf(t *testing.T) {
+	dir := t.TempDir()
+	staged, conf := filepath.Join(dir, "agent", ciliumCNIConf), filepath.Join(dir, "net.d")
+	for _, p := range []string{filepath.Dir(staged), conf} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(conf, ciliumCNIConf)
+	step := func(want string, wantDid bool) {
+		t.Helper()
+		did, err := syncCNIConf(staged, conf)
+		if err != nil || (did != "") != wantDid {
+			t.Fatalf("sync: did %q, err %v; want did=%v", did, err, wantDid)
+		}
+		got, err := os.ReadFile(dst)
+		if want == "" && !os.IsNotExist(err) || want != "" && string(got) != want {
+			t.Fatalf("containerd's copy %q (err %v), want %q", got, err, want)
+		}
+		if left, _ := filepath.Glob(filepath.Join(conf, ".*")); len(left) != 0 {
+			t.Fatalf("temporary files left: %v", left)
+		}
+	}
+	step("", false)
+	if err := os.WriteFile(staged, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step("v1", true)
+	step("v1", false)
+	if err := os.WriteFile(staged, []byte("v2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step("v2", true)
+	if err := os.Remove(staged); err != nil {
+		t.Fatal(err)
+	}
+	step("", true)
 }

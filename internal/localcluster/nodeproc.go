@@ -129,8 +129,36 @@ func (n *nodeRunner) run(ctx context.Context) {
 	}
 	dnsDone := make(chan struct{})
 	go func() { defer close(dnsDone); n.keepClusterDNS(ctx) }()
+	if n.c.state.NodeNet.cilium() {
+		n.keepCNIConf(ctx)
+	}
 	<-ctx.Done()
 	<-dnsDone
+}
+
+// keepCNIConf mirrors the Cilium agent's CNI configuration into containerd's
+// directory (syncCNIConf) until ctx is done.
+func (n *nodeRunner) keepCNIConf(ctx context.Context) {
+	d := n.c.nodeDirs()
+	lastErr := ""
+	for {
+		did, err := syncCNIConf(d.ciliumCNIStaged(), d.cniConf())
+		switch {
+		case did != "":
+			n.log.Printf("node: %s", did)
+		case err != nil && err.Error() != lastErr:
+			n.log.Printf("node: CNI configuration: %v", err)
+		}
+		lastErr = ""
+		if err != nil {
+			lastErr = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // dnsKeepInterval is how often the supervisor looks at the resolver pod: how

@@ -94,9 +94,20 @@ func TestTenantEgressIsWhatRenders(t *testing.T) {
 	want := map[RuleRef]string{
 		{"NetworkPolicy", "agents-a/allow-egress", 0}:       OriginAllow,
 		{"NetworkPolicy", "agents-a/allow-egress-proxy", 0}: OriginProxy,
-		{"SandboxTemplate", "agents-a/t", 1}:                OriginAllow,
-		{"SandboxTemplate", "agents-a/t", 2}:                OriginProxy,
+		{"SandboxTemplate", "agents-a/t", 0}:                OriginAllow,
+		{"SandboxTemplate", "agents-a/t", 1}:                OriginProxy,
 		{"CiliumNetworkPolicy", "agents-a/allow-fqdn", 0}:   OriginFQDNs,
+		{"CiliumNetworkPolicy", "agents-a/allow-fqdn", 1}:   OriginFQDNs,
+	}
+	// The DNS rule is the CiliumNetworkPolicy's alone: an L4 allow of port 53
+	// beside it would let the resolver answer every name.
+	for _, u := range view.Objects {
+		if u.GetKind() == "NetworkPolicy" && u.GetName() == AllowDNSPolicy {
+			t.Errorf("NetworkPolicy %s renders beside the CiliumNetworkPolicy's DNS rule", AllowDNSPolicy)
+		}
+	}
+	if _, ok := view.Origins[RuleRef{"SandboxTemplate", "agents-a/t", 2}]; ok {
+		t.Error("the template's policy still holds a third rule (the L4 DNS allow)")
 	}
 	for ref, field := range want {
 		if got := view.Origins[ref]; got.Field != field {

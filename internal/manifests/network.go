@@ -132,7 +132,12 @@ type tenantRules struct {
 
 func egressRules(p *model.Platform, t model.Tenant) (tenantRules, error) {
 	var tr tenantRules
-	if t.Egress.DNS {
+	// Where a CiliumNetworkPolicy carries the tenant's DNS rule (it lists FQDNs
+	// on a Cilium target), no NetworkPolicy may allow DNS besides: Cilium
+	// merges an L4-only allow of port 53 with the L7 rule into "any name", and
+	// the resolver would answer names the tenant may not reach (measured on
+	// the local Cilium node: the listed name and an unlisted one both resolved).
+	if t.Egress.DNS && !ciliumCarriesDNS(p, t) {
 		tr.dns = &originRule{DNSEgressRule(), Origin{Field: OriginDNS, Src: t.Egress.Attrs.At("dns", orSrc(t.Egress.Src, t.Src))}}
 	}
 	for _, a := range t.Egress.Allows {
@@ -298,6 +303,12 @@ func FQDNPolicy(p *model.Platform, t model.Tenant) *unstructured.Unstructured {
 		return gkeFQDNPolicy(p, t)
 	}
 	return ciliumFQDNPolicy(p, t)
+}
+
+// ciliumCarriesDNS says whether the tenant's DNS rule is the one in its
+// CiliumNetworkPolicy (ciliumFQDNPolicy) rather than a NetworkPolicy.
+func ciliumCarriesDNS(p *model.Platform, t model.Tenant) bool {
+	return len(t.Egress.FQDNs) > 0 && !t.Egress.Unrestricted && p.Target.FQDNPolicy != model.FQDNPolicyGKE
 }
 
 // gkeFQDNPolicy is GKE's FQDNNetworkPolicy (Dataplane V2): TCP 443 to exactly the

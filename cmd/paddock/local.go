@@ -72,7 +72,7 @@ which pods are scheduled but no container runs (it needs ` + "`make tool-kwok`" 
 	}
 	up.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the API server and the node")
 	up.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
-	up.Flags().StringVar(&f.dataplane, "dataplane", "", "a new real node's dataplane: kube-router (the CNI bridge plugin and kube-router's NetworkPolicy firewall; the default) or cilium (the pinned Cilium agent as CNI, policy engine and Service proxy: CiliumNetworkPolicy and toFQDNs rules enforced)")
+	up.Flags().StringVar(&f.dataplane, "dataplane", "", "a new real node's dataplane: cilium (the pinned Cilium agent as CNI, policy engine and Service proxy: NetworkPolicy, CiliumNetworkPolicy and toFQDNs rules enforced; the default) or kube-router (the CNI bridge plugin and kube-router's NetworkPolicy firewall; no FQDN rule is enforced)")
 	up.Flags().StringVar(&f.nodes, "nodes", "", "node kind of a new cluster: real (kubelet + containerd + gVisor; an error where the machine cannot run it) or fake (kwok, nothing runs); default real where the machine allows it, else fake saying why")
 
 	down := &cobra.Command{

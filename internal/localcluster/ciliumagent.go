@@ -117,7 +117,11 @@ func ciliumAgentArgs(d nodeDirs, logs, kubeconfig, cgroupRoot string, nn nodeNet
 func ciliumAgentProc(agentBin, shield string, args, env []string) nodeProcSpec {
 	script := `mount --bind "$1" ` + unprivBPFSysctl + ` && shift && exec "$@"`
 	argv := append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "cilium-agent", shield, agentBin}, args...)
-	return nodeProcSpec{Name: "cilium-agent", Bin: "unshare", Args: argv, Env: env}
+	exe := agentBin
+	if p, err := filepath.EvalSymlinks(agentBin); err == nil {
+		exe = p
+	}
+	return nodeProcSpec{Name: "cilium-agent", Bin: "unshare", Args: argv, Env: env, Exe: exe}
 }
 
 // prepareCiliumHost readies the machine for the agent: bpffs mounted (noting

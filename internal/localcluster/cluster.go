@@ -85,8 +85,8 @@ type Options struct {
 	// fake, saying why). An existing cluster keeps the kind it was created with.
 	Nodes string
 	// Dataplane chooses what carries a new real node's pod traffic and enforces
-	// its policies (dataplane.go): DataplaneKubeRouter (the default, "") or
-	// DataplaneCilium. An existing cluster keeps the one it was created with.
+	// its policies (dataplane.go): DataplaneCilium (the default, "") or
+	// DataplaneKubeRouter. An existing cluster keeps the one it was created with.
 	Dataplane string
 }
 
@@ -112,7 +112,7 @@ func New(opts Options) Cluster {
 		c.err = fmt.Errorf("invalid node kind %q: use %q, %q or empty (real where the machine allows it)", c.nodes, NodesReal, NodesFake)
 	}
 	if c.dataplane == "" {
-		c.dataplane = DataplaneKubeRouter
+		c.dataplane = DataplaneCilium
 	}
 	if err := validDataplane(c.dataplane); err != nil {
 		c.err = err

@@ -1,11 +1,12 @@
 // The real node's dataplane: what carries pod traffic and enforces policy.
 //
-//   - DataplaneKubeRouter: the CNI bridge plugin on Paddock's bridge, host-local
+//   - DataplaneKubeRouter (kept for machines that cannot run Cilium's agent):
+//     the CNI bridge plugin on Paddock's bridge, host-local
 //     addresses from the node subnet, kube-router's iptables firewall for
 //     NetworkPolicy, and Paddock's DNAT for the cluster DNS address
 //     (clusterdns.go). CiliumNetworkPolicies are validated by the API server
 //     and enforced by nothing.
-//   - DataplaneCilium: the pinned cilium-agent as the node's only CNI, policy
+//   - DataplaneCilium (the default): the pinned cilium-agent as the node's only CNI, policy
 //     engine and Service proxy (ciliumagent.go). Pods get addresses from the
 //     node's PodCIDR (kube-controller-manager allocates it), NetworkPolicy and
 //     CiliumNetworkPolicy are enforced in BPF, toFQDNs rules through the agent's
@@ -26,7 +27,7 @@ const (
 )
 
 // Dataplanes lists the values Options.Dataplane takes, the default first.
-var Dataplanes = []string{DataplaneKubeRouter, DataplaneCilium}
+var Dataplanes = []string{DataplaneCilium, DataplaneKubeRouter}
 
 func validDataplane(d string) error {
 	for _, v := range Dataplanes {

@@ -46,6 +46,10 @@ type nodeProcSpec struct {
 	Bin  string
 	Args []string
 	Env  []string
+	// Exe is the binary the process ends up running when Bin execs another
+	// (the Cilium agent behind unshare and sh): the supervisor records the
+	// process once it runs Exe, so that Status knows it by that binary.
+	Exe string
 }
 
 // nodeSpecs lists the node's processes in start order.
@@ -316,6 +320,10 @@ func (n *nodeRunner) runOnce(stop context.Context, s nodeProcSpec) error {
 		n.log.Printf("node: %s (pid %d) stays outside the node cgroup: %v", s.Name, cmd.Process.Pid, err)
 	}
 	rec, rerr := recordProcess(cmd.Process.Pid)
+	for i := 0; rerr == nil && s.Exe != "" && rec.Exe != s.Exe && i < 100; i++ {
+		time.Sleep(50 * time.Millisecond)
+		rec, rerr = recordProcess(cmd.Process.Pid)
+	}
 	if rerr != nil {
 		rec = procRecord{PID: cmd.Process.Pid}
 	}

@@ -133,7 +133,7 @@ func realNodeSupport(f machineFacts) string {
 		why = append(why, "missing commands "+strings.Join(f.MissingCmds, ", ")+" (run `make node-packages`)")
 	}
 	if f.OtherNode != "" {
-		why = append(why, "the real node of local cluster "+strconv.Quote(f.OtherNode)+" runs on this machine, and only one fits (kube-router's firewall is machine-wide); `paddock local down --name "+f.OtherNode+"` first")
+		why = append(why, "the real node of local cluster "+strconv.Quote(f.OtherNode)+" runs on this machine, and only one fits (either dataplane's rules are machine-wide); `paddock local down --name "+f.OtherNode+"` first")
 	}
 	if f.RouteConflict != "" {
 		why = append(why, "the node subnet or the cluster DNS address "+DNSServiceIP+" overlaps a route of this machine ("+f.RouteConflict+")")

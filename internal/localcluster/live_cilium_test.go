@@ -19,7 +19,6 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
-	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -120,17 +119,7 @@ func TestLiveCiliumDataplane(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 
-	rc := &nodev1.RuntimeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "gvisor"},
-		Handler:    "gvisor",
-		Scheduling: &nodev1.Scheduling{
-			NodeSelector: map[string]string{"sandbox.gke.io/runtime": "gvisor"},
-			Tolerations:  []corev1.Toleration{{Key: "sandbox.gke.io/runtime", Operator: corev1.TolerationOpEqual, Value: "gvisor", Effect: corev1.TaintEffectNoSchedule}},
-		},
-	}
-	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createGVisorRuntimeClass(ctx, t, cs)
 	tenant := model.DefaultTenant("fqdn")
 	tenant.Egress.FQDNs = []string{"llm.allowed.test"}
 	open := "open" // no policy: what the pod guard alone holds
@@ -164,25 +153,7 @@ func TestLiveCiliumDataplane(t *testing.T) {
 		out, err := kexec(ns, "nslookup", "-timeout=2", name+".")
 		return err == nil && strings.Contains(out, want)
 	}
-	expectOf := func(probe func() bool, want bool, what string) {
-		t.Helper()
-		deadline := time.Now().Add(45 * time.Second)
-		for streak := 0; ; {
-			if probe() == want {
-				streak++
-			} else {
-				streak = 0
-			}
-			if streak >= 1 && want || streak >= 3 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v after 45s, want %v", what, !want, want)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		t.Logf("%s: %v", what, want)
-	}
+	expectOf := func(probe func() bool, want bool, what string) { t.Helper(); expectProbe(t, probe, want, what) }
 
 	// Before any policy: every world host answers (a refusal later means the
 	// policy refused, not a broken path); the host beyond the guard does not.

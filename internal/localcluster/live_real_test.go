@@ -89,17 +89,7 @@ func TestLiveRealNode(t *testing.T) {
 	}
 
 	// A RuntimeClass like GKE Sandbox's, and two pods under it.
-	rc := &nodev1.RuntimeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "gvisor"},
-		Handler:    "gvisor",
-		Scheduling: &nodev1.Scheduling{
-			NodeSelector: map[string]string{"sandbox.gke.io/runtime": "gvisor"},
-			Tolerations:  []corev1.Toleration{{Key: "sandbox.gke.io/runtime", Operator: corev1.TolerationOpEqual, Value: "gvisor", Effect: corev1.TaintEffectNoSchedule}},
-		},
-	}
-	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createGVisorRuntimeClass(ctx, t, cs)
 	ns := "probe"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -168,27 +158,7 @@ func TestLiveRealNode(t *testing.T) {
 		out, err := exec("client", "sh", "-c", "nc -w 2 "+serverIP+" 8080 </dev/null")
 		return err == nil && strings.Contains(out, "hello")
 	}
-	// A refusal counts only when three attempts in a row fail (one could fail for
-	// another reason); a success counts at once.
-	expectOf := func(probe func() bool, want bool, what string) {
-		t.Helper()
-		deadline := time.Now().Add(45 * time.Second)
-		for streak := 0; ; {
-			if probe() == want {
-				streak++
-			} else {
-				streak = 0
-			}
-			if streak >= 1 && want || streak >= 3 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v after 45s, want %v", what, !want, want)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		t.Logf("%s: %v", what, want)
-	}
+	expectOf := func(probe func() bool, want bool, what string) { t.Helper(); expectProbe(t, probe, want, what) }
 	expect := func(want bool, what string) { t.Helper(); expectOf(reach, want, what+": client reaches server") }
 	expect(true, "no policy")
 	deny := &networkingv1.NetworkPolicy{
@@ -335,6 +305,45 @@ func TestLiveRealNode(t *testing.T) {
 			t.Errorf("Down left %s, which did not exist before Up", p)
 		}
 	}
+}
+
+// createGVisorRuntimeClass creates a RuntimeClass like GKE Sandbox's.
+func createGVisorRuntimeClass(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	rc := &nodev1.RuntimeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gvisor"},
+		Handler:    "gvisor",
+		Scheduling: &nodev1.Scheduling{
+			NodeSelector: map[string]string{"sandbox.gke.io/runtime": "gvisor"},
+			Tolerations:  []corev1.Toleration{{Key: "sandbox.gke.io/runtime", Operator: corev1.TolerationOpEqual, Value: "gvisor", Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectProbe waits up to 45 s for probe to say want. A refusal counts only
+// when three attempts in a row fail (one could fail for another reason); a
+// success counts at once.
+func expectProbe(t *testing.T, probe func() bool, want bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for streak := 0; ; {
+		if probe() == want {
+			streak++
+		} else {
+			streak = 0
+		}
+		if streak >= 1 && want || streak >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v after 45s, want %v", what, !want, want)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("%s: %v", what, want)
 }
 
 func probePod(name, role string, cmd []string) *corev1.Pod {

@@ -68,14 +68,18 @@ func (nn nodeNet) cilium() bool { return nn.Dataplane == DataplaneCilium }
 // nodeProcessNames are the node's supervised processes, in start order.
 func (nn nodeNet) nodeProcessNames() []string {
 	if nn.cilium() {
-		return []string{"containerd", "kubelet", "cilium-agent"}
+		names := []string{"containerd", "kubelet", "cilium-agent"}
+		for _, h := range WorldHosts {
+			names = append(names, h.procName())
+		}
+		return names
 	}
 	return []string{"containerd", "kubelet", "kube-router"}
 }
 
-// WorldLinkPrefix starts the name of every host-side link a test gives a network
-// namespace it made to stand in for a destination outside the cluster (an LLM
-// API, a package mirror). On the Cilium dataplane the only traffic from pods the
+// WorldLinkPrefix starts the name of every host-side link of a network
+// namespace that stands in for a destination outside the cluster (an LLM API,
+// a package mirror): the stack's world hosts (worldhosts.go) and a test's own. On the Cilium dataplane the only traffic from pods the
 // machine forwards off the node goes to such links (podGuard): Cilium sees those
 // namespaces as "world", where toFQDNs rules apply, and nothing leaves the
 // machine.

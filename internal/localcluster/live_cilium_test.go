@@ -59,11 +59,10 @@ func TestLiveCiliumDataplane(t *testing.T) {
 	before := hostSnapshot(name, dir)
 	beforeC := ciliumSnapshot()
 
-	// The world: an allowed host, an unlisted one, and one behind a link the
-	// pod guard does not pass.
-	allowedHost := newWorldHost(t, "pdkw-a", 1, 443, 80)
-	unlistedHost := newWorldHost(t, "pdkw-u", 2, 443)
-	beyondHost := newWorldHost(t, "pdkx-b", 3, 443)
+	// The world: the stack's own hosts (an allowed one, an unlisted one), and
+	// one this test puts behind a link the pod guard does not pass.
+	allowed, unlisted := localcluster.WorldHosts[0], localcluster.WorldHosts[2]
+	beyondHost := newWorldHost(t, "pdkx-b", 9, 443)
 
 	c := localcluster.New(localcluster.Options{
 		Name: name, Dir: dir, Out: &lineLogger{t: t},
@@ -92,36 +91,9 @@ func TestLiveCiliumDataplane(t *testing.T) {
 		t.Errorf("kernel.unprivileged_bpf_disabled is %s with the agent running, was %s: the shield did not hold", strings.TrimSpace(string(v)), beforeC.unprivBPF)
 	}
 
-	// The names the tenant's world answers to.
-	hosts := fmt.Sprintf("%s llm.allowed.test\n%s mirror.unlisted.test\n%s beyond.unlisted.test\n", allowedHost.ip, unlistedHost.ip, beyondHost.ip)
-	if _, err := cs.CoreV1().ConfigMaps(localcluster.DNSNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: localcluster.DNSHostsConfigMap},
-		Data:       map[string]string{"hosts": hosts},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The resolver reads the file when it starts: recreate it (the supervisor does).
-	old, err := cs.CoreV1().Pods(localcluster.DNSNamespace).Get(ctx, localcluster.DNSPodName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.CoreV1().Pods(localcluster.DNSNamespace).Delete(ctx, localcluster.DNSPodName, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p, err := cs.CoreV1().Pods(localcluster.DNSNamespace).Get(ctx, localcluster.DNSPodName, metav1.GetOptions{})
-		if err == nil && p.UID != old.UID && p.Status.Phase == corev1.PodRunning {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the resolver pod was not recreated: %v", err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-
 	createGVisorRuntimeClass(ctx, t, cs)
 	tenant := model.DefaultTenant("fqdn")
-	tenant.Egress.FQDNs = []string{"llm.allowed.test"}
+	tenant.Egress.FQDNs = []string{allowed.Name}
 	open := "open" // no policy: what the pod guard alone holds
 	for _, ns := range []string{tenant.Namespace, open} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -142,12 +114,18 @@ func TestLiveCiliumDataplane(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	// connects reports whether the pod's TCP connection reached host:port, as
-	// the host saw it (its accept count rose), not as nc said.
-	connects := func(ns string, h *worldHost, target string, port int) bool {
-		n := h.accepted(port)
-		_, _ = kexec(ns, "sh", "-c", fmt.Sprintf("nc -w 2 %s %d </dev/null", target, port))
-		return h.accepted(port) > n
+	// connects reports whether the pod's TCP connection to target:port
+	// reached the world host h, by h's own greeting.
+	connects := func(ns string, h localcluster.WorldHost, target string, port int) bool {
+		out, _ := kexec(ns, "sh", "-c", fmt.Sprintf("nc -w 2 %s %d </dev/null", target, port))
+		return strings.Contains(out, localcluster.WorldGreeting+h.Name)
+	}
+	// beyond reports whether the pod reached the test's own host (its accept
+	// count rose).
+	beyond := func(ns string) bool {
+		n := beyondHost.accepted(443)
+		_, _ = kexec(ns, "sh", "-c", fmt.Sprintf("nc -w 2 %s 443 </dev/null", beyondHost.ip))
+		return beyondHost.accepted(443) > n
 	}
 	resolves := func(ns, name, want string) bool {
 		out, err := kexec(ns, "nslookup", "-timeout=2", name+".")
@@ -157,10 +135,11 @@ func TestLiveCiliumDataplane(t *testing.T) {
 
 	// Before any policy: every world host answers (a refusal later means the
 	// policy refused, not a broken path); the host beyond the guard does not.
-	expectOf(func() bool { return resolves(tenant.Namespace, "mirror.unlisted.test", unlistedHost.ip) }, true, "no policy: resolves mirror.unlisted.test")
-	expectOf(func() bool { return connects(tenant.Namespace, allowedHost, allowedHost.ip, 443) }, true, "no policy: reaches the allowed host on 443")
-	expectOf(func() bool { return connects(tenant.Namespace, unlistedHost, unlistedHost.ip, 443) }, true, "no policy: reaches the unlisted host on 443")
-	expectOf(func() bool { return connects(open, beyondHost, beyondHost.ip, 443) }, false, "no policy: reaches a host beyond the pod guard")
+	expectOf(func() bool { return resolves(tenant.Namespace, unlisted.Name, unlisted.Addr()) }, true, "no policy: resolves "+unlisted.Name)
+	expectOf(func() bool { return connects(tenant.Namespace, allowed, allowed.Addr(), 443) }, true, "no policy: reaches the allowed host on 443")
+	expectOf(func() bool { return connects(tenant.Namespace, allowed, allowed.Addr(), 80) }, true, "no policy: reaches the allowed host on 80")
+	expectOf(func() bool { return connects(tenant.Namespace, unlisted, unlisted.Addr(), 443) }, true, "no policy: reaches the unlisted host on 443")
+	expectOf(func() bool { return beyond(open) }, false, "no policy: reaches a host beyond the pod guard")
 
 	// The tenant's policies, as Paddock renders them for the local target.
 	p := &model.Platform{Name: "cilium-live", Target: model.Target{Kind: model.TargetLocal, FQDNPolicy: model.FQDNPolicyCilium}}
@@ -179,13 +158,13 @@ func TestLiveCiliumDataplane(t *testing.T) {
 		t.Fatal(err)
 	}
 	policyStart := time.Now()
-	expectOf(func() bool { return connects(tenant.Namespace, unlistedHost, unlistedHost.ip, 443) }, false, "tenant policy: reaches the unlisted host by address")
+	expectOf(func() bool { return connects(tenant.Namespace, unlisted, unlisted.Addr(), 443) }, false, "tenant policy: reaches the unlisted host by address")
 	t.Logf("TIMING tenant policy enforced: %s", time.Since(policyStart))
-	expectOf(func() bool { return resolves(tenant.Namespace, "llm.allowed.test", allowedHost.ip) }, true, "tenant policy: resolves llm.allowed.test")
-	expectOf(func() bool { return connects(tenant.Namespace, allowedHost, "llm.allowed.test", 443) }, true, "tenant policy: reaches llm.allowed.test on 443")
-	expectOf(func() bool { return connects(tenant.Namespace, allowedHost, "llm.allowed.test", 80) }, false, "tenant policy: reaches llm.allowed.test on 80")
-	expectOf(func() bool { return resolves(tenant.Namespace, "mirror.unlisted.test", unlistedHost.ip) }, false, "tenant policy: resolves mirror.unlisted.test")
-	expectOf(func() bool { return connects(tenant.Namespace, unlistedHost, "mirror.unlisted.test", 443) }, false, "tenant policy: reaches mirror.unlisted.test by name")
+	expectOf(func() bool { return resolves(tenant.Namespace, allowed.Name, allowed.Addr()) }, true, "tenant policy: resolves "+allowed.Name)
+	expectOf(func() bool { return connects(tenant.Namespace, allowed, allowed.Name, 443) }, true, "tenant policy: reaches "+allowed.Name+" on 443")
+	expectOf(func() bool { return connects(tenant.Namespace, allowed, allowed.Name, 80) }, false, "tenant policy: reaches "+allowed.Name+" on 80")
+	expectOf(func() bool { return resolves(tenant.Namespace, unlisted.Name, unlisted.Addr()) }, false, "tenant policy: resolves "+unlisted.Name)
+	expectOf(func() bool { return connects(tenant.Namespace, unlisted, unlisted.Name, 443) }, false, "tenant policy: reaches "+unlisted.Name+" by name")
 	// The search path still ends: cluster names are answered (NXDOMAIN here).
 	if out, err := kexec(tenant.Namespace, "nslookup", "-timeout=2", localcluster.DNSProbeName); err != nil || !strings.Contains(out, localcluster.DNSProbeAddress) {
 		t.Errorf("tenant policy: the cluster domain is not answered (err %v):\n%s", err, out)
@@ -205,7 +184,7 @@ func TestLiveCiliumDataplane(t *testing.T) {
 	}
 	for _, comp := range st.Components {
 		switch comp.Name {
-		case "containerd", "kubelet", "cilium-agent":
+		case "containerd", "kubelet", "cilium-agent", "world-" + allowed.Name, "world-" + unlisted.Name:
 			if comp.State != localcluster.Running {
 				t.Errorf("%s is %s (%s)", comp.Name, comp.State, comp.Detail)
 			}
@@ -394,7 +373,7 @@ func ciliumSnapshot() ciliumHost {
 	var links []string
 	ifs, _ := net.Interfaces()
 	for _, i := range ifs {
-		if strings.HasPrefix(i.Name, "cilium_") || strings.HasPrefix(i.Name, "lxc") || strings.HasPrefix(i.Name, "pdk-") {
+		if strings.HasPrefix(i.Name, "cilium_") || strings.HasPrefix(i.Name, "lxc") || strings.HasPrefix(i.Name, "pdk-") || strings.HasPrefix(i.Name, localcluster.WorldLinkPrefix) {
 			links = append(links, i.Name)
 		}
 	}

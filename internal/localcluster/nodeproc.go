@@ -50,6 +50,10 @@ type nodeProcSpec struct {
 	// (the Cilium agent behind unshare and sh): the supervisor records the
 	// process once it runs Exe, so that Status knows it by that binary.
 	Exe string
+	// AfterStart, when set, runs once the process runs Exe (or has started,
+	// without Exe), with its pid; the func it returns runs when the process
+	// has exited. An error stops the process (to be restarted with backoff).
+	AfterStart func(pid int) (func(), error)
 }
 
 // nodeSpecs lists the node's processes in start order.
@@ -67,7 +71,8 @@ func (c *cluster) nodeSpecs() []nodeProcSpec {
 	if nn.cilium() {
 		agentEnv := []string{"PATH=" + ciliumClangDir + ":" + path, "HOME=" + d.root, "LANG=C", "K8S_NODE_NAME=" + nodeName(c.name, 0)}
 		args := ciliumAgentArgs(d, c.logsDir(), c.kubeconfig(), cgroup2Mount(), nn)
-		return append(specs, ciliumAgentProc(bins["cilium-agent"], d.ciliumSysctlShield(), args, agentEnv))
+		specs = append(specs, ciliumAgentProc(bins["cilium-agent"], d.ciliumSysctlShield(), args, agentEnv))
+		return append(specs, worldHostSpecs(env)...)
 	}
 	return append(specs, nodeProcSpec{Name: "kube-router", Bin: bins["kube-router"], Args: kubeRouterArgs(c.name, c.kubeconfig()), Env: env})
 }
@@ -182,9 +187,22 @@ func (n *nodeRunner) keepClusterDNS(ctx context.Context) {
 	}
 	lastErr := ""
 	for {
+		// The world hosts' names first: the resolver pod reads them when it
+		// starts, and a ConfigMap made after it reaches it only with the
+		// kubelet's next sync, up to a minute later.
+		var namesErr error
+		if n.c.state.NodeNet.cilium() {
+			var did string
+			if did, namesErr = ensureWorldHostNames(ctx, cs); did != "" {
+				n.log.Printf("node: %s", did)
+			}
+		}
 		ip, did, err := resolverTarget(ctx, cs)
 		if did != "" {
 			n.log.Printf("node: cluster DNS: %s", did)
+		}
+		if err == nil {
+			err = namesErr
 		}
 		if err == nil && !n.c.state.NodeNet.cilium() { // Cilium serves the kube-dns Service itself
 			var changed bool
@@ -332,6 +350,15 @@ func (n *nodeRunner) runOnce(stop context.Context, s nodeProcSpec) error {
 	n.mu.Unlock()
 	n.write()
 	n.log.Printf("node: %s started (pid %d)", s.Name, rec.PID)
+	if s.AfterStart != nil {
+		undo, err := s.AfterStart(rec.PID)
+		if err != nil {
+			n.log.Printf("node: %s: %v; stopping it", s.Name, err)
+			_ = cmd.Process.Kill()
+		} else if undo != nil {
+			defer undo()
+		}
+	}
 
 	var werr error
 	stopped := false

@@ -14,11 +14,12 @@ import (
 
 func newVerifyCmd() *cobra.Command {
 	var (
-		f          specFlags
-		format     string
-		noProbes   bool
-		strict     bool
-		probeImage string
+		f              specFlags
+		format         string
+		noProbes       bool
+		strict         bool
+		probeImage     string
+		fqdnProbeHosts []string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify [SPEC]",
@@ -28,11 +29,14 @@ func newVerifyCmd() *cobra.Command {
 			"of its own with no NetworkPolicy (paddock-verify-control-<random>, labelled\n" +
 			"paddock.dev/verify-probe=control) holding a control target and client, and a target\n" +
 			"and a client in each tenant namespace (labelled paddock.dev/probe); all are deleted\n" +
-			"afterwards. It sends traffic only to those pods and to the cluster resolver: each\n" +
+			"afterwards. It sends traffic only to those pods, the cluster resolver and the hosts below: each\n" +
 			"tenant's egress to the control target and ingress from the control client, pod to pod\n" +
 			"within the tenant and from every tenant to every other must be refused, while the\n" +
 			"control client reaches the control target (else the refusals prove nothing and the\n" +
 			"check is not verifiable); a probe that did not run is never counted as a refusal.\n" +
+			"A tenant with an FQDN allow-list is also shown with traffic to --fqdn-probe-host names\n" +
+			"only: a listed name reached on 443, an unlisted host and its lookup refused, each while\n" +
+			"the control client reaches it.\n" +
 			"V12 execs into one ready sandbox per warm pool. --no-probes skips both.\n" +
 			"Exit status: 0 when nothing failed, 1 when a check failed (with --strict, also when a\n" +
 			"check is not verifiable here), 2 when verify could not run.",
@@ -52,7 +56,7 @@ func newVerifyCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			opts := verify.Options{NoProbes: noProbes, ProbeImage: probeImage, Strict: strict}
+			opts := verify.Options{NoProbes: noProbes, ProbeImage: probeImage, Strict: strict, FQDNProbeHosts: fqdnProbeHosts}
 			if p.Target.Kind == model.TargetLocal {
 				opts.ControllerHealth = localControllerHealth
 				// Nothing is pulled on the local stack: its node's own image,
@@ -61,6 +65,9 @@ func newVerifyCmd() *cobra.Command {
 					opts.ProbeImage = localcluster.SandboxImage
 				}
 				opts.DNSProbeName = localcluster.DNSProbeName
+				if len(opts.FQDNProbeHosts) == 0 {
+					opts.FQDNProbeHosts = localcluster.WorldHostNames()
+				}
 			}
 			v, err := verify.New(p, cfg, opts)
 			if err != nil {
@@ -85,6 +92,7 @@ func newVerifyCmd() *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
 	cmd.Flags().BoolVar(&noProbes, "no-probes", false, "skip the runtime checks (V10 network probe pods, V12 exec into a sandbox)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "count a check that is not verifiable here as failed (exit 1), for CI")
+	cmd.Flags().StringSliceVar(&fqdnProbeHosts, "fqdn-probe-host", nil, "a host name V10 may connect to on port 443 and look up from probe pods, to show each tenant's FQDN allow-list (give one the list names and one it does not; repeat or comma-separate); default on target local: the local stack's world hosts")
 	cmd.Flags().StringVar(&probeImage, "probe-image", "", "image of the network probe pods (needs sh, nc, nslookup, sleep); default "+verify.DefaultProbeImage+", or the local node's busybox image on target local")
 	return cmd
 }

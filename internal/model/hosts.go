@@ -27,3 +27,24 @@ func PublicSuffixWildcard(name string) bool {
 	suffix, _ := publicsuffix.PublicSuffix(rest)
 	return suffix == rest
 }
+
+// FQDNMatches reports whether the FQDN allow-list entry pattern ("api.example.com"
+// or "*.example.com") lets the host name through, as Cilium's toFQDNs reads it:
+// a name matches itself, and "*." stands for exactly one more label, so
+// "*.example.com" matches "api.example.com" but neither "example.com" nor
+// "a.b.example.com". With anyDepth, "*." stands for one or more labels, the
+// wider reading, for the question "could some engine let this name through?".
+// Case and a trailing dot do not count.
+func FQDNMatches(pattern, name string, anyDepth bool) bool {
+	pattern = strings.TrimSuffix(strings.ToLower(pattern), ".")
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	suffix, wild := strings.CutPrefix(pattern, "*.")
+	if !wild {
+		return pattern == name
+	}
+	label, ok := strings.CutSuffix(name, "."+suffix)
+	if !ok || label == "" {
+		return false
+	}
+	return anyDepth || !strings.Contains(label, ".")
+}

@@ -552,6 +552,7 @@ func (v *Verifier) probeNetwork(ctx context.Context, tenants []model.Tenant) []R
 	resolvers, resolverErr := v.resolverAddresses(ctx)
 	var judgments []*judgment
 	var dns []*dnsProbe
+	var named []*fqdnProbe
 	ready := sides[1:]
 	for _, a := range ready {
 		if a.err != nil {
@@ -569,13 +570,16 @@ func (v *Verifier) probeNetwork(ctx context.Context, tenants []model.Tenant) []R
 			})
 		}
 		dns = append(dns, &dnsProbe{side: a, control: control})
+		if len(a.tenant.Egress.FQDNs) > 0 {
+			named = append(named, &fqdnProbe{side: a, control: control})
+		}
 	}
 	for _, d := range dns {
 		d.resolvers, d.resolverErr = resolvers, resolverErr
 	}
 	// Every connection at once (they are independent), bounded, and the
-	// DNS probes beside them.
-	parallel(len(judgments)+len(dns), probeConcurrency, func(i int) {
+	// DNS and named-egress probes beside them.
+	parallel(len(judgments)+len(dns)+len(named), probeConcurrency, func(i int) {
 		if i < len(judgments) {
 			j := judgments[i]
 			if j.unjudged == "" {
@@ -583,8 +587,12 @@ func (v *Verifier) probeNetwork(ctx context.Context, tenants []model.Tenant) []R
 			}
 			return
 		}
-		d := dns[i-len(judgments)]
-		d.result = v.probeDNS(ctx, d)
+		if i -= len(judgments); i < len(dns) {
+			dns[i].result = v.probeDNS(ctx, dns[i])
+			return
+		}
+		f := named[i-len(dns)]
+		f.results = v.probeFQDNs(ctx, f)
 	})
 	// The control must still answer after the refusals: a target that died
 	// meanwhile would have refused everything.
@@ -612,6 +620,11 @@ func (v *Verifier) probeNetwork(ctx context.Context, tenants []model.Tenant) []R
 		for _, d := range dns {
 			if d.side == s {
 				out = append(out, d.result)
+			}
+		}
+		for _, f := range named {
+			if f.side == s {
+				out = append(out, f.results...)
 			}
 		}
 	}

@@ -39,6 +39,14 @@ type fakeNet struct {
 	// execFails makes every exec into the pod fail; noNC makes nc missing
 	// from the pod's image.
 	execFails, noNC func(ns, pod string) bool
+	// world are hosts outside the cluster, by name (their address); a pod
+	// of namespace ns reaches one when namedOpen(ns, name) (nil: the control
+	// only), and gets its address from the resolver when nameAnswered(ns,
+	// name) (nil: always). worldDown: no world host answers anyone.
+	world        map[string]string
+	namedOpen    func(ns, name string) bool
+	nameAnswered func(ns, name string) bool
+	worldDown    bool
 
 	mu       sync.Mutex
 	ipNS     map[string]string
@@ -72,6 +80,25 @@ func (n *fakeNet) Exec(_ context.Context, ns, pod, _ string, cmd []string) (stri
 			return exited("sh: nc: not found\n", 127), "", nil
 		}
 		ip := f[3]
+		if wip, ok := n.world[ip]; ok { // a name: nc resolves it first
+			if n.nameAnswered != nil && !n.nameAnswered(ns, ip) {
+				return exited("nc: bad address '"+ip+"'\n", 1), "", nil
+			}
+			ip = wip
+		}
+		for name, wip := range n.world {
+			if wip != ip {
+				continue
+			}
+			open := n.namedOpen
+			if open == nil {
+				open = func(ns, _ string) bool { return isControlNS(ns) }
+			}
+			if !n.worldDown && open(ns, name) {
+				return exited("paddock-world "+name+"\n", 0), "", nil
+			}
+			return exited("nc: timed out\n", 1), "", nil
+		}
 		if ip == "127.0.0.1" {
 			if n.noLoopback {
 				return exited("nc: can't connect to remote host (127.0.0.1): Connection refused\n", 1), "", nil
@@ -96,6 +123,12 @@ func (n *fakeNet) Exec(_ context.Context, ns, pod, _ string, cmd []string) (stri
 			server = f[2]
 		}
 		n.asked = append(n.asked, server)
+		if wip, ok := n.world[name]; ok && server == "" {
+			if n.nameAnswered != nil && !n.nameAnswered(ns, name) {
+				return exited("Server:\t\t"+resolverIP+"\nAddress:\t"+resolverIP+":53\n\n** server can't find "+name+": REFUSED\n\n", 1), "", nil
+			}
+			return exited("Server:\t\t"+resolverIP+"\nAddress:\t"+resolverIP+":53\n\nName:\t"+name+"\nAddress: "+wip+"\n\n", 0), "", nil
+		}
 		via := server
 		if via == "" {
 			via = "127.0.0.1"
@@ -165,6 +198,8 @@ type netCase struct {
 	net   *fakeNet
 	nodes []runtime.Object // default: one real node
 	noDNS bool
+	// probeHosts is Options.FQDNProbeHosts.
+	probeHosts []string
 }
 
 // runV10 runs V10 on the fake cluster and checks it cleaned up after itself.
@@ -192,7 +227,7 @@ func runV10(t *testing.T, c netCase) ([]Result, *fakeNet) {
 		objs = append(objs, resolverPod())
 	}
 	v, kube, _ := fakeVerifier(t, c.p, objs)
-	v.opts = Options{ProbeImage: "localhost/paddock/busybox:v1", DNSProbeName: DefaultDNSProbeName}
+	v.opts = Options{ProbeImage: "localhost/paddock/busybox:v1", DNSProbeName: DefaultDNSProbeName, FQDNProbeHosts: c.probeHosts}
 	v.exec = net
 	runningPodsOn(kube, nodeName, net)
 	rs := only(t, v, "V10")

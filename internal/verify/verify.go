@@ -126,6 +126,11 @@ type Options struct {
 	ProbeImage string
 	// DNSProbeName is the name the probe asks the cluster resolver for.
 	DNSProbeName string
+	// FQDNProbeHosts are host names verify may connect to (TCP 443) and
+	// look up from probe pods, to show each tenant's FQDN allow-list: it
+	// needs one the list names and one it does not. Empty: the allow-lists
+	// are not verifiable.
+	FQDNProbeHosts []string
 	// Exec runs commands in pods; nil means through the API server, as
 	// kubectl exec does.
 	Exec Execer

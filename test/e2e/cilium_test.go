@@ -21,7 +21,7 @@ var cnpGVR = schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Reso
 // The CiliumNetworkPolicies Paddock renders are accepted by the real API server
 // validating them against Cilium's own CRD schema (installed by `local up`,
 // CILIUM_VERSION), and that schema really is enforced: a malformed policy is
-// refused. Nothing enforces the policy itself here (no Cilium agent).
+// refused. TestNamedEgressEnforced shows the agent enforcing it.
 func TestCiliumFQDNPolicyAcceptedByCiliumSchema(t *testing.T) {
 	e := live
 	const ns = "e2e-cilium"

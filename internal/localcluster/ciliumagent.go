@@ -98,7 +98,13 @@ func ciliumAgentArgs(d nodeDirs, logs, kubeconfig, cgroupRoot string, nn nodeNet
 		"--enable-endpoint-health-checking=false",
 		"--enable-l7-proxy=true",
 		"--disable-envoy-version-check=true",
-		"--enable-hubble=false",
+		// Hubble only for its drop counter by source namespace, on loopback:
+		// a tenant's policy drops are a signal (the PaddockSandboxPolicyDrops
+		// alert reads hubble_drop_total{source=<namespace>}).
+		"--enable-hubble=true",
+		"--hubble-monitor-events=drop",
+		"--hubble-metrics=drop:sourceContext=namespace",
+		"--hubble-metrics-server=127.0.0.1:" + strconv.Itoa(nn.HubbleMetricsPort),
 		"--enable-gops=false",
 		"--prometheus-serve-addr=127.0.0.1:" + strconv.Itoa(nn.AgentMetricsPort),
 		"--agent-health-port=" + strconv.Itoa(nn.AgentHealthPort),

@@ -11,7 +11,7 @@ import (
 
 func ciliumNet() nodeNet {
 	nn := planNodeNet("paddock")
-	nn.Dataplane, nn.AgentMetricsPort, nn.AgentHealthPort = DataplaneCilium, 40001, 40002
+	nn.Dataplane, nn.AgentMetricsPort, nn.AgentHealthPort, nn.HubbleMetricsPort = DataplaneCilium, 40001, 40002, 40003
 	return nn
 }
 
@@ -49,7 +49,9 @@ func TestCiliumAgentArgs(t *testing.T) {
 		"--lib-dir":                         "/x/node/cilium/lib",
 		"--cgroup-root":                     "/sys/fs/cgroup/unified",
 		"--k8s-kubeconfig-path":             "/x/kubeconfig",
-		"--enable-hubble":                   "false",
+		"--enable-hubble":                   "true",
+		"--hubble-metrics":                  "drop:sourceContext=namespace",
+		"--hubble-metrics-server":           "127.0.0.1:40003",
 		"--enable-ipv6":                     "false",
 		"--enable-endpoint-health-checking": "false",
 	}

@@ -171,11 +171,18 @@ func TestLiveCiliumDataplane(t *testing.T) {
 	}
 
 	// The agent counted the refusals.
-	drops := agentMetric(t, dir, `cilium_drop_count_total{`, `reason="Policy denied"`)
-	l7 := agentMetric(t, dir, `cilium_policy_l7_total{`, `proxy_type="fqdn"`)
+	drops := agentMetric(t, dir, "agentMetricsPort", `cilium_drop_count_total{`, `reason="Policy denied"`)
+	l7 := agentMetric(t, dir, "agentMetricsPort", `cilium_policy_l7_total{`, `proxy_type="fqdn"`)
 	t.Logf("agent metrics: %v policy drops, %v DNS proxy decisions", drops, l7)
 	if drops == 0 || l7 == 0 {
 		t.Errorf("the agent counted %v policy drops and %v DNS proxy decisions, want both above zero", drops, l7)
+	}
+	// And Hubble attributed them to the tenant's namespace, as the drop
+	// alert reads them.
+	tenantDrops := agentMetric(t, dir, "hubbleMetricsPort", `hubble_drop_total{`, `source="`+tenant.Namespace+`"`)
+	t.Logf("hubble: %v drops from %s", tenantDrops, tenant.Namespace)
+	if tenantDrops == 0 {
+		t.Errorf("hubble_drop_total counts no drop from %s, whose pod was refused", tenant.Namespace)
 	}
 
 	st, err := c.Status(ctx)
@@ -323,22 +330,25 @@ func listenIn(pid int, addr string) (net.Listener, error) {
 }
 
 // agentMetric sums the agent's samples of a metric whose line starts with
-// prefix and contains label, read from its loopback metrics listener.
-func agentMetric(t *testing.T, dir, prefix, label string) float64 {
+// prefix and contains label, read from one of its loopback metrics listeners
+// (port names the state.json field: agentMetricsPort, hubbleMetricsPort).
+func agentMetric(t *testing.T, dir, port, prefix, label string) float64 {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var st struct {
-		NodeNet struct {
-			AgentMetricsPort int `json:"agentMetricsPort"`
-		} `json:"nodeNet"`
+		NodeNet map[string]any `json:"nodeNet"`
 	}
-	if err := json.Unmarshal(raw, &st); err != nil || st.NodeNet.AgentMetricsPort == 0 {
-		t.Fatalf("state.json names no agent metrics port (%v)", err)
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
 	}
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", st.NodeNet.AgentMetricsPort))
+	p, _ := st.NodeNet[port].(float64)
+	if p == 0 {
+		t.Fatalf("state.json names no %s", port)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", int(p)))
 	if err != nil {
 		t.Fatalf("agent metrics: %v", err)
 	}

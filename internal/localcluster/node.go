@@ -76,6 +76,8 @@ type nodeNet struct {
 	// The Cilium agent's metrics and health listeners, on loopback.
 	AgentMetricsPort int `json:"agentMetricsPort,omitempty"`
 	AgentHealthPort  int `json:"agentHealthPort,omitempty"`
+	// HubbleMetricsPort serves the agent's Hubble drop counter, on loopback.
+	HubbleMetricsPort int `json:"hubbleMetricsPort,omitempty"`
 }
 
 func planNodeNet(cluster string) nodeNet {

@@ -181,11 +181,12 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 	if nodes == NodesReal {
 		c.state.NodeNet = c.planNodeNet()
 		if c.state.NodeNet.cilium() {
-			agentPorts, err := loopbackport.Free(2)
+			agentPorts, err := loopbackport.Free(3)
 			if err != nil {
 				return nil, fmt.Errorf("choose ports for the Cilium agent: %w", err)
 			}
-			c.state.NodeNet.AgentMetricsPort, c.state.NodeNet.AgentHealthPort = agentPorts[0], agentPorts[1]
+			nn := &c.state.NodeNet
+			nn.AgentMetricsPort, nn.AgentHealthPort, nn.HubbleMetricsPort = agentPorts[0], agentPorts[1], agentPorts[2]
 		}
 	}
 	if err := writeState(c.dir, c.state); err != nil {

@@ -28,6 +28,8 @@ const (
 	AlertWarmPoolEmpty        = "PaddockWarmPoolEmpty"
 	AlertWarmPoolColdStarts   = "PaddockWarmPoolColdStarts"
 	AlertControllerDown       = "PaddockAgentSandboxControllerDown"
+	AlertSandboxPolicyDrops   = "PaddockSandboxPolicyDrops"
+	policyDropWindow          = 5 * time.Minute
 	claimTTLNearFraction      = 0.9 // a session ended this close to max_ttl ran into it
 	claimExpiryWindow         = time.Hour
 	lifetimeAlertFor          = 5 * time.Minute
@@ -94,7 +96,9 @@ func ServiceMonitor(p *model.Platform) (*unstructured.Unstructured, error) {
 //   - kube-state-metrics: quota saturation (kube_resourcequota) and the claimed
 //     sandboxes' lifetime (kube_pod_labels, which needs
 //     --metric-labels-allowlist=pods=[agents.x-k8s.io/claim-uid]): the
-//     controller exports no age of a sandbox or claim, nor a count of expiries.
+//     controller exports no age of a sandbox or claim, nor a count of expiries;
+//   - Cilium's Hubble (hubble_drop_total with drop:sourceContext=namespace):
+//     policy drops from a tenant's pods.
 func PrometheusRule(p *model.Platform) (*unstructured.Unstructured, error) {
 	ep, err := agentsandbox.Metrics(p.AgentSandbox.Version)
 	if err != nil {
@@ -130,6 +134,9 @@ func PrometheusRule(p *model.Platform) (*unstructured.Unstructured, error) {
 				fmt.Sprintf("Within %s, claims that asked for the warm pool got no warm sandbox: the pool is empty or refills too slowly for the claim rate.", promDuration(o.PoolEmptyFor))),
 		}))
 	}
+	if rule, ok := policyDropRule(p, common); ok {
+		groups = append(groups, ruleGroup("paddock.network", []any{rule}))
+	}
 	groups = append(groups, ruleGroup("paddock.controller", []any{alert(AlertControllerDown,
 		fmt.Sprintf(`absent(up{namespace=%q, job=%q} == 1)`, agentsandbox.Namespace, ep.Service),
 		o.ControllerDownFor, "critical", common,
@@ -137,6 +144,28 @@ func PrometheusRule(p *model.Platform) (*unstructured.Unstructured, error) {
 		fmt.Sprintf("For %s Prometheus has not scraped the controller in %s: no warm pool refills, no claim is bound, no session expires.", promDuration(o.ControllerDownFor), agentsandbox.Namespace)),
 	}))
 	return monitoringObject(p, promoperator.PrometheusRuleKind, PrometheusRuleName, map[string]any{"groups": groups}), nil
+}
+
+// policyDropRule is the seed's "drop spikes from sandbox pods" alert: any
+// policy drop of traffic leaving a tenant's namespace, by tenant. It reads
+// Hubble's drop counter labelled with the source namespace
+// (--hubble-metrics=drop:sourceContext=namespace; the local stack's agent
+// exports it so), so only targets whose dataplane is Cilium get it (GKE
+// Dataplane V2 is Cilium; a kubeconfig target with fqdn_policy = "cilium").
+// A spike is the first sign of an agent reaching for what it should not: it
+// fires on the first drop in a window, not on a rate.
+func policyDropRule(p *model.Platform, common map[string]any) (map[string]any, bool) {
+	all := tenantNamespaces(p, func(t model.Tenant) bool { return !t.Egress.Unrestricted })
+	if cilium := p.Target.FQDNPolicy == model.FQDNPolicyCilium || p.Target.FQDNPolicy == model.FQDNPolicyGKE; all == "" || !cilium {
+		return nil, false
+	}
+	return alert(AlertSandboxPolicyDrops,
+		fmt.Sprintf(`sum by (namespace) (label_replace(increase(hubble_drop_total{source=~"%s", reason=~"POLICY_DENIED|POLICY_DENY"}[%s]), "namespace", "$1", "source", "(.+)")) > 0`,
+			all, promDuration(policyDropWindow)),
+		0, "warning", common,
+		"Policy drops of traffic from sandboxes in {{ $labels.namespace }}",
+		fmt.Sprintf("Within %s the dataplane dropped {{ $value }} packets from pods of {{ $labels.namespace }} that its network policies do not allow: an agent may be reaching for a destination off its allow-list (read the tenant's recent Hubble drop flows, `hubble observe --verdict DROPPED --namespace {{ $labels.namespace }}`).", promDuration(policyDropWindow)),
+	), true
 }
 
 // lifetimeRules are, per distinct max_ttl, the recording rule of how long

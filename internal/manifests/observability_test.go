@@ -217,3 +217,34 @@ func TestPromDuration(t *testing.T) {
 		}
 	}
 }
+
+// The policy-drop alert reads Hubble's drop counter for every fenced tenant,
+// named by namespace, where the dataplane is Cilium, and nowhere else.
+func TestPolicyDropAlertOnCiliumTargets(t *testing.T) {
+	o := model.DefaultObservability()
+	for _, c := range []struct {
+		fqdnPolicy string
+		want       bool
+	}{{model.FQDNPolicyCilium, true}, {model.FQDNPolicyGKE, true}, {model.FQDNPolicyNone, false}, {"", false}} {
+		p := observedPlatform(&o)
+		p.Target.FQDNPolicy = c.fqdnPolicy
+		p.Tenants[1].Egress.Unrestricted = true // waived: nothing to drop
+		pr, err := PrometheusRule(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := rules(t, pr)[AlertSandboxPolicyDrops]
+		if (len(rs) == 1) != c.want {
+			t.Fatalf("fqdn_policy %q: %d %s rules, want %v", c.fqdnPolicy, len(rs), AlertSandboxPolicyDrops, c.want)
+		}
+		if !c.want {
+			continue
+		}
+		expr, _ := rs[0]["expr"].(string)
+		for _, want := range []string{`hubble_drop_total{source=~"agents-team-a", reason=~"POLICY_DENIED|POLICY_DENY"}[5m]`, `"namespace", "$1", "source"`, `> 0`} {
+			if !strings.Contains(expr, want) {
+				t.Errorf("expr %q does not contain %q", expr, want)
+			}
+		}
+	}
+}

@@ -20,7 +20,10 @@ import (
 // spec has three tenants (two sharing max_ttl, one without any), a warm
 // pool, and every threshold set away from its default.
 const spec = `platform { name = "obs" }
-target "kubeconfig" { context = "c" }
+target "kubeconfig" {
+  context     = "c"
+  fqdn_policy = "cilium"
+}
 agent_sandbox { version = "v0.5.6" }
 runtime_class "gvisor" { handler = "runsc" }
 tenant "team-a" {
@@ -59,6 +62,7 @@ var knownMetrics = map[string]string{
 	"kube_pod_labels":                    "kube-state-metrics",
 	"kube_resourcequota":                 "kube-state-metrics",
 	"up":                                 "Prometheus",
+	"hubble_drop_total":                  "Cilium's Hubble (drop:sourceContext=namespace)",
 	manifests.RecordClaimedSeconds:       "paddock-alerts",
 }
 
@@ -114,6 +118,7 @@ func TestRulesParseWithPrometheus(t *testing.T) {
 		manifests.AlertWarmPoolEmpty:       1,
 		manifests.AlertWarmPoolColdStarts:  1,
 		manifests.AlertControllerDown:      1,
+		manifests.AlertSandboxPolicyDrops:  1,
 	} {
 		if names[name] != want {
 			t.Errorf("%d rules %s, want %d (all: %v)", names[name], name, want, names)

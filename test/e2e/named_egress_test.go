@@ -14,7 +14,10 @@ import (
 
 	"github.com/gruntwork-io/terratest/modules/k8s"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/localcluster"
@@ -127,6 +130,89 @@ func TestNamedEgressEnforced(t *testing.T) {
 				t.Errorf("V10 %s: %s: %s", subject, r.Status, r.Reason)
 			}
 		}
+	})
+
+	// Each widening the sweep (S02) or the comparison reports for a Cilium
+	// kind really opens what the finding says, and the fix closes it again.
+	t.Run("Cilium widenings open what drift says, and their fix closes them", func(t *testing.T) {
+		widenings := []struct {
+			name    string
+			apply   func(t *testing.T) error
+			opens   func() bool // the traffic the widening lets through
+			finding func(rep *drift.Report) bool
+			fix     func(t *testing.T)
+		}{
+			{
+				name: "an extra CiliumNetworkPolicy allowing every name",
+				apply: func(t *testing.T) error {
+					return createCilium(t, e, cnpGVR, ns, "widen-names", map[string]any{
+						"endpointSelector": map[string]any{},
+						"egress": []any{
+							map[string]any{"toFQDNs": []any{map[string]any{"matchPattern": "*"}}, "toPorts": []any{map[string]any{"ports": []any{map[string]any{"port": "443", "protocol": "TCP"}}}}},
+							map[string]any{"toEndpoints": []any{map[string]any{"matchLabels": map[string]any{"k8s:io.kubernetes.pod.namespace": "kube-system", "k8s:k8s-app": "kube-dns"}}},
+								"toPorts": []any{map[string]any{"ports": []any{map[string]any{"port": "53", "protocol": "ANY"}}, "rules": map[string]any{"dns": []any{map[string]any{"matchPattern": "*"}}}}}},
+						},
+					})
+				},
+				opens:   reaches(unlisted, unlisted.Name, 443),
+				finding: sweepNames("CiliumNetworkPolicy", ns, "widen-names"),
+				fix:     func(t *testing.T) { deleteCilium(t, e, cnpGVR, ns, "widen-names") },
+			},
+			{
+				name: "an extra CiliumNetworkPolicy allowing the world",
+				apply: func(t *testing.T) error {
+					return createCilium(t, e, cnpGVR, ns, "widen-world", map[string]any{
+						"endpointSelector": map[string]any{},
+						"egress":           []any{map[string]any{"toEntities": []any{"world"}}},
+					})
+				},
+				opens:   reaches(unlisted, unlisted.Addr(), 443),
+				finding: sweepNames("CiliumNetworkPolicy", ns, "widen-world"),
+				fix:     func(t *testing.T) { deleteCilium(t, e, cnpGVR, ns, "widen-world") },
+			},
+			{
+				name: "a CiliumClusterwideNetworkPolicy selecting the tenant's pods",
+				apply: func(t *testing.T) error {
+					return createCilium(t, e, ccnpGVR, "", "widen-tenant", map[string]any{
+						"endpointSelector": map[string]any{"matchLabels": map[string]any{"k8s:io.kubernetes.pod.namespace": ns}},
+						"egress":           []any{map[string]any{"toEntities": []any{"world"}}},
+					})
+				},
+				opens:   reaches(unlisted, unlisted.Addr(), 443),
+				finding: sweepNames("CiliumClusterwideNetworkPolicy", "", "widen-tenant"),
+				fix:     func(t *testing.T) { deleteCilium(t, e, ccnpGVR, "", "widen-tenant") },
+			},
+			{
+				name: "the tenant's own policy gains a pattern",
+				apply: func(t *testing.T) error {
+					pattern := "*." + strings.SplitN(unlisted.Name, ".", 2)[1]
+					_, err := k8s.RunKubectlAndGetOutputE(t, k8s.NewKubectlOptions("", e.kubeconfig, ns), "patch", "ciliumnetworkpolicy", manifests.AllowFQDNPolicy, "--type=json", "-p",
+						fmt.Sprintf(`[{"op":"add","path":"/spec/egress/0/toFQDNs/-","value":{"matchPattern":%q}},{"op":"add","path":"/spec/egress/1/toPorts/0/rules/dns/-","value":{"matchPattern":%q}}]`, pattern, pattern))
+					return err
+				},
+				opens: reaches(unlisted, unlisted.Name, 443),
+				finding: func(rep *drift.Report) bool {
+					r := findResource(rep, "CiliumNetworkPolicy", ns+"/"+manifests.AllowFQDNPolicy)
+					return r != nil && r.Change == drift.Modified
+				},
+				fix: func(t *testing.T) { e.mustPaddock(t, "up", dir) },
+			},
+		}
+		for _, w := range widenings {
+			t.Run(w.name, func(t *testing.T) {
+				if err := w.apply(t); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "the widening lets the sandbox through", 60*time.Second, boolErr(w.opens, "still refused"))
+				rep, _ := e.driftReport(t, 2, nil, dir)
+				if !w.finding(rep) {
+					t.Errorf("drift does not report the widening:\n%s\nunmanaged: %+v", driftShape(rep), rep.Unmanaged)
+				}
+				w.fix(t)
+				refusedInARow(t, "after the fix, the traffic the widening opened", w.opens)
+			})
+		}
+		e.driftReport(t, 0, nil, dir)
 	})
 
 	t.Run("the policy deleted out of band: refused everything, drift names it, up restores it", func(t *testing.T) {
@@ -253,4 +339,42 @@ func resultFor(rep *verify.Report, id, subject string) *verify.Result {
 		}
 	}
 	return nil
+}
+
+var ccnpGVR = cnpGVR.GroupVersion().WithResource("ciliumclusterwidenetworkpolicies")
+
+// createCilium creates a Cilium policy (kind from gvr) out of band, as a
+// person with write access would; it is deleted at the end whatever happens.
+func createCilium(t *testing.T, e *env, gvr schema.GroupVersionResource, ns, name string, spec map[string]any) error {
+	kind := "CiliumNetworkPolicy"
+	if gvr == ccnpGVR {
+		kind = "CiliumClusterwideNetworkPolicy"
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": kind,
+		"metadata": map[string]any{"name": name}, "spec": spec}}
+	if ns != "" {
+		u.SetNamespace(ns)
+	}
+	t.Cleanup(func() { deleteCilium(t, e, gvr, ns, name) })
+	_, err := e.dyn.Resource(gvr).Namespace(ns).Create(ctxT(t, 10*time.Second), u, metav1.CreateOptions{FieldManager: "kubectl-create"})
+	return err
+}
+
+func deleteCilium(t *testing.T, e *env, gvr schema.GroupVersionResource, ns, name string) {
+	err := e.dyn.Resource(gvr).Namespace(ns).Delete(ctxTimeout(10*time.Second), name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("delete %s %s/%s: %v", gvr.Resource, ns, name, err)
+	}
+}
+
+// sweepNames matches a report whose sweep names the object under S02.
+func sweepNames(kind, ns, name string) func(rep *drift.Report) bool {
+	return func(rep *drift.Report) bool {
+		for _, f := range rep.Unmanaged {
+			if f.Rule == drift.RuleNetworkOpen && f.Kind == kind && f.Namespace == ns && f.Name == name {
+				return true
+			}
+		}
+		return false
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,9 +48,21 @@ type specFlags struct {
 func (f *specFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.stack, "stack", "", "stack name (default: the platform's name); a stack with a config file (stacks/Pulumi.<stack>.yaml) takes its spec and variables from it")
 	cmd.Flags().StringVar(&f.backend, "backend", "", "Pulumi backend URL: file://, postgres://, s3://, gs://, azblob:// or https://api.pulumi.com (the fast paths read file://, postgres:// and s3://; others fall back to refresh) (default: the project's backend.url, $PULUMI_BACKEND_URL, else file://$PADDOCK_HOME/state)")
+	cmd.PreRunE = func(*cobra.Command, []string) error { return backendFlagSafe(f.backend) }
 	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "set a spec variable, NAME=VALUE (repeatable)")
 	cmd.Flags().StringArrayVar(&f.varFiles, "var-file", nil, "read variables from a vars file (*.pvars.hcl, repeatable)")
 	cmd.Flags().StringVar(&f.projectDir, "project-dir", "", "the Pulumi project (Pulumi.yaml) whose stack files --stack reads (default: the nearest one above the current directory)")
+}
+
+// backendFlagSafe refuses a --backend URL that carries a credential: a
+// command line is readable by every process on the machine
+// (/proc/<pid>/cmdline) and lands in shell histories and CI logs.
+func backendFlagSafe(backend string) error {
+	if backend == "" || !engine.URLHoldsSecret(backend) {
+		return nil
+	}
+	return &exitError{code: 2, err: errors.New("--backend holds a password, secret or token, which every process on this machine can read in /proc/<pid>/cmdline: " +
+		"drop --backend and set PULUMI_BACKEND_URL in the environment instead")}
 }
 
 // registerLockWait adds --lock-wait to the commands that update a stack.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/paddock-platform/paddock/internal/procfs"
+	"slices"
 
 	"context"
 	"encoding/json"
@@ -127,6 +128,39 @@ func redactURL(raw string) string {
 		}
 	}
 	return out
+}
+
+// URLHoldsSecret reports whether a backend URL carries a credential in any
+// spelling redactURL hides: a password in its user info, or a query
+// parameter naming a password, secret or token. A URL that does not parse
+// counts when, decoded, it reads like one.
+func URLHoldsSecret(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		plain, uerr := url.QueryUnescape(raw)
+		if uerr != nil {
+			plain = raw
+		}
+		plain = strings.ToLower(plain)
+		for _, word := range []string{"password", "secret", "token"} {
+			if strings.Contains(plain, word) {
+				return true
+			}
+		}
+		return strings.Contains(plain, "@") && strings.Count(plain, ":") > 1
+	}
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			return true
+		}
+	}
+	query, _ := url.ParseQuery(u.RawQuery)
+	for key, values := range query {
+		if secretParam(key) && slices.ContainsFunc(values, func(v string) bool { return v != "" }) {
+			return true
+		}
+	}
+	return false
 }
 
 // secretParam says whether a URL query parameter carries a credential.

@@ -50,6 +50,17 @@ func TestBackendURL(t *testing.T) {
 		if got := redactURL(raw); strings.Contains(got, "secret") || strings.Contains(got, "s3cr3t") || strings.Contains(got, "p%40ss") || strings.Contains(got, "p@ss") {
 			t.Errorf("redactURL kept the secret: %s", got)
 		}
+		if !URLHoldsSecret(raw) {
+			t.Errorf("URLHoldsSecret(%s) = false", raw)
+		}
+	}
+	for _, raw := range []string{
+		"file:///home/me/.paddock/state", "s3://bucket/paddock?region=eu&endpoint=http://127.0.0.1:8333",
+		"postgres://paddock@127.0.0.1:5432/state?sslmode=disable", "postgres://u:@h/db", "gs://b",
+	} {
+		if URLHoldsSecret(raw) {
+			t.Errorf("URLHoldsSecret(%s) = true, but it holds no credential", raw)
+		}
 	}
 }
 
@@ -136,5 +147,15 @@ func TestHolderAliveZombieIsGone(t *testing.T) {
 	}
 	if holderAlive(pid, time.Now()) {
 		t.Errorf("a killed holder not yet reaped (zombie %d) reads as alive", pid)
+	}
+}
+
+// The inline program's scratch Pulumi.yaml never holds a backend password.
+func TestScratchProjectKeepsNoPassword(t *testing.T) {
+	if p := scratchProject("postgres://u:s3cr3t@127.0.0.1/state"); p.Backend != nil {
+		t.Errorf("scratch Pulumi.yaml names the backend with its password: %+v", p.Backend)
+	}
+	if p := scratchProject("file:///state"); p.Backend == nil || p.Backend.URL != "file:///state" {
+		t.Errorf("scratch Pulumi.yaml lost a plain backend URL: %+v", p.Backend)
 	}
 }

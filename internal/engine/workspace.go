@@ -311,11 +311,7 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 	} else {
 		// The inline program's workspace: in the scratch directory, so it
 		// goes with it.
-		opts = append(opts, auto.WorkDir(tmp), auto.Project(workspace.Project{
-			Name:    tokens.PackageName(ProjectName),
-			Runtime: workspace.NewProjectRuntimeInfo("go", nil),
-			Backend: &workspace.ProjectBackend{URL: backend},
-		}))
+		opts = append(opts, auto.WorkDir(tmp), auto.Project(scratchProject(backend)))
 	}
 	var s auto.Stack
 	if create {
@@ -334,4 +330,16 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 	}
 	e.opened[name] = s
 	return s, nil
+}
+
+// scratchProject is the inline program's Pulumi.yaml. It names the backend
+// only when the URL holds no credential: Pulumi.yaml is a file, and the
+// Pulumi CLI takes the URL from PULUMI_BACKEND_URL in its environment just
+// as well.
+func scratchProject(backend string) workspace.Project {
+	p := workspace.Project{Name: tokens.PackageName(ProjectName), Runtime: workspace.NewProjectRuntimeInfo("go", nil)}
+	if !URLHoldsSecret(backend) {
+		p.Backend = &workspace.ProjectBackend{URL: backend}
+	}
+	return p
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-platform/paddock/internal/hangguard"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/paddock-platform/paddock/internal/model"
@@ -17,17 +19,11 @@ import (
 )
 
 // watchdog turns a hang (Go's fuzzer has no per-input timeout) into a crash
-// that records the input. Stop it by closing the returned channel.
-func watchdog(input any) chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			panic(fmt.Sprintf("WATCHDOG: load of %q takes more than 10s", input))
-		}
-	}()
-	return done
+// that records the input: a load takes well under a second of CPU, so a
+// minute of it is a hang (CPU, not the clock: a starved test is no hang).
+// Stop it by calling the returned func.
+func watchdog(input any) func() {
+	return hangguard.CPUWatchdog(time.Minute, func() string { return fmt.Sprintf("load of %q", input) })
 }
 
 // checkLoad asserts the load invariants: a platform xor errors, every error
@@ -86,7 +82,7 @@ func FuzzLoad(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, src []byte) {
 		done := watchdog(src)
-		defer close(done)
+		defer done()
 		l := NewLoader()
 		p, diags := l.LoadSource("fuzz.hcl", src, LoadOptions{Environ: []string{}})
 		checkLoad(t, l, p, diags, "fuzz.hcl")
@@ -160,7 +156,7 @@ func FuzzVars(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value string) {
 		done := watchdog(value)
-		defer close(done)
+		defer done()
 		for _, origin := range []LoadOptions{
 			{Vars: map[string]string{"secret": value}, Environ: []string{}},
 			{Environ: []string{EnvVarPrefix + "secret=" + value}},
@@ -201,7 +197,7 @@ func FuzzJSONSpec(f *testing.F) {
 	f.Add([]byte(`{"platform": {"name": "x"}, "target": {"local": {}}, "agent_sandbox": {"version": "v0.5.6"}}`))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		done := watchdog(src)
-		defer close(done)
+		defer done()
 		l := NewLoader()
 		p, diags := l.LoadSource("fuzz.hcl.json", src, LoadOptions{Environ: []string{}})
 		checkLoad(t, l, p, diags, "fuzz.hcl.json")

@@ -37,3 +37,30 @@ func (f *fatalRecorder) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	panic("fatal")
 }
+
+// The CPU watchdog fires on a spinning call and never on one that only
+// waits, however long.
+func TestCPUWatchdog(t *testing.T) {
+	fired := make(chan time.Duration, 1)
+	stop := watchCPU(time.Hour, func(used time.Duration) { fired <- used })
+	time.Sleep(300 * time.Millisecond) // waiting costs no CPU
+	stop()
+	select {
+	case used := <-fired:
+		t.Fatalf("fired after %s of CPU on a call that waited", used)
+	default:
+	}
+
+	stop = watchCPU(50*time.Millisecond, func(used time.Duration) { fired <- used })
+	defer stop()
+	for x := 0; ; x++ { // spin until it fires
+		select {
+		case used := <-fired:
+			if used <= 50*time.Millisecond {
+				t.Errorf("fired after %s, below its limit", used)
+			}
+			return
+		default:
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-platform/paddock/internal/hangguard"
+
 	"github.com/paddock-platform/paddock/internal/policy"
 	"github.com/paddock-platform/paddock/internal/render"
 	"github.com/paddock-platform/paddock/schemas"
@@ -54,15 +56,8 @@ tenant "a" {
 }
 `))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				panic(fmt.Sprintf("WATCHDOG: render of %q takes more than 10s", src))
-			}
-		}()
+		// A render takes well under a second of CPU; a minute is a hang.
+		defer hangguard.CPUWatchdog(time.Minute, func() string { return fmt.Sprintf("render of %q", src) })()
 		p, diags := schemas.LoadSource("fuzz.hcl", src, schemas.LoadOptions{Environ: []string{}})
 		if p == nil {
 			if !diags.HasErrors() {

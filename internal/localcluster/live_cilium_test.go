@@ -184,6 +184,11 @@ func TestLiveCiliumDataplane(t *testing.T) {
 	if tenantDrops == 0 {
 		t.Errorf("hubble_drop_total counts no drop from %s, whose pod was refused", tenant.Namespace)
 	}
+	// The reason the alert selects (PaddockSandboxPolicyDrops) is how Hubble
+	// names a policy drop.
+	if n := agentMetric(t, dir, "hubbleMetricsPort", `hubble_drop_total{`, `reason="POLICY_DENIED"`); n == 0 {
+		t.Errorf(`hubble_drop_total counts no drop with reason="POLICY_DENIED"`)
+	}
 
 	st, err := c.Status(ctx)
 	if err != nil {

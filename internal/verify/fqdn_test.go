@@ -103,7 +103,7 @@ func TestFQDNProbeOnlyForAllowLists(t *testing.T) {
 func TestPickFQDNHosts(t *testing.T) {
 	hosts := []string{"api.llm.paddock.test", "pypi.mirror.paddock.test", "collector.exfil.paddock.test"}
 	for _, c := range []struct {
-		allow              []string
+		allow            []string
 		listed, unlisted string
 	}{
 		{[]string{"api.llm.paddock.test"}, "api.llm.paddock.test", "pypi.mirror.paddock.test"},

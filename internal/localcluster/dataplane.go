@@ -15,28 +15,13 @@
 
 package localcluster
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
-// Dataplanes: Options.Dataplane and state.json's nodeNet.dataplane.
+// Dataplanes: state.json's nodeNet.dataplane.
 const (
 	DataplaneKubeRouter = "kube-router"
 	DataplaneCilium     = "cilium"
 )
-
-// Dataplanes lists the values Options.Dataplane takes, the default first.
-var Dataplanes = []string{DataplaneCilium, DataplaneKubeRouter}
-
-func validDataplane(d string) error {
-	for _, v := range Dataplanes {
-		if d == v {
-			return nil
-		}
-	}
-	return fmt.Errorf("invalid dataplane %q: use %s", d, strings.Join(Dataplanes, " or "))
-}
 
 // The pinned tools each dataplane adds to the real node's.
 var dataplaneTools = map[string][]string{
@@ -55,10 +40,20 @@ func nodeToolsFor(dataplane string) []string {
 // allNodeTools is every tool any real node runs (Down recognises stragglers by them).
 func allNodeTools() []string {
 	out := append([]string(nil), realNodeTools...)
-	for _, d := range Dataplanes {
+	for _, d := range []string{DataplaneCilium, DataplaneKubeRouter} {
 		out = append(out, dataplaneTools[d]...)
 	}
 	return out
+}
+
+// retiredNode reports whether st is a real node on kube-router, which Paddock
+// no longer runs: its state names that dataplane, or none (written before
+// Cilium). Down still removes all it left; nothing else may run it.
+func (st *clusterState) retiredNode() bool { return st.real() && !st.NodeNet.cilium() }
+
+// errRetiredNode says what to do about a cluster whose node is retired.
+func errRetiredNode(name string) error {
+	return fmt.Errorf("local cluster %q has a real node on kube-router, which this paddock no longer runs (a new node runs Cilium); run `paddock local down`, then `paddock local up`", name)
 }
 
 // cilium reports whether the node's dataplane is Cilium ("" in a state written

@@ -68,7 +68,6 @@ func TestLiveCiliumDataplane(t *testing.T) {
 		Name: name, Dir: dir, Out: &lineLogger{t: t},
 		SupervisorCommand: []string{exe, superviseArg},
 		Nodes:             localcluster.NodesReal,
-		Dataplane:         localcluster.DataplaneCilium,
 	})
 	downed := false
 	t.Cleanup(func() {

@@ -56,8 +56,6 @@ func TestLiveRealNode(t *testing.T) {
 		Name: name, Dir: dir, Out: &lineLogger{t: t},
 		SupervisorCommand: []string{exe, superviseArg},
 		Nodes:             localcluster.NodesReal,
-		// The other dataplane; TestLiveCiliumDataplane and the e2e suite run the default.
-		Dataplane: localcluster.DataplaneKubeRouter,
 	})
 	downed := false
 	t.Cleanup(func() {

@@ -85,10 +85,11 @@ func planNodeNet(cluster string) nodeNet {
 	third := int(sum[0])%250 + 1
 	br := "pdk-" + hex.EncodeToString(sum[:])[:8] // "pdk-" + 8 = 12 bytes
 	return nodeNet{
-		Bridge:  br,
-		Subnet:  fmt.Sprintf("10.213.%d.0/24", third),
-		NodeIP:  fmt.Sprintf("10.213.%d.1", third),
-		PodCIDR: fmt.Sprintf("10.214.%d.0/24", third),
+		Bridge:    br,
+		Subnet:    fmt.Sprintf("10.213.%d.0/24", third),
+		NodeIP:    fmt.Sprintf("10.213.%d.1", third),
+		Dataplane: DataplaneCilium,
+		PodCIDR:   fmt.Sprintf("10.214.%d.0/24", third),
 	}
 }
 

@@ -149,8 +149,8 @@ func (c *cluster) info() *Info {
 func (c *cluster) kubeconfig() string { return filepath.Join(c.dir, kubeconfigFile) }
 
 // resolveNodeTools adds the real node's pinned tools to bins.
-func resolveNodeTools(bins map[string]string, dataplane string) error {
-	for _, t := range nodeToolsFor(dataplane) {
+func resolveNodeTools(bins map[string]string) error {
+	for _, t := range nodeTools() {
 		p, err := paths.Tool(t)
 		if err != nil {
 			return err

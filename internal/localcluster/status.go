@@ -33,7 +33,7 @@ const (
 	kindControlPlane componentKind = iota
 	kindSupervisor
 	kindController
-	kindNode // a real node's process (containerd, kubelet, kube-router)
+	kindNode // a real node's process (containerd, kubelet, cilium-agent, world hosts)
 )
 
 // ComponentStatus is one process of the local cluster.

@@ -56,7 +56,7 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 		return nil, errRetiredNode(c.name)
 	case err == nil && st.Phase == phaseUp:
 		c.state = st
-		resolve := func(bins map[string]string) error { return resolveNodeTools(bins, st.NodeNet.Dataplane) }
+		resolve := resolveNodeTools
 		if !st.real() {
 			// kwok left the tools every cluster needs; a kwok-node cluster still
 			// needs it to restart its controller.
@@ -105,7 +105,7 @@ func (c *cluster) chooseNodes(bins map[string]string) (string, error) {
 	}
 	why := realNodeSupport(probeMachine(c.name, planNodeNet(c.name), paths.Tool))
 	if why == "" {
-		return NodesReal, resolveNodeTools(bins, DataplaneCilium)
+		return NodesReal, resolveNodeTools(bins)
 	}
 	if c.nodes == NodesReal {
 		return "", fmt.Errorf("this machine cannot run the local stack's real node: %s", why)
@@ -172,14 +172,12 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 	}
 	if nodes == NodesReal {
 		c.state.NodeNet = planNodeNet(c.name)
-		if c.state.NodeNet.cilium() {
-			agentPorts, err := loopbackport.Free(3)
-			if err != nil {
-				return nil, fmt.Errorf("choose ports for the Cilium agent: %w", err)
-			}
-			nn := &c.state.NodeNet
-			nn.AgentMetricsPort, nn.AgentHealthPort, nn.HubbleMetricsPort = agentPorts[0], agentPorts[1], agentPorts[2]
+		agentPorts, err := loopbackport.Free(3)
+		if err != nil {
+			return nil, fmt.Errorf("choose ports for the Cilium agent: %w", err)
 		}
+		nn := &c.state.NodeNet
+		nn.AgentMetricsPort, nn.AgentHealthPort, nn.HubbleMetricsPort = agentPorts[0], agentPorts[1], agentPorts[2]
 	}
 	if err := writeState(c.dir, c.state); err != nil {
 		return nil, err
@@ -223,7 +221,7 @@ func (c *cluster) bringUp(ctx context.Context) error {
 
 // finishUp makes the nodes Ready and schedulable and starts the supervisor.
 func (c *cluster) finishUp(ctx context.Context, cs kubernetes.Interface) error {
-	agent := c.state.real() && c.state.NodeNet.cilium()
+	agent := c.state.real()
 	if agent {
 		// The agent reads its CRDs as it starts.
 		done := c.step("installing Cilium " + pins.Cilium + "'s CRDs (the node's dataplane)")

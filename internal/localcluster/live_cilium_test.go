@@ -195,8 +195,6 @@ func TestLiveCiliumDataplane(t *testing.T) {
 				t.Errorf("%s is %s (%s)", comp.Name, comp.State, comp.Detail)
 			}
 			t.Logf("MEMORY %s: %s", comp.Name, rss(comp.PID))
-		case "kube-router":
-			t.Errorf("kube-router runs on the Cilium dataplane")
 		}
 	}
 

@@ -42,12 +42,11 @@ Sandbox (gVisor) node, and the real Agent Sandbox controller, which starts once
 ` + "`paddock up`" + ` has installed its CRDs. Nothing is downloaded.
 
 The node is real where the machine allows it (Linux, root, cgroups, overlayfs,
-bridge netfilter, the pinned tools and ` + "`make node-packages`" + `): kubelet,
-containerd, gVisor's runsc (RuntimeClass handler "gvisor") and runc, with the
-pinned Cilium agent as its dataplane: CNI, Service proxy, and enforcer of
-NetworkPolicy and CiliumNetworkPolicy, toFQDNs rules included. Elsewhere it is a
-kwok node, on which pods are scheduled but no container runs (it needs
-` + "`make tool-kwok`" + `);
+the pinned tools and ` + "`make node-packages`" + `): kubelet, containerd, gVisor's runsc
+(RuntimeClass handler "gvisor") and runc, with the pinned Cilium agent as its
+dataplane: CNI, Service proxy, and enforcer of NetworkPolicy and
+CiliumNetworkPolicy, toFQDNs rules included. Elsewhere it is a kwok node, on
+which pods are scheduled but no container runs (it needs ` + "`make tool-kwok`" + `);
 ` + "`local up`" + ` says why.`,
 		SilenceUsage: true,
 	}

@@ -101,7 +101,6 @@ type machineFacts struct {
 	EUID          int
 	CgroupV1      bool     // per-controller hierarchies under /sys/fs/cgroup
 	CgroupV2      bool     // unified hierarchy
-	BridgeNF      bool     // /proc/sys/net/bridge exists (br_netfilter)
 	MissingTools  []string // pinned tools `make tools` did not build
 	MissingFiles  []string // Debian files absent (runc, CNI plugins, busybox)
 	MissingCmds   []string // commands absent from PATH
@@ -123,9 +122,6 @@ func realNodeSupport(f machineFacts) string {
 	}
 	if !f.OverlayFS {
 		why = append(why, "the kernel has no overlay filesystem (containerd's snapshotter)")
-	}
-	if !f.BridgeNF {
-		why = append(why, "bridged traffic does not pass iptables (no /proc/sys/net/bridge: load br_netfilter), so NetworkPolicy could not be enforced between pods")
 	}
 	if len(f.MissingTools) > 0 {
 		why = append(why, "pinned tools not built: "+strings.Join(f.MissingTools, ", ")+" (run `make tools`)")
@@ -155,9 +151,6 @@ func probeMachine(cluster string, nn nodeNet, tool func(string) (string, error))
 		f.CgroupV2 = true
 	} else if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
 		f.CgroupV1 = true
-	}
-	if _, err := os.Stat("/proc/sys/net/bridge"); err == nil {
-		f.BridgeNF = true
 	}
 	if b, err := os.ReadFile("/proc/filesystems"); err == nil {
 		f.OverlayFS = strings.Contains(string(b), "\toverlay\n")

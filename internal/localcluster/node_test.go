@@ -16,7 +16,7 @@ import (
 )
 
 func TestRealNodeSupportSaysWhy(t *testing.T) {
-	ok := machineFacts{GOOS: "linux", EUID: 0, CgroupV1: true, BridgeNF: true, OverlayFS: true}
+	ok := machineFacts{GOOS: "linux", EUID: 0, CgroupV1: true, OverlayFS: true}
 	if why := realNodeSupport(ok); why != "" {
 		t.Fatalf("a capable machine was refused: %s", why)
 	}
@@ -28,7 +28,6 @@ func TestRealNodeSupportSaysWhy(t *testing.T) {
 		{"macOS", func(f *machineFacts) { f.GOOS = "darwin" }, "needs Linux (this is darwin)"},
 		{"no root", func(f *machineFacts) { f.EUID = 1000 }, "needs root"},
 		{"no cgroups", func(f *machineFacts) { f.CgroupV1 = false }, "no cgroup hierarchy"},
-		{"no br_netfilter", func(f *machineFacts) { f.BridgeNF = false }, "br_netfilter"},
 		{"no overlay", func(f *machineFacts) { f.OverlayFS = false }, "overlay"},
 		{"tools", func(f *machineFacts) { f.MissingTools = []string{"kubelet", "runsc"} }, "pinned tools not built: kubelet, runsc (run `make tools`)"},
 		{"packages", func(f *machineFacts) { f.MissingFiles = []string{"/usr/sbin/runc"} }, "missing /usr/sbin/runc (run `make node-packages`)"},

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local stack's real node runs beside the pinned
-# tools built from Go modules: runc (system pods), the CNI plugins (bridge,
-# host-local, loopback in /usr/lib/cni), iptables and ipset (kube-router's policy
-# firewall) and busybox-static (the rootfs of the images the node imports; nothing
-# is pulled from a registry); for the Cilium dataplane, clang-19 (the agent compiles
-# its BPF programs at run time; LLVM 19 is what upstream's image ships) and nftables
-# (`local down` removes the empty tables iptables-nft leaves). Only missing packages are installed; with all of them
-# present this touches nothing and needs no network.
+# tools built from Go modules: runc (system pods), the CNI plugins (containerd runs
+# loopback from /usr/lib/cni in every pod), iptables and ipset (the Cilium agent's
+# chains, the pod guard, and `local down`, which removes what the node created),
+# busybox-static (the rootfs of the images the node imports; nothing is pulled
+# from a registry), clang-19 (the Cilium agent compiles its BPF programs at run
+# time; LLVM 19 is what upstream's image ships) and nftables (`local down` removes
+# the empty tables iptables-nft leaves). Only missing packages are installed; with
+# all of them present this touches nothing and needs no network.
 #
 # Where apt-get is missing or this is not root (macOS, a laptop without sudo) it
 # says so and exits 0: `paddock local up` then explains why it uses kwok nodes.

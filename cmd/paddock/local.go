@@ -17,16 +17,15 @@ import (
 
 // localFlags are shared by every `paddock local` subcommand.
 type localFlags struct {
-	name      string
-	dir       string
-	timeout   time.Duration
-	output    string
-	nodes     string
-	dataplane string
+	name    string
+	dir     string
+	timeout time.Duration
+	output  string
+	nodes   string
 }
 
 func (f *localFlags) cluster(out io.Writer) localcluster.Cluster {
-	return localcluster.New(localcluster.Options{Name: f.name, Dir: f.dir, Out: out, Timeout: f.timeout, Nodes: f.nodes, Dataplane: f.dataplane})
+	return localcluster.New(localcluster.Options{Name: f.name, Dir: f.dir, Out: out, Timeout: f.timeout, Nodes: f.nodes})
 }
 
 // newLocalCmd is `paddock local`: the embedded local cluster.
@@ -43,9 +42,10 @@ Sandbox (gVisor) node, and the real Agent Sandbox controller, which starts once
 ` + "`paddock up`" + ` has installed its CRDs. Nothing is downloaded.
 
 The node is real where the machine allows it (Linux, root, cgroups, overlayfs,
-bridge netfilter, the pinned tools and ` + "`make node-packages`" + `): kubelet,
-containerd, gVisor's runsc (RuntimeClass handler "gvisor") and runc, the CNI bridge
-plugin and kube-router's NetworkPolicy firewall. Elsewhere it is a kwok node, on
+the pinned tools and ` + "`make node-packages`" + `): kubelet, containerd, gVisor's runsc
+(RuntimeClass handler "gvisor") and runc, with the pinned Cilium agent as its
+dataplane: CNI, Service proxy, and enforcer of NetworkPolicy and
+CiliumNetworkPolicy, toFQDNs rules included. Elsewhere it is a kwok node, on
 which pods are scheduled but no container runs (it needs ` + "`make tool-kwok`" + `);
 ` + "`local up`" + ` says why.`,
 		SilenceUsage: true,
@@ -72,7 +72,6 @@ which pods are scheduled but no container runs (it needs ` + "`make tool-kwok`" 
 	}
 	up.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the API server and the node")
 	up.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
-	up.Flags().StringVar(&f.dataplane, "dataplane", "", "a new real node's dataplane: cilium (the pinned Cilium agent as CNI, policy engine and Service proxy: NetworkPolicy, CiliumNetworkPolicy and toFQDNs rules enforced; the default) or kube-router (the CNI bridge plugin and kube-router's NetworkPolicy firewall; no FQDN rule is enforced)")
 	up.Flags().StringVar(&f.nodes, "nodes", "", "node kind of a new cluster: real (kubelet + containerd + gVisor; an error where the machine cannot run it) or fake (kwok, nothing runs); default real where the machine allows it, else fake saying why")
 
 	down := &cobra.Command{
@@ -163,6 +162,9 @@ func printLocalStatus(w io.Writer, s *localcluster.Status) {
 		api = "NOT READY: " + s.APIServer.Detail
 	}
 	fmt.Fprintf(w, "Local cluster %q (%s)\n", s.Name, s.Dir)
+	if s.Retired != "" {
+		fmt.Fprintln(w, "  NOTE        "+s.Retired)
+	}
 	if !s.Complete {
 		fmt.Fprintln(w, "  NOTE        its creation did not finish; `paddock local up` starts over")
 	}
@@ -206,7 +208,9 @@ func printLocalStatus(w io.Writer, s *localcluster.Status) {
 				fmt.Fprintf(w, "  %-26s %s\n", c.Name, c.Log)
 			}
 		}
-		fmt.Fprintln(w, "`paddock local up` restarts what crashed.")
+		if s.Retired == "" {
+			fmt.Fprintln(w, "`paddock local up` restarts what crashed.")
+		}
 	} else {
 		fmt.Fprintf(w, "\nLogs: %s\n", s.LogsDir)
 	}

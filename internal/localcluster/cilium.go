@@ -61,7 +61,7 @@ func (c *cluster) installCiliumCRDs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.state.real() && c.state.NodeNet.cilium() {
+	if c.state.real() {
 		// The agent needs every Cilium CRD before it starts (in this release only
 		// the operator, which does not run here, would register them).
 		if crds, err = agentCRDs(ciliumShare(c.state.Binaries["cilium-agent"])); err != nil {

@@ -157,25 +157,17 @@ func TestIPRuleRepairs(t *testing.T) {
 	}
 }
 
-// A new cilium node needs the agent's tools, never kube-router's, and Down
-// recognises both kinds' processes.
-func TestDataplaneTools(t *testing.T) {
-	c := nodeToolsFor(DataplaneCilium)
-	k := nodeToolsFor("")
-	if indexOf(c, "cilium-agent") < 0 || indexOf(c, "kube-router") >= 0 {
-		t.Errorf("cilium node tools %q", c)
-	}
-	if indexOf(k, "kube-router") < 0 || indexOf(k, "cilium-agent") >= 0 {
-		t.Errorf("default node tools %q", k)
-	}
-	all := allNodeTools()
-	for _, tool := range append(c, k...) {
-		if indexOf(all, tool) < 0 {
-			t.Errorf("Down does not recognise %s", tool)
+// A real node needs the agent's tools and never kube-router's; Down
+// recognises its processes by them.
+func TestNodeTools(t *testing.T) {
+	tools := nodeTools()
+	for _, want := range []string{"kubelet", "containerd", "runsc", "coredns", "cilium-agent", "cilium-cni", "cilium-dbg"} {
+		if indexOf(tools, want) < 0 {
+			t.Errorf("node tools %q lack %s", tools, want)
 		}
 	}
-	if validDataplane("calico") == nil || validDataplane(DataplaneCilium) != nil {
-		t.Error("validDataplane")
+	if indexOf(tools, "kube-router") >= 0 {
+		t.Errorf("node tools %q name kube-router, which is no longer built", tools)
 	}
 }
 

@@ -84,21 +84,15 @@ type Options struct {
 	// NodesFake (kwok), or NodesAuto (real where the machine allows it, otherwise
 	// fake, saying why). An existing cluster keeps the kind it was created with.
 	Nodes string
-	// Dataplane chooses what carries a new real node's pod traffic and enforces
-	// its policies (dataplane.go): DataplaneCilium (the default, "") or
-	// DataplaneKubeRouter. An existing cluster keeps the one it was created with.
-	Dataplane string
 }
 
 type cluster struct {
-	name, dir      string
-	out            io.Writer
-	supervisorCmd  []string
-	timeout        time.Duration
-	nodes          string
-	dataplane      string // chosen for a new cluster (default kube-router)
-	dataplaneAsked string // as the caller gave it ("" when not)
-	err            error  // invalid options, reported by every method
+	name, dir     string
+	out           io.Writer
+	supervisorCmd []string
+	timeout       time.Duration
+	nodes         string
+	err           error // invalid options, reported by every method
 
 	state *clusterState // loaded by each operation
 }
@@ -107,15 +101,9 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
 // New returns the cluster described by opts. It does not touch the machine.
 func New(opts Options) Cluster {
-	c := &cluster{name: opts.Name, dir: opts.Dir, out: opts.Out, timeout: opts.Timeout, nodes: opts.Nodes, dataplane: opts.Dataplane, dataplaneAsked: opts.Dataplane}
+	c := &cluster{name: opts.Name, dir: opts.Dir, out: opts.Out, timeout: opts.Timeout, nodes: opts.Nodes}
 	if c.nodes != NodesAuto && c.nodes != NodesReal && c.nodes != NodesFake {
 		c.err = fmt.Errorf("invalid node kind %q: use %q, %q or empty (real where the machine allows it)", c.nodes, NodesReal, NodesFake)
-	}
-	if c.dataplane == "" {
-		c.dataplane = DataplaneCilium
-	}
-	if err := validDataplane(c.dataplane); err != nil {
-		c.err = err
 	}
 	if c.name == "" {
 		c.name = DefaultName
@@ -148,13 +136,6 @@ func New(opts Options) Cluster {
 
 func (c *cluster) Where() *Info { return c.info() }
 
-// planNodeNet is the network a new real node of this cluster gets.
-func (c *cluster) planNodeNet() nodeNet {
-	nn := planNodeNet(c.name)
-	nn.Dataplane = c.dataplane
-	return nn
-}
-
 func (c *cluster) info() *Info {
 	return &Info{
 		Name:       c.name,
@@ -168,8 +149,8 @@ func (c *cluster) info() *Info {
 func (c *cluster) kubeconfig() string { return filepath.Join(c.dir, kubeconfigFile) }
 
 // resolveNodeTools adds the real node's pinned tools to bins.
-func resolveNodeTools(bins map[string]string, dataplane string) error {
-	for _, t := range nodeToolsFor(dataplane) {
+func resolveNodeTools(bins map[string]string) error {
+	for _, t := range nodeTools() {
 		p, err := paths.Tool(t)
 		if err != nil {
 			return err

@@ -2,8 +2,6 @@ package localcluster
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -24,194 +22,46 @@ import (
 	"github.com/paddock-platform/paddock/internal/paths"
 )
 
-// What iptables-save prints once the node's DNS path is in place (iptables 1.8,
-// nf_tables; the rules as restoreInput writes them, in iptables-save's order).
-func appliedSave(p dnsPath, podIP string) string {
-	return fmt.Sprintf(`*filter
-:INPUT ACCEPT [0:0]
-:FORWARD ACCEPT [0:0]
-:KUBE-ROUTER-FORWARD - [0:0]
--A FORWARD -m comment --comment "kube-router netpol - TEMCG2JMHZYE7H7T" -j KUBE-ROUTER-FORWARD
-COMMIT
-*nat
+// A node of the kube-router era kept two chains for the cluster DNS address,
+// named after its bridge: Down removes them, jumps first, and only its own.
+func TestRetiredDNSChainRemovals(t *testing.T) {
+	nn := planNodeNet("paddock")
+	id := strings.TrimPrefix(nn.Bridge, "pdk-")
+	save := func(id, bridge string) string {
+		return fmt.Sprintf(`*nat
 :PREROUTING ACCEPT [0:0]
 :OUTPUT ACCEPT [0:0]
-:%[1]s - [0:0]
--A PREROUTING -d 10.96.0.10/32 -i %[3]s -m comment --comment "paddock: cluster DNS address, from pods" -j %[1]s
--A OUTPUT -d 10.96.0.10/32 -m comment --comment "paddock: cluster DNS address, from the node" -j %[1]s
--A %[1]s -p udp -m udp --dport 53 -m comment --comment "paddock: cluster DNS to the resolver pod" -j DNAT --to-destination %[4]s:53
--A %[1]s -p tcp -m tcp --dport 53 -m comment --comment "paddock: cluster DNS to the resolver pod" -j DNAT --to-destination %[4]s:53
+:PADDOCK-DNS-%[1]s - [0:0]
+-A PREROUTING -d 10.96.0.10/32 -i %[2]s -m comment --comment "paddock: cluster DNS address, from pods" -j PADDOCK-DNS-%[1]s
+-A OUTPUT -d 10.96.0.10/32 -m comment --comment "paddock: cluster DNS address, from the node" -j PADDOCK-DNS-%[1]s
+-A PADDOCK-DNS-%[1]s -p udp -m udp --dport 53 -m comment --comment "paddock: cluster DNS to the resolver pod" -j DNAT --to-destination 10.213.7.12:53
 COMMIT
 *mangle
 :FORWARD ACCEPT [0:0]
-:%[2]s - [0:0]
--A FORWARD -i %[3]s -j %[2]s
--A %[2]s -i %[3]s ! -o %[3]s -m comment --comment "paddock: pods reach nothing beyond the node" -j DROP
+:PADDOCK-NOFWD-%[1]s - [0:0]
+-A FORWARD -i %[2]s -j PADDOCK-NOFWD-%[1]s
+-A PADDOCK-NOFWD-%[1]s -i %[2]s ! -o %[2]s -m comment --comment "paddock: pods reach nothing beyond the node" -j DROP
 COMMIT
-`, p.natChain, p.guardChain, p.bridge, podIP)
-}
-
-func TestDNSPathRestoreInput(t *testing.T) {
-	nn := planNodeNet("paddock")
-	p := dnsPathFor(nn)
-	if len(p.natChain) > 28 || len(p.guardChain) > 28 {
-		t.Fatalf("chain names %q, %q exceed iptables' 28 bytes", p.natChain, p.guardChain)
+`, id, bridge)
 	}
-	fresh := "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\nCOMMIT\n*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n"
-
-	// Nothing there yet: both chains, the DNAT of UDP and TCP, every jump.
-	in := p.restoreInput(fresh, "10.213.7.12", true)
-	for _, want := range []string{
-		"*nat\n:" + p.natChain + " - [0:0]\n",
-		"-A " + p.natChain + " -p udp -m udp --dport 53 ",
-		"-A " + p.natChain + " -p tcp -m tcp --dport 53 ",
-		"-j DNAT --to-destination 10.213.7.12:53",
-		"-I PREROUTING 1 -i " + nn.Bridge + " -d 10.96.0.10/32 ",
-		"-I OUTPUT 1 -d 10.96.0.10/32 ",
-		"*mangle\n:" + p.guardChain + " - [0:0]\n-A " + p.guardChain + " -i " + nn.Bridge + " ! -o " + nn.Bridge + " ",
-		"-j DROP",
-		"-I FORWARD 1 -i " + nn.Bridge + " -j " + p.guardChain,
-	} {
-		if !strings.Contains(in, want) {
-			t.Errorf("fresh restore input lacks %q:\n%s", want, in)
-		}
-	}
-	if strings.Count(in, "COMMIT") != 2 {
-		t.Errorf("want one transaction per table:\n%s", in)
-	}
-
-	// In place: nothing to do.
-	if in := p.restoreInput(appliedSave(p, "10.213.7.12"), "10.213.7.12", true); in != "" {
-		t.Errorf("rules in place, yet restore input:\n%s", in)
-	}
-
-	// The resolver came back elsewhere: the chain is rewritten whole, the jumps and
-	// the guard stay.
-	in = p.restoreInput(appliedSave(p, "10.213.7.12"), "10.213.7.40", true)
-	if !strings.Contains(in, ":"+p.natChain+" - [0:0]") || strings.Count(in, "--to-destination 10.213.7.40:53") != 2 || strings.Contains(in, "10.213.7.12") {
-		t.Errorf("re-point: want the chain rewritten to the new address only:\n%s", in)
-	}
-	if strings.Contains(in, "-I ") || strings.Contains(in, "*mangle") {
-		t.Errorf("re-point must not add jumps again nor touch the guard:\n%s", in)
-	}
-
-	// No resolver: the chain is emptied.
-	in = p.restoreInput(appliedSave(p, "10.213.7.12"), "", true)
-	if in != "*nat\n:"+p.natChain+" - [0:0]\nCOMMIT\n" {
-		t.Errorf("no resolver: want the chain emptied, got:\n%s", in)
-	}
-
-	// Only half the DNAT there (a rule removed by hand): rewritten.
-	half := strings.Replace(appliedSave(p, "10.213.7.12"), "-A "+p.natChain+" -p tcp", "-A OTHER -p tcp", 1)
-	if in := p.restoreInput(half, "10.213.7.12", true); !strings.Contains(in, "-p tcp -m tcp --dport 53") {
-		t.Errorf("a missing TCP rule was not put back:\n%s", in)
-	}
-
-	// Without the NAT part (the host is prepared before the resolver runs): the
-	// guard only.
-	in = p.restoreInput(fresh, "", false)
-	if strings.Contains(in, "*nat") || !strings.Contains(in, "*mangle") {
-		t.Errorf("guard only: %s", in)
-	}
-
-	// A guard that no longer drops is replaced.
-	weak := strings.Replace(appliedSave(p, "10.213.7.12"), "-j DROP", "-j ACCEPT", 1)
-	if in := p.restoreInput(weak, "10.213.7.12", true); !strings.Contains(in, "*mangle\n:"+p.guardChain) || strings.Contains(in, "*nat") {
-		t.Errorf("weakened guard: %s", in)
-	}
-}
-
-// The rules restoreInput writes read back, through the real iptables, as rules in
-// place: restoreInput then has nothing more to do. Run in a network namespace of
-// its own (root and iptables needed), so the machine's rules are never touched.
-func TestDNSPathRoundTripThroughIptables(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a network namespace")
-	}
-	for _, c := range []string{"ip", "iptables-save", "iptables-restore"} {
-		if _, err := exec.LookPath(c); err != nil {
-			t.Skipf("needs %s", c)
-		}
-	}
-	ns := fmt.Sprintf("pdk-test-%d", os.Getpid())
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Skipf("cannot create a network namespace: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	inNS := func(stdin string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v: %v\n%s\ninput:\n%s", args, err, out, stdin)
-		}
-		return string(out)
-	}
-	p := dnsPathFor(planNodeNet("paddock"))
-	for _, ip := range []string{"10.213.7.12", "10.213.7.40", ""} {
-		in := p.restoreInput(inNS("", "iptables-save"), ip, true)
-		if in == "" {
-			t.Fatalf("pointing at %q: nothing to do, but the rules differ", ip)
-		}
-		inNS(in, "iptables-restore", "-w", "--noflush")
-		save := inNS("", "iptables-save")
-		if again := p.restoreInput(save, ip, true); again != "" {
-			t.Errorf("pointing at %q: after restore, still to do:\n%s\niptables-save:\n%s", ip, again, save)
-		}
-		if n := strings.Count(save, "-j "+p.natChain); n != 2 {
-			t.Errorf("pointing at %q: %d jumps to %s, want 2 (PREROUTING, OUTPUT):\n%s", ip, n, p.natChain, save)
-		}
-	}
-	// Down's removal of the path leaves neither chain nor jump.
-	for _, args := range chainRemovals(inNS("", "iptables-save"), p.owns) {
-		inNS("", append([]string{"iptables"}, args...)...)
-	}
-	if save := inNS("", "iptables-save"); strings.Contains(save, "PADDOCK-") {
-		t.Errorf("removal left:\n%s", save)
-	}
-}
-
-func TestDNSChainRemovals(t *testing.T) {
-	p := dnsPathFor(planNodeNet("paddock"))
-	got := chainRemovals(appliedSave(p, "10.213.7.12"), p.owns)
+	owned := func(tc string) bool { return contains(retiredChains(nn), tc) }
+	got := chainRemovals(save(id, nn.Bridge), owned)
 	want := [][]string{
-		{"-t", "nat", "-D", "PREROUTING", "-d", "10.96.0.10/32", "-i", p.bridge, "-m", "comment", "--comment", "paddock: cluster DNS address, from pods", "-j", p.natChain},
-		{"-t", "nat", "-D", "OUTPUT", "-d", "10.96.0.10/32", "-m", "comment", "--comment", "paddock: cluster DNS address, from the node", "-j", p.natChain},
-		{"-t", "mangle", "-D", "FORWARD", "-i", p.bridge, "-j", p.guardChain},
-		{"-t", "mangle", "-F", p.guardChain},
-		{"-t", "nat", "-F", p.natChain},
-		{"-t", "mangle", "-X", p.guardChain},
-		{"-t", "nat", "-X", p.natChain},
+		{"-t", "nat", "-D", "PREROUTING", "-d", "10.96.0.10/32", "-i", nn.Bridge, "-m", "comment", "--comment", "paddock: cluster DNS address, from pods", "-j", "PADDOCK-DNS-" + id},
+		{"-t", "nat", "-D", "OUTPUT", "-d", "10.96.0.10/32", "-m", "comment", "--comment", "paddock: cluster DNS address, from the node", "-j", "PADDOCK-DNS-" + id},
+		{"-t", "mangle", "-D", "FORWARD", "-i", nn.Bridge, "-j", "PADDOCK-NOFWD-" + id},
+		{"-t", "mangle", "-F", "PADDOCK-NOFWD-" + id},
+		{"-t", "nat", "-F", "PADDOCK-DNS-" + id},
+		{"-t", "mangle", "-X", "PADDOCK-NOFWD-" + id},
+		{"-t", "nat", "-X", "PADDOCK-DNS-" + id},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("chainRemovals:\n got %q\nwant %q", got, want)
 	}
 	// Another cluster's chains are not this node's.
-	other := dnsPathFor(planNodeNet("other"))
-	if got := chainRemovals(appliedSave(other, "10.213.9.12"), p.owns); got != nil {
+	other := planNodeNet("other")
+	if got := chainRemovals(save(strings.TrimPrefix(other.Bridge, "pdk-"), other.Bridge), owned); got != nil {
 		t.Errorf("removed another node's chains: %q", got)
-	}
-}
-
-func TestHasHostRoute(t *testing.T) {
-	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
-		t.Skip("the sample below is a little-endian machine's")
-	}
-	routes := `Iface	Destination	Gateway 	Flags	RefCnt	Use	Metric	Mask		MTU	Window	IRTT
-eth0	00000000	010200C0	0003	0	0	0	00000000	0	0	0
-pdk-1234abcd	0007D50A	00000000	0001	0	0	0	00FFFFFF	0	0	0
-`
-	vip := net.ParseIP(DNSServiceIP)
-	if hasHostRoute(routes, "pdk-1234abcd", vip) {
-		t.Error("found a route that is not there")
-	}
-	routes += "pdk-1234abcd\t0A00600A\t00000000\t0005\t0\t0\t0\tFFFFFFFF\t0\t0\t0\n"
-	if !hasHostRoute(routes, "pdk-1234abcd", vip) {
-		t.Error("missed the host route to the cluster DNS address")
-	}
-	if hasHostRoute(routes, "eth0", vip) {
-		t.Error("the route is on the bridge, not eth0")
 	}
 }
 
@@ -232,8 +82,8 @@ func TestDNSAddresses(t *testing.T) {
 	if subnet.Contains(net.ParseIP(DNSServiceIP)) {
 		t.Errorf("the DNS address %s must not be on the node subnet %s", DNSServiceIP, nn.Subnet)
 	}
-	// A machine route covering the DNS address would be taken over by the node's
-	// host route: refused like one overlapping the subnet.
+	// A machine route covering the DNS address would catch whatever the agent
+	// does not translate: refused like one overlapping the subnet.
 	vip := &net.IPNet{IP: net.ParseIP(DNSServiceIP).To4(), Mask: net.CIDRMask(32, 32)}
 	routes := "default via 192.0.2.1 dev eth0\n" + DNSServiceIP + " dev " + nn.Bridge + " scope link src " + nn.NodeIP + "\n"
 	if got := overlappingRoute(routes, vip, nn.Bridge); got != "" {
@@ -244,7 +94,7 @@ func TestDNSAddresses(t *testing.T) {
 	}
 }
 
-func TestKubeletAndCNIGivePodsTheClusterResolver(t *testing.T) {
+func TestKubeletGivesPodsTheClusterResolver(t *testing.T) {
 	d := nodeDirs{root: "/x/node"}
 	nn := planNodeNet("paddock")
 	var k struct {
@@ -266,36 +116,14 @@ func TestKubeletAndCNIGivePodsTheClusterResolver(t *testing.T) {
 		t.Errorf("kubelet resolvConf %v: want \"\" (nothing of the machine's resolver reaches pods)", k.ResolvConf)
 	}
 
-	var conf struct {
-		Plugins []struct {
-			Type string `json:"type"`
-			IPAM struct {
-				Routes []struct {
-					Dst string `json:"dst"`
-					GW  string `json:"gw"`
-				} `json:"routes"`
-			} `json:"ipam"`
-		} `json:"plugins"`
-	}
-	if err := json.Unmarshal([]byte(cniConfList(d, nn)), &conf); err != nil {
-		t.Fatal(err)
-	}
-	routes := conf.Plugins[0].IPAM.Routes
-	if len(routes) != 1 || routes[0].Dst != DNSServiceIP+"/32" || routes[0].GW != nn.NodeIP {
-		t.Errorf("pod routes %+v: want exactly %s/32 via the node %s (no default route)", routes, DNSServiceIP, nn.NodeIP)
-	}
-
 	api := strings.Join(testCluster(t, NodesReal).componentArgs("kube-apiserver"), " ")
 	if !strings.Contains(api, "--service-cluster-ip-range="+ServiceCIDR) {
 		t.Errorf("the API server is not given the service range: %s", api)
 	}
-	if kr := strings.Join(kubeRouterArgs("paddock", "/k"), " "); !strings.Contains(kr, "--service-cluster-ip-range="+ServiceCIDR) {
-		t.Errorf("kube-router is not given the service range: %s", kr)
-	}
 }
 
 // The Service selects the resolver pod, and Paddock's DNS egress rule allows the
-// pod: after the DNAT, the rule kube-router enforces matches the traffic.
+// pod: Cilium enforces the rule on the Service's backend, which it matches.
 func TestDNSServiceAndPolicySelectTheResolver(t *testing.T) {
 	pod, svc := dnsPod(), dnsService()
 	if svc.Namespace != pod.Namespace || svc.Spec.ClusterIP != DNSServiceIP || svc.Name != "kube-dns" {

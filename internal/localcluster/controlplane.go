@@ -220,7 +220,7 @@ func (c *cluster) componentArgs(name string) []string {
 			// kwok's nodes renew their lease every 200s; a real kubelet far more often.
 			"--node-monitor-period=25s", "--node-monitor-grace-period=3m20s",
 		}
-		if nn := c.state.NodeNet; c.state.real() && nn.cilium() {
+		if nn := c.state.NodeNet; c.state.real() {
 			// The Cilium agent takes pod addresses from its node's PodCIDR (no
 			// operator runs): the one node gets the whole range.
 			args = append(args, "--allocate-node-cidrs=true", "--cluster-cidr="+nn.PodCIDR, "--node-cidr-mask-size=24")

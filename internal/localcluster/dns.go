@@ -19,8 +19,9 @@ import (
 // (manifests.DNSEgressRule). It answers the names below (template plugin) and
 // no other (nothing here may forward a query off the machine),
 // which is all a probe needs to show that a sandbox reaches the cluster
-// resolver and no other DNS server. Pods reach it at the kube-dns address
-// DNSServiceIP their resolv.conf names (clusterdns.go), or at the pod's own IP.
+// resolver and no other DNS server. Pods reach it at the kube-dns Service's
+// address DNSServiceIP their resolv.conf names (clusterdns.go), or at the pod's
+// own IP.
 const (
 	DNSPodName   = "paddock-dns"
 	DNSNamespace = "kube-system"
@@ -107,9 +108,8 @@ func dnsPod() *corev1.Pod {
 }
 
 // ensureClusterDNS starts the resolver pod (when it is not there yet), waits
-// until it runs with an address, points the cluster DNS address at it and makes
-// sure the kube-dns Service exists. The supervisor keeps the address pointed
-// afterwards (keepClusterDNS).
+// until it runs with an address and makes sure the kube-dns Service exists. The
+// supervisor keeps the pod afterwards (keepClusterDNS).
 func (c *cluster) ensureClusterDNS(ctx context.Context, cs kubernetes.Interface) error {
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -132,16 +132,10 @@ func (c *cluster) ensureClusterDNS(ctx context.Context, cs kubernetes.Interface)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	how := "DNATed to"
-	if c.state.NodeNet.cilium() {
-		how = "Cilium's Service load balancing to"
-	} else if _, err := c.pointClusterDNS(ip); err != nil {
-		return fmt.Errorf("point the cluster DNS address %s at the resolver pod %s: %w", DNSServiceIP, ip, err)
-	}
 	if err := ensureDNSService(ctx, cs); err != nil {
 		return err
 	}
-	c.progress("cluster resolver %s/%s: pods ask %s:53 (Service %s), %s the pod at %s %s (CoreDNS %s)",
-		DNSNamespace, DNSPodName, DNSServiceIP, DNSServiceName, how, ip, roundDuration(time.Since(start)), pins.CoreDNS)
+	c.progress("cluster resolver %s/%s: pods ask %s:53 (Service %s), Cilium's Service load balancing to the pod at %s %s (CoreDNS %s)",
+		DNSNamespace, DNSPodName, DNSServiceIP, DNSServiceName, ip, roundDuration(time.Since(start)), pins.CoreDNS)
 	return nil
 }

@@ -68,7 +68,6 @@ func TestLiveCiliumDataplane(t *testing.T) {
 		Name: name, Dir: dir, Out: &lineLogger{t: t},
 		SupervisorCommand: []string{exe, superviseArg},
 		Nodes:             localcluster.NodesReal,
-		Dataplane:         localcluster.DataplaneCilium,
 	})
 	downed := false
 	t.Cleanup(func() {
@@ -201,8 +200,6 @@ func TestLiveCiliumDataplane(t *testing.T) {
 				t.Errorf("%s is %s (%s)", comp.Name, comp.State, comp.Detail)
 			}
 			t.Logf("MEMORY %s: %s", comp.Name, rss(comp.PID))
-		case "kube-router":
-			t.Errorf("kube-router runs on the Cilium dataplane")
 		}
 	}
 

@@ -26,13 +26,14 @@ import (
 	"github.com/paddock-platform/paddock/internal/paths"
 )
 
-// TestLiveRealNode runs the real node: a RuntimeClass gvisor pod runs under
-// gVisor (its kernel says so), a default-deny NetworkPolicy blocks pod-to-pod
-// traffic and an allow opens it again, the cluster resolver answers at the
-// address the pod's resolv.conf names only when Paddock's DNS egress rule allows
-// it (and again once its pod was recreated), and Down leaves nothing on the
-// machine.
-// Traffic goes only between pods this test created, on the node's own bridge.
+// TestLiveRealNode runs the real node (its dataplane the Cilium agent): a
+// RuntimeClass gvisor pod runs under gVisor (its kernel says so), a default-deny
+// NetworkPolicy blocks pod-to-pod traffic and an allow opens it again, the
+// cluster resolver answers at the kube-dns Service's address the pod's
+// resolv.conf names only when Paddock's DNS egress rule allows it (and again once
+// its pod was recreated elsewhere), and Down leaves nothing on the machine.
+// TestLiveCiliumDataplane covers the agent's own traces and named egress.
+// Traffic goes only between pods this test created and the resolver pod.
 // Gated like TestLiveLocalCluster; on a machine that cannot run a real node it
 // fails, saying why (CI's machines must run it).
 func TestLiveRealNode(t *testing.T) {
@@ -56,8 +57,6 @@ func TestLiveRealNode(t *testing.T) {
 		Name: name, Dir: dir, Out: &lineLogger{t: t},
 		SupervisorCommand: []string{exe, superviseArg},
 		Nodes:             localcluster.NodesReal,
-		// The other dataplane; TestLiveCiliumDataplane and the e2e suite run the default.
-		Dataplane: localcluster.DataplaneKubeRouter,
 	})
 	downed := false
 	t.Cleanup(func() {
@@ -198,8 +197,9 @@ func TestLiveRealNode(t *testing.T) {
 	if svc, err := cs.CoreV1().Services(localcluster.DNSNamespace).Get(ctx, localcluster.DNSServiceName, metav1.GetOptions{}); err != nil || svc.Spec.ClusterIP != localcluster.DNSServiceIP {
 		t.Errorf("Service %s/%s: %v (err %v), want clusterIP %s", localcluster.DNSNamespace, localcluster.DNSServiceName, svc, err, localcluster.DNSServiceIP)
 	}
-	// The resolver's pod goes; the supervisor brings it back and re-points the
-	// address, and the pod keeps resolving with the resolv.conf it has.
+	// The resolver's pod goes; the supervisor brings it back, the kube-dns
+	// Service follows it to its new address, and the pod keeps resolving with
+	// the resolv.conf it has.
 	old, err := cs.CoreV1().Pods(localcluster.DNSNamespace).Get(ctx, localcluster.DNSPodName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestLiveRealNode(t *testing.T) {
 	}
 	for _, comp := range st.Components {
 		switch comp.Name {
-		case "containerd", "kubelet", "kube-router", "kube-apiserver", "etcd":
+		case "containerd", "kubelet", "cilium-agent", "kube-apiserver", "etcd":
 			if comp.State != localcluster.Running {
 				t.Errorf("%s is %s (%s)", comp.Name, comp.State, comp.Detail)
 			}

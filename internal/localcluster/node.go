@@ -1,6 +1,6 @@
-// The real node: kubelet + containerd + gVisor's runsc (runc for system pods), the
-// CNI bridge plugin and kube-router's NetworkPolicy firewall, all pinned and run
-// from the cluster's own directory. This file decides whether the machine can run
+// The real node: kubelet + containerd + gVisor's runsc (runc for system pods) and
+// the Cilium agent as its dataplane (dataplane.go), all pinned and run from the
+// cluster's own directory. This file decides whether the machine can run
 // it and renders its configuration; nodehost.go prepares and cleans the host,
 // nodeproc.go runs the processes (under the supervisor).
 
@@ -60,18 +60,19 @@ var CoreDNSImage = "localhost/paddock/coredns:" + pins.CoreDNS
 const RealNodeLabel = "paddock.dev/node"
 
 // nodeNet is the node's network: a bridge Paddock creates, carrying the node IP
-// (the first address) and the pods (host-local IPAM over the rest). The subnet is
-// picked from 10.213.0.0/16 by the cluster name, and refused when any route of the
-// machine overlaps it: the stack never talks to an address it did not create.
+// (the subnet's first address), and the pods' range PodCIDR. Both are picked by
+// the cluster name (from 10.213.0.0/16 and 10.214.0.0/16), and refused when any
+// route of the machine overlaps them: the stack never talks to an address it did
+// not create.
 type nodeNet struct {
 	Bridge string `json:"bridge"` // interface name, at most 15 bytes
 	Subnet string `json:"subnet"` // e.g. 10.213.7.0/24
 	NodeIP string `json:"nodeIP"` // e.g. 10.213.7.1
-	// Dataplane is DataplaneKubeRouter ("" in older state) or DataplaneCilium.
+	// Dataplane is DataplaneCilium; "kube-router" or "" in the state of a
+	// retired node (dataplane.go).
 	Dataplane string `json:"dataplane,omitempty"`
-	// PodCIDR is the Cilium dataplane's pod range (kube-controller-manager's
-	// --cluster-cidr, all of it the one node's PodCIDR), e.g. 10.214.7.0/24. On
-	// kube-router pods take addresses from Subnet.
+	// PodCIDR is the pods' range (kube-controller-manager's --cluster-cidr, all
+	// of it the one node's PodCIDR), e.g. 10.214.7.0/24.
 	PodCIDR string `json:"podCIDR,omitempty"`
 	// The Cilium agent's metrics and health listeners, on loopback.
 	AgentMetricsPort int `json:"agentMetricsPort,omitempty"`
@@ -85,10 +86,11 @@ func planNodeNet(cluster string) nodeNet {
 	third := int(sum[0])%250 + 1
 	br := "pdk-" + hex.EncodeToString(sum[:])[:8] // "pdk-" + 8 = 12 bytes
 	return nodeNet{
-		Bridge:  br,
-		Subnet:  fmt.Sprintf("10.213.%d.0/24", third),
-		NodeIP:  fmt.Sprintf("10.213.%d.1", third),
-		PodCIDR: fmt.Sprintf("10.214.%d.0/24", third),
+		Bridge:    br,
+		Subnet:    fmt.Sprintf("10.213.%d.0/24", third),
+		NodeIP:    fmt.Sprintf("10.213.%d.1", third),
+		Dataplane: DataplaneCilium,
+		PodCIDR:   fmt.Sprintf("10.214.%d.0/24", third),
 	}
 }
 
@@ -99,7 +101,6 @@ type machineFacts struct {
 	EUID          int
 	CgroupV1      bool     // per-controller hierarchies under /sys/fs/cgroup
 	CgroupV2      bool     // unified hierarchy
-	BridgeNF      bool     // /proc/sys/net/bridge exists (br_netfilter)
 	MissingTools  []string // pinned tools `make tools` did not build
 	MissingFiles  []string // Debian files absent (runc, CNI plugins, busybox)
 	MissingCmds   []string // commands absent from PATH
@@ -122,9 +123,6 @@ func realNodeSupport(f machineFacts) string {
 	if !f.OverlayFS {
 		why = append(why, "the kernel has no overlay filesystem (containerd's snapshotter)")
 	}
-	if !f.BridgeNF {
-		why = append(why, "bridged traffic does not pass iptables (no /proc/sys/net/bridge: load br_netfilter), so NetworkPolicy could not be enforced between pods")
-	}
 	if len(f.MissingTools) > 0 {
 		why = append(why, "pinned tools not built: "+strings.Join(f.MissingTools, ", ")+" (run `make tools`)")
 	}
@@ -135,7 +133,7 @@ func realNodeSupport(f machineFacts) string {
 		why = append(why, "missing commands "+strings.Join(f.MissingCmds, ", ")+" (run `make node-packages`)")
 	}
 	if f.OtherNode != "" {
-		why = append(why, "the real node of local cluster "+strconv.Quote(f.OtherNode)+" runs on this machine, and only one fits (either dataplane's rules are machine-wide); `paddock local down --name "+f.OtherNode+"` first")
+		why = append(why, "the real node of local cluster "+strconv.Quote(f.OtherNode)+" runs on this machine, and only one fits (its rules are machine-wide); `paddock local down --name "+f.OtherNode+"` first")
 	}
 	if f.RouteConflict != "" {
 		why = append(why, "the node subnet or the cluster DNS address "+DNSServiceIP+" overlaps a route of this machine ("+f.RouteConflict+")")
@@ -154,23 +152,17 @@ func probeMachine(cluster string, nn nodeNet, tool func(string) (string, error))
 	} else if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
 		f.CgroupV1 = true
 	}
-	if _, err := os.Stat("/proc/sys/net/bridge"); err == nil {
-		f.BridgeNF = true
-	}
 	if b, err := os.ReadFile("/proc/filesystems"); err == nil {
 		f.OverlayFS = strings.Contains(string(b), "\toverlay\n")
 	}
-	for _, t := range nodeToolsFor(nn.Dataplane) {
+	for _, t := range nodeTools() {
 		if _, err := tool(t); err != nil {
 			f.MissingTools = append(f.MissingTools, t)
 		}
 	}
-	files := []string{runcBinary, filepath.Join(cniBinDir, "bridge"), filepath.Join(cniBinDir, "host-local"), filepath.Join(cniBinDir, "loopback"), busyboxBinary}
-	cmds := nodeHostCommands
-	if nn.cilium() {
-		files = append(files, ciliumClang)
-		cmds = append(cmds, ciliumHostCommands...)
-	}
+	// containerd runs the loopback plugin in every pod besides the agent's own.
+	files := []string{runcBinary, filepath.Join(cniBinDir, "loopback"), busyboxBinary, ciliumClang}
+	cmds := append(append([]struct{ Name, Package string }(nil), nodeHostCommands...), ciliumHostCommands...)
 	for _, p := range files {
 		if _, err := os.Stat(p); err != nil {
 			f.MissingFiles = append(f.MissingFiles, p)
@@ -202,9 +194,10 @@ func otherRealNode(cluster string) string {
 	return ""
 }
 
-// routeConflict returns a route of the machine that overlaps the node subnet or
-// the cluster DNS address (which the node routes to its bridge), other than the
-// node's own bridge.
+// routeConflict returns a route of the machine that overlaps the node subnet, the
+// pod range or the cluster DNS address, other than the node's own (on its bridge,
+// and the agent's cilium_host). The agent translates the DNS address in BPF; a
+// route of the machine for it would catch whatever the agent does not.
 func routeConflict(nn nodeNet) string {
 	_, want, err := net.ParseCIDR(nn.Subnet)
 	if err != nil {
@@ -217,15 +210,13 @@ func routeConflict(nn nodeNet) string {
 	if r := overlappingRoute(string(out), want, nn.Bridge); r != "" {
 		return r
 	}
-	if nn.cilium() {
-		_, pods, err := net.ParseCIDR(nn.PodCIDR)
-		if err != nil {
-			return err.Error()
-		}
-		// The agent routes the pod range to its own cilium_host link.
-		if r := overlappingRoute(string(out), pods, "cilium_host"); r != "" {
-			return r
-		}
+	_, pods, err := net.ParseCIDR(nn.PodCIDR)
+	if err != nil {
+		return err.Error()
+	}
+	// The agent routes the pod range to its own cilium_host link.
+	if r := overlappingRoute(string(out), pods, "cilium_host"); r != "" {
+		return r
 	}
 	return overlappingRoute(string(out), &net.IPNet{IP: net.ParseIP(DNSServiceIP).To4(), Mask: net.CIDRMask(32, 32)}, nn.Bridge)
 }
@@ -268,7 +259,6 @@ func (d nodeDirs) kubeletConfig() string    { return d.path("kubelet", "config.y
 func (d nodeDirs) kubeletRoot() string      { return d.path("kubelet", "root") }
 func (d nodeDirs) podLogs() string          { return d.path("pod-logs") }
 func (d nodeDirs) cniConf() string          { return d.path("cni", "net.d") }
-func (d nodeDirs) cniIPAM() string          { return d.path("cni", "ipam") }
 func (d nodeDirs) images() string           { return d.path("images") }
 func (d nodeDirs) hostFile() string         { return d.path("host.json") }
 
@@ -373,46 +363,6 @@ log_level = "info"
 `
 }
 
-// cniConfList is the pod network: the bridge plugin on Paddock's own bridge (no
-// gateway route, no masquerade: pods reach each other and the node, nothing
-// beyond), host-local addresses from the node subnet, and loopback. The one
-// route off the subnet is the cluster DNS address via the node, which DNATs it
-// to the resolver pod (clusterdns.go).
-func cniConfList(d nodeDirs, nn nodeNet) string {
-	_, n, _ := net.ParseCIDR(nn.Subnet)
-	first := make(net.IP, 4)
-	copy(first, n.IP.To4())
-	first[3] = 10
-	last := make(net.IP, 4)
-	copy(last, n.IP.To4())
-	last[3] = 250
-	return fmt.Sprintf(`{
-  "cniVersion": "1.0.0",
-  "name": %q,
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": %q,
-      "isGateway": false,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "dataDir": %q,
-        "ranges": [[{"subnet": %q, "rangeStart": %q, "rangeEnd": %q}]],
-        "routes": [{"dst": %q, "gw": %q}]
-      }
-    },
-    {"type": "loopback"}
-  ]
-}
-`, cniNetworkName(nn), nn.Bridge, d.cniIPAM(), nn.Subnet, first.String(), last.String(), DNSServiceIP+"/32", nn.NodeIP)
-}
-
-// cniNetworkName names the pod network; libcni's result cache in /var/lib/cni
-// (which containerd cannot move) names its files after it.
-func cniNetworkName(nn nodeNet) string { return "paddock-" + nn.Bridge }
-
 // kubeletConfigYAML is the kubelet's configuration: cgroupfs under the cluster's
 // cgroup root, cgroup v1 allowed, the API server's client CA for authentication,
 // nothing listening beyond the node IP, pod logs and state under Dir/node, and
@@ -445,8 +395,9 @@ staticPodPath: ""
 failSwapOn: false
 makeIPTablesUtilChains: false
 # Pods (dnsPolicy ClusterFirst, the default) get "nameserver %s" and
-# "search <namespace>.svc.%s svc.%s %s": the kube-dns address, which
-# the node DNATs to the resolver pod. Nothing of the machine's own resolv.conf.
+# "search <namespace>.svc.%s svc.%s %s": the kube-dns Service's
+# address, which the Cilium agent sends to the resolver pod. Nothing of the
+# machine's own resolv.conf.
 clusterDNS:
 - %s
 clusterDomain: %s
@@ -495,25 +446,6 @@ func kubeletArgs(d nodeDirs, cluster, kubeconfig string, nn nodeNet) []string {
 	}
 }
 
-// kubeRouterArgs runs kube-router as a NetworkPolicy firewall only: no routing, no
-// service proxy, no CNI config of its own, no metrics or health listener.
-func kubeRouterArgs(cluster, kubeconfig string) []string {
-	return []string{
-		"--kubeconfig", kubeconfig,
-		"--hostname-override", nodeName(cluster, 0),
-		"--run-firewall=true",
-		"--run-router=false",
-		"--run-service-proxy=false",
-		"--service-cluster-ip-range=" + ServiceCIDR,
-		"--enable-cni=false",
-		"--enable-ipv4=true",
-		"--enable-ipv6=false",
-		"--health-port=0",
-		"--metrics-port=0",
-		"--v=1",
-	}
-}
-
 // containerdArgs is containerd's command line.
 func containerdArgs(d nodeDirs) []string {
 	return []string{"--config", d.containerdConfig(), "--log-level", "info"}
@@ -522,26 +454,21 @@ func containerdArgs(d nodeDirs) []string {
 // writeNodeFiles writes the real node's configuration and images under Dir/node.
 func (c *cluster) writeNodeFiles() error {
 	d := c.nodeDirs()
-	for _, p := range []string{d.path("containerd"), d.path("runsc", "logs"), d.path("kubelet", "pki"), d.kubeletRoot(), d.podLogs(), d.cniConf(), d.cniIPAM(), d.path("runc")} {
+	for _, p := range []string{d.path("containerd"), d.path("runsc", "logs"), d.path("kubelet", "pki"), d.kubeletRoot(), d.podLogs(), d.cniConf(), d.path("runc")} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
 	}
-	files := map[string]string{
-		d.runscConfig():   runscConfigTOML(d, c.state.Binaries["runsc"]),
-		d.kubeletConfig(): kubeletConfigYAML(d, c.name, c.pki(pkiCA, ".crt"), c.state.NodeNet),
+	// The agent writes the CNI configuration itself once it is ready; its
+	// plugin is in the pinned build's bin directory.
+	cni := c.state.Binaries["cilium-cni"]
+	if p, err := filepath.EvalSymlinks(cni); err == nil {
+		cni = p
 	}
-	if c.state.NodeNet.cilium() {
-		// The agent writes the CNI configuration itself once it is ready; its
-		// plugin is in the pinned build's bin directory.
-		cni := c.state.Binaries["cilium-cni"]
-		if p, err := filepath.EvalSymlinks(cni); err == nil {
-			cni = p
-		}
-		files[d.containerdConfig()] = containerdConfigTOML(d, filepath.Dir(cni))
-	} else {
-		files[d.containerdConfig()] = containerdConfigTOML(d)
-		files[filepath.Join(d.cniConf(), "10-paddock.conflist")] = cniConfList(d, c.state.NodeNet)
+	files := map[string]string{
+		d.runscConfig():      runscConfigTOML(d, c.state.Binaries["runsc"]),
+		d.kubeletConfig():    kubeletConfigYAML(d, c.name, c.pki(pkiCA, ".crt"), c.state.NodeNet),
+		d.containerdConfig(): containerdConfigTOML(d, filepath.Dir(cni)),
 	}
 	for p, body := range files {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {

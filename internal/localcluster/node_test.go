@@ -16,7 +16,7 @@ import (
 )
 
 func TestRealNodeSupportSaysWhy(t *testing.T) {
-	ok := machineFacts{GOOS: "linux", EUID: 0, CgroupV1: true, BridgeNF: true, OverlayFS: true}
+	ok := machineFacts{GOOS: "linux", EUID: 0, CgroupV1: true, OverlayFS: true}
 	if why := realNodeSupport(ok); why != "" {
 		t.Fatalf("a capable machine was refused: %s", why)
 	}
@@ -28,7 +28,6 @@ func TestRealNodeSupportSaysWhy(t *testing.T) {
 		{"macOS", func(f *machineFacts) { f.GOOS = "darwin" }, "needs Linux (this is darwin)"},
 		{"no root", func(f *machineFacts) { f.EUID = 1000 }, "needs root"},
 		{"no cgroups", func(f *machineFacts) { f.CgroupV1 = false }, "no cgroup hierarchy"},
-		{"no br_netfilter", func(f *machineFacts) { f.BridgeNF = false }, "br_netfilter"},
 		{"no overlay", func(f *machineFacts) { f.OverlayFS = false }, "overlay"},
 		{"tools", func(f *machineFacts) { f.MissingTools = []string{"kubelet", "runsc"} }, "pinned tools not built: kubelet, runsc (run `make tools`)"},
 		{"packages", func(f *machineFacts) { f.MissingFiles = []string{"/usr/sbin/runc"} }, "missing /usr/sbin/runc (run `make node-packages`)"},
@@ -113,31 +112,9 @@ func TestContainerdConfig(t *testing.T) {
 	}
 }
 
-func TestCNIAndKubeletConfig(t *testing.T) {
+func TestKubeletConfig(t *testing.T) {
 	d := nodeDirs{root: "/x/node"}
 	nn := planNodeNet("paddock")
-	var conf struct {
-		CNIVersion string `json:"cniVersion"`
-		Plugins    []struct {
-			Type      string `json:"type"`
-			Bridge    string `json:"bridge"`
-			IsGateway bool   `json:"isGateway"`
-			IPMasq    bool   `json:"ipMasq"`
-			IPAM      struct {
-				DataDir string `json:"dataDir"`
-				Ranges  [][]struct {
-					Subnet string `json:"subnet"`
-				} `json:"ranges"`
-			} `json:"ipam"`
-		} `json:"plugins"`
-	}
-	if err := json.Unmarshal([]byte(cniConfList(d, nn)), &conf); err != nil {
-		t.Fatalf("CNI config is not JSON: %v", err)
-	}
-	p := conf.Plugins[0]
-	if p.Type != "bridge" || p.Bridge != nn.Bridge || p.IsGateway || p.IPMasq || p.IPAM.DataDir != d.cniIPAM() || p.IPAM.Ranges[0][0].Subnet != nn.Subnet {
-		t.Errorf("bridge plugin: %+v (want Paddock's bridge, no gateway, no masquerade, IPAM state under the node dir)", p)
-	}
 	k := kubeletConfigYAML(d, "paddock", "/pki/ca.crt", nn)
 	for _, want := range []string{"failCgroupV1: false", "cgroupDriver: cgroupfs", "cgroupRoot: /paddock-paddock", "address: " + nn.NodeIP, "readOnlyPort: 0", "enabled: false", `clientCAFile: "/pki/ca.crt"`,
 		"registerWithTaints:\n- key: sandbox.gke.io/runtime\n  value: gvisor\n  effect: NoSchedule"} {
@@ -151,14 +128,11 @@ func TestCNIAndKubeletConfig(t *testing.T) {
 			t.Errorf("kubelet args lack %q: %s", want, args)
 		}
 	}
-	kr := strings.Join(kubeRouterArgs("paddock", "/k"), " ")
-	for _, want := range []string{"--run-firewall=true", "--run-router=false", "--run-service-proxy=false"} {
-		if !strings.Contains(kr, want) {
-			t.Errorf("kube-router args lack %q", want)
-		}
-	}
 }
 
+// Chains the node created since Up go, with the jumps into them; those that
+// were there before stay. The sample is what a node of the kube-router era left
+// (its firewall's chains, a CNI plugin's): Down removes it without kube-router.
 func TestChainRemovals(t *testing.T) {
 	save := `*filter
 :INPUT ACCEPT [0:0]
@@ -207,6 +181,16 @@ func TestOwnedCNIResult(t *testing.T) {
 	} {
 		if got := ownedCNIResult(name, "paddock-pdk-1", ids); got != want {
 			t.Errorf("ownedCNIResult(%s) = %v, want %v", name, got, want)
+		}
+	}
+	// A Cilium node has no network of its own name: its sandboxes tell.
+	for name, want := range map[string]bool{
+		"cilium-" + id + "-eth0":    true,
+		"cilium-" + other + "-eth0": false,
+		"-" + other + "-eth0":       false,
+	} {
+		if got := ownedCNIResult(name, "", ids); got != want {
+			t.Errorf("ownedCNIResult(%s, no network) = %v, want %v", name, got, want)
 		}
 	}
 }

@@ -2,9 +2,10 @@
 // starts, recorded in Dir/node/host.json, and what Down undoes. Everything the node
 // creates lives under Dir, under the cgroup root /paddock-NAME, on the bridge
 // pdk-XXXXXXXX, in iptables chains and ipsets that did not exist before Up, in
-// the cluster DNS address's chains (clusterdns.go), or in the few places the
-// programs hard-code (/var/log/containers, /run/containerd/s): Down removes
-// exactly those.
+// the pod guard's chain, in what the Cilium agent leaves (cleanupCilium), or in
+// the few places the programs hard-code (/var/log/containers, /run/containerd/s):
+// Down removes exactly those, and what a node of the kube-router era left
+// (dataplane.go).
 
 package localcluster
 
@@ -23,8 +24,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/paddock-platform/paddock/internal/paths"
 )
 
 // hostRecord is Dir/node/host.json.
@@ -42,16 +41,18 @@ type hostRecord struct {
 	VarLogContainers bool `json:"varLogContainers"`
 	// BridgeCreated is set once the bridge exists (created by Up).
 	BridgeCreated bool `json:"bridgeCreated"`
-	// The Cilium dataplane's: the ip rules and nftables tables before Up (nil
-	// NFTables: nft could not list them), and whether Up mounted bpffs.
+	// The Cilium agent's: the ip rules and nftables tables before Up (nil
+	// NFTables: nft could not list them; both nil in the record of a node of
+	// the kube-router era), and whether Up mounted bpffs.
 	IPRules    []ipRule `json:"ipRules,omitempty"`
 	NFTables   []string `json:"nfTables"`
 	BPFMounted bool     `json:"bpfMounted,omitempty"`
 }
 
-// Sysctls the node's programs change: the CNI bridge plugin (ip_forward, with a
-// gateway), kube-router and Up (bridged traffic through iptables), and the kubelet
-// (its kernel tunables: overcommit, panic on oops, key quotas).
+// Sysctls the node's programs change, or may: the Cilium agent (ip_forward and
+// the last two), the kubelet (its kernel tunables: overcommit, panic on oops, key
+// quotas), and bridged traffic through iptables, which nodes of the kube-router
+// era switched on. Down puts back any that changed.
 var nodeSysctls = []string{
 	"net/ipv4/ip_forward",
 	"net/bridge/bridge-nf-call-iptables",
@@ -68,8 +69,9 @@ var nodeSysctls = []string{
 	"kernel/timer_migration",
 }
 
-// Chain and ipset name prefixes the node's programs create; only those created
-// after Up are removed.
+// Chain and ipset name prefixes the node's programs create (KUBE-: Kubernetes'
+// own, and kube-router's on nodes of its era); only those created after Up are
+// removed.
 var nodeChainPrefixes = []string{"KUBE-", "CNI-", "CILIUM_"}
 
 func ownedName(name string, prefixes []string) bool {
@@ -236,15 +238,14 @@ func (c *cluster) prepareHost(d nodeDirs, nn nodeNet) error {
 		rec.VarLibCNI = err == nil
 		_, err = os.Stat("/var/log/containers")
 		rec.VarLogContainers = err == nil
-		if nn.cilium() {
-			rec.IPRules = ipRules()
-			rec.NFTables = nftTables()
-		}
+		rec.IPRules = ipRules()
+		rec.NFTables = nftTables()
 		if err := writeJSON(d.hostFile(), &rec); err != nil {
 			return err
 		}
 	}
-	// The bridge carries the node IP; the CNI plugin attaches pods to it.
+	// The bridge carries the node IP: the kubelet's address, and the agent's only
+	// device.
 	if _, err := net.InterfaceByName(nn.Bridge); err != nil {
 		if _, err := run("ip", "link", "add", nn.Bridge, "type", "bridge"); err != nil {
 			return fmt.Errorf("create bridge %s: %w", nn.Bridge, err)
@@ -262,23 +263,8 @@ func (c *cluster) prepareHost(d nodeDirs, nn nodeNet) error {
 	if _, err := run("ip", "link", "set", nn.Bridge, "up"); err != nil {
 		return err
 	}
-	if nn.cilium() {
-		if err := c.prepareCiliumHost(d, nn, &rec); err != nil {
-			return err
-		}
-	} else {
-		// Bridged pod-to-pod traffic must pass iptables for kube-router to filter it
-		// (and for conntrack to undo the cluster DNS address's DNAT on replies).
-		if v, _ := readSysctl("net/bridge/bridge-nf-call-iptables"); v != "1" {
-			if err := writeSysctl("net/bridge/bridge-nf-call-iptables", "1"); err != nil {
-				return err
-			}
-		}
-		// The cluster DNS address's guard, route and forwarding; its DNAT waits for
-		// the resolver pod (ensureClusterDNS).
-		if _, err := applyDNSPath(d.dnsLock(), nn, "", false); err != nil {
-			return fmt.Errorf("prepare the cluster DNS address %s: %w", DNSServiceIP, err)
-		}
+	if err := c.prepareCiliumHost(d, nn, &rec); err != nil {
+		return err
 	}
 	for _, mp := range cgroupMounts() {
 		for _, cg := range []string{cgroupRoot(c.name), nodeCgroup(c.name)} {
@@ -369,21 +355,12 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 	// their binary and a command line naming Dir/node.
 	c.killNodeStragglers(d)
 
-	// 2. kube-router's iptables rules and ipsets, by kube-router itself, then any
-	// KUBE-*/CNI-* chain or ipset that did not exist before Up, and the cluster
-	// DNS address's chains (named after the bridge: always the node's).
-	bin := ""
-	if c.state != nil {
-		bin = c.state.Binaries["kube-router"]
-	}
-	if bin == "" {
-		bin, _ = paths.Tool("kube-router")
-	}
-	if recorded && bin != "" && !rec.Net.cilium() {
-		_, _ = run(bin, "--cleanup-config")
-	}
-	dns, isNew, guard := dnsPathFor(rec.Net), createdSince(rec.Chains), "mangle/"+podGuardChain(rec.Net)
-	if err := removeChains(func(tc string) bool { return dns.owns(tc) || tc == guard || (recorded && isNew(tc)) }); err != nil {
+	// 2. Every KUBE-*/CNI-*/CILIUM_* chain and ipset that did not exist before Up
+	// (a node of the kube-router era: kube-router's firewall too), and the chains
+	// named after the bridge, always the node's: the pod guard's, and those of the
+	// kube-router era's DNS address (retiredChains).
+	isNew, named := createdSince(rec.Chains), append(retiredChains(rec.Net), "mangle/"+podGuardChain(rec.Net))
+	if err := removeChains(func(tc string) bool { return contains(named, tc) || (recorded && isNew(tc)) }); err != nil {
 		errs = append(errs, err)
 	}
 	if recorded {
@@ -415,11 +392,16 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 	}
 	// libcni caches each attachment in /var/lib/cni/results/NETWORK-ID-IFNAME, for
 	// the pod network and for containerd's own "cni-loopback": the IDs are the
-	// sandboxes' containerd made, each named in its log.
+	// sandboxes' containerd made, each named in its log. A node of the
+	// kube-router era named its network after its bridge.
 	ids := containerIDs(filepath.Join(c.logsDir(), "containerd.log"))
+	network := ""
+	if !rec.Net.cilium() {
+		network = "paddock-" + rec.Net.Bridge
+	}
 	if entries, err := os.ReadDir("/var/lib/cni/results"); err == nil {
 		for _, e := range entries {
-			if ownedCNIResult(e.Name(), cniNetworkName(rec.Net), ids) {
+			if ownedCNIResult(e.Name(), network, ids) {
 				_ = os.Remove(filepath.Join("/var/lib/cni/results", e.Name()))
 			}
 		}
@@ -438,7 +420,8 @@ func (c *cluster) cleanupHost(d nodeDirs) error {
 	}
 
 	// 4b. What the Cilium agent left: its maps, links, routes and state, its ip
-	// rules, empty nftables tables, bpffs (cleanupCilium).
+	// rules, empty nftables tables, bpffs (cleanupCilium). A node of the
+	// kube-router era ran no agent.
 	if recorded && rec.Net.cilium() {
 		if err := c.cleanupCilium(rec); err != nil {
 			errs = append(errs, err)
@@ -502,9 +485,10 @@ func containerIDs(log string) map[string]bool {
 }
 
 // ownedCNIResult says whether a libcni cache file belongs to this node: it is on
-// the node's network, or on another (cni-loopback) for one of the node's sandboxes.
+// the node's own network (when it has one: network not ""), or on another
+// (cilium, cni-loopback) for one of the node's sandboxes.
 func ownedCNIResult(name, network string, ids map[string]bool) bool {
-	if strings.HasPrefix(name, network+"-") {
+	if network != "" && strings.HasPrefix(name, network+"-") {
 		return true
 	}
 	for _, id := range hexID.FindAllString(name, -1) {
@@ -596,6 +580,44 @@ func chainRemovals(save string, isOwned func(tableChain string) bool) [][]string
 	return append(append(jumps, flush...), del...)
 }
 
+// savedRules is iptables-save output by table and chain: each rule's arguments
+// after "-A CHAIN". A chain that exists without rules maps to an empty slice.
+type savedRules map[string]map[string][][]string
+
+func parseSaved(save string) savedRules {
+	t := savedRules{}
+	table := ""
+	for _, l := range strings.Split(save, "\n") {
+		switch {
+		case strings.HasPrefix(l, "*"):
+			table = strings.TrimPrefix(l, "*")
+			if t[table] == nil {
+				t[table] = map[string][][]string{}
+			}
+		case table == "":
+		case strings.HasPrefix(l, ":"):
+			if f := strings.Fields(l[1:]); len(f) > 0 && t[table][f[0]] == nil {
+				t[table][f[0]] = [][]string{}
+			}
+		case strings.HasPrefix(l, "-A "):
+			if f := splitRule(l[3:]); len(f) > 0 {
+				t[table][f[0]] = append(t[table][f[0]], f[1:])
+			}
+		}
+	}
+	return t
+}
+
+// flagValue returns the argument after flag in rule, and whether "!" negates it.
+func flagValue(rule []string, flag string) (value string, negated, ok bool) {
+	for i := 0; i+1 < len(rule); i++ {
+		if rule[i] == flag {
+			return rule[i+1], i > 0 && rule[i-1] == "!", true
+		}
+	}
+	return "", false, false
+}
+
 // splitRule splits an iptables-save rule into arguments, keeping quoted strings
 // (comments) whole.
 func splitRule(s string) []string {
@@ -653,7 +675,7 @@ func removeDeadSockets(dir string) {
 // names Dir/node.
 func (c *cluster) killNodeStragglers(d nodeDirs) {
 	names := map[string]bool{}
-	for _, t := range allNodeTools() {
+	for _, t := range nodeTools() {
 		names[t] = true
 	}
 	entries, err := os.ReadDir("/proc")

@@ -1,9 +1,10 @@
 // The real node's processes, run by the supervisor beside the Agent Sandbox
-// controller: containerd (then the local images are imported), kubelet, and
-// kube-router's firewall. Each is restarted with backoff when it exits; on the way
-// out they stop in reverse order. What runs is reported in Dir/node.json. Once
-// they run, the supervisor also keeps the cluster DNS address pointed at the
-// resolver pod (clusterdns.go).
+// controller: containerd (then the local images are imported), kubelet, the
+// Cilium agent and the world hosts. Each is restarted with backoff when it exits;
+// on the way out they stop in reverse order. What runs is reported in
+// Dir/node.json. Once they run, the supervisor also keeps the world hosts' names
+// and the resolver pod (clusterdns.go), and the agent's CNI configuration where
+// containerd reads it.
 
 package localcluster
 
@@ -64,17 +65,14 @@ func (c *cluster) nodeSpecs() []nodeProcSpec {
 	// containerd finds its shims (containerd-shim-runsc-v1, -runc-v2) on PATH.
 	path := filepath.Dir(bins["containerd-shim-runsc-v1"]) + ":" + filepath.Dir(bins["containerd-shim-runc-v2"]) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	env := []string{"PATH=" + path, "HOME=" + d.root, "LANG=C"}
+	agentEnv := []string{"PATH=" + ciliumClangDir + ":" + path, "HOME=" + d.root, "LANG=C", "K8S_NODE_NAME=" + nodeName(c.name, 0)}
+	args := ciliumAgentArgs(d, c.logsDir(), c.kubeconfig(), cgroup2Mount(), nn)
 	specs := []nodeProcSpec{
 		{Name: "containerd", Bin: bins["containerd"], Args: containerdArgs(d), Env: env},
 		{Name: "kubelet", Bin: bins["kubelet"], Args: kubeletArgs(d, c.name, c.kubeconfig(), nn), Env: env},
+		ciliumAgentProc(bins["cilium-agent"], d.ciliumSysctlShield(), args, agentEnv),
 	}
-	if nn.cilium() {
-		agentEnv := []string{"PATH=" + ciliumClangDir + ":" + path, "HOME=" + d.root, "LANG=C", "K8S_NODE_NAME=" + nodeName(c.name, 0)}
-		args := ciliumAgentArgs(d, c.logsDir(), c.kubeconfig(), cgroup2Mount(), nn)
-		specs = append(specs, ciliumAgentProc(bins["cilium-agent"], d.ciliumSysctlShield(), args, agentEnv))
-		return append(specs, worldHostSpecs(env)...)
-	}
-	return append(specs, nodeProcSpec{Name: "kube-router", Bin: bins["kube-router"], Args: kubeRouterArgs(c.name, c.kubeconfig()), Env: env})
+	return append(specs, worldHostSpecs(env)...)
 }
 
 func (c *cluster) nodeDirs() nodeDirs { return nodeDirs{root: filepath.Join(c.dir, nodeDir)} }
@@ -127,7 +125,7 @@ func (n *nodeRunner) run(ctx context.Context) {
 		case "containerd":
 			err = n.afterContainerd(ctx)
 		case "kubelet":
-			err = n.waitNodeRegistered(ctx) // kube-router and cilium-agent wait on their node
+			err = n.waitNodeRegistered(ctx) // the agent waits on its node
 		}
 		if err != nil && ctx.Err() == nil {
 			n.log.Printf("node: %v", err)
@@ -138,9 +136,7 @@ func (n *nodeRunner) run(ctx context.Context) {
 	}
 	dnsDone := make(chan struct{})
 	go func() { defer close(dnsDone); n.keepClusterDNS(ctx) }()
-	if n.c.state.NodeNet.cilium() {
-		n.keepCNIConf(ctx)
-	}
+	n.keepCNIConf(ctx)
 	<-ctx.Done()
 	<-dnsDone
 }
@@ -170,19 +166,18 @@ func (n *nodeRunner) keepCNIConf(ctx context.Context) {
 	}
 }
 
-// dnsKeepInterval is how often the supervisor looks at the resolver pod: how
-// long, at most, pods' queries go unanswered after it comes back elsewhere.
+// dnsKeepInterval is how often the supervisor looks at the resolver pod and the
+// world hosts' names.
 var dnsKeepInterval = 2 * time.Second
 
-// keepClusterDNS keeps the resolver pod and the cluster DNS address's rules
-// until ctx is done: it recreates the pod when it is gone and re-points the
-// DNAT when the pod's address changes (the rules are put back, too, should
-// anything remove them). It logs what it changes, and an error once until it
-// changes.
+// keepClusterDNS keeps the world hosts' names and the resolver pod until ctx is
+// done: it puts the names back when they are gone and recreates the pod when it
+// is gone or ended (the kube-dns Service follows the pod's address). It logs
+// what it changes, and an error once until it changes.
 func (n *nodeRunner) keepClusterDNS(ctx context.Context) {
 	cs, err := n.c.clientset(5 * time.Second)
 	if err != nil {
-		n.log.Printf("node: cluster DNS address not kept: %v", err)
+		n.log.Printf("node: cluster resolver and world host names not kept: %v", err)
 		return
 	}
 	lastErr := ""
@@ -190,29 +185,16 @@ func (n *nodeRunner) keepClusterDNS(ctx context.Context) {
 		// The world hosts' names first: the resolver pod reads them when it
 		// starts, and a ConfigMap made after it reaches it only with the
 		// kubelet's next sync, up to a minute later.
-		var namesErr error
-		if n.c.state.NodeNet.cilium() {
-			var did string
-			if did, namesErr = ensureWorldHostNames(ctx, cs); did != "" {
-				n.log.Printf("node: %s", did)
-			}
+		did, namesErr := ensureWorldHostNames(ctx, cs)
+		if did != "" {
+			n.log.Printf("node: %s", did)
 		}
-		ip, did, err := resolverTarget(ctx, cs)
+		_, did, err := resolverTarget(ctx, cs)
 		if did != "" {
 			n.log.Printf("node: cluster DNS: %s", did)
 		}
 		if err == nil {
 			err = namesErr
-		}
-		if err == nil && !n.c.state.NodeNet.cilium() { // Cilium serves the kube-dns Service itself
-			var changed bool
-			if changed, err = n.c.pointClusterDNS(ip); err == nil && changed {
-				if ip == "" {
-					n.log.Printf("node: cluster DNS address %s leads nowhere while no resolver pod runs", DNSServiceIP)
-				} else {
-					n.log.Printf("node: cluster DNS address %s DNATed to the resolver pod at %s", DNSServiceIP, ip)
-				}
-			}
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -279,7 +261,7 @@ func (n *nodeRunner) waitNodeRegistered(ctx context.Context) error {
 		if _, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil {
 			return nil
 		} else if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not registered after 2m (%v); starting kube-router anyway", name, err)
+			return fmt.Errorf("node %s not registered after 2m (%v); starting the Cilium agent anyway", name, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -10,8 +10,8 @@ import (
 )
 
 // startRealNode writes the node's files, prepares the host, starts the supervisor
-// (which runs containerd, kubelet and kube-router) and waits until the kubelet's
-// node is Ready and schedulable.
+// (which runs containerd, kubelet and the Cilium agent) and waits until the
+// kubelet's node is Ready and schedulable.
 func (c *cluster) startRealNode(ctx context.Context, cs kubernetes.Interface) error {
 	start := time.Now()
 	done := c.step("writing the real node's configuration and images (busybox-static)")

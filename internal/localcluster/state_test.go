@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -172,3 +173,53 @@ func TestDownWithoutCluster(t *testing.T) {
 }
 
 func corev1ResourceName(s string) corev1.ResourceName { return corev1.ResourceName(s) }
+
+// A cluster whose real node ran kube-router (state naming that dataplane, or
+// none) is only taken down: Up and the supervisor refuse it and Status says
+// what to do, each naming `paddock local down`.
+func TestRetiredNode(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("PADDOCK_HOME", home)
+	if err := os.MkdirAll(filepath.Join(home, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range controlPlaneTools {
+		if err := os.WriteFile(filepath.Join(home, "bin", tool), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dataplane := range []string{"", "kube-router"} {
+		dir := t.TempDir()
+		c := New(Options{Name: "old", Dir: dir}).(*cluster)
+		nn := planNodeNet("old")
+		nn.Dataplane = dataplane
+		st := &clusterState{Name: "old", Phase: phaseUp, Nodes: NodesReal, NodeNet: nn, Binaries: map[string]string{},
+			ControlPlane: controlPlanePorts{Etcd: 31001, EtcdPeer: 31002, APIServer: 31003, ControllerManager: 31004, Scheduler: 31005}}
+		if err := writeState(dir, st); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(c.pki(pkiCA, ".crt")), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(c.pki(pkiCA, ".crt"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Up(context.Background()); err == nil || !strings.Contains(err.Error(), "`paddock local down`") {
+			t.Errorf("dataplane %q: Up = %v, want a refusal naming `paddock local down`", dataplane, err)
+		}
+		s, err := c.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Healthy() || !strings.Contains(s.Retired, "`paddock local down`") || len(s.Problems()) == 0 || s.Problems()[0] != s.Retired {
+			t.Errorf("dataplane %q: status retired %q, problems %q", dataplane, s.Retired, s.Problems())
+		}
+		if err := Supervise(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "`paddock local down`") {
+			t.Errorf("dataplane %q: Supervise = %v", dataplane, err)
+		}
+	}
+	// A Cilium node is not retired, nor is a kwok one.
+	if (&clusterState{Nodes: NodesReal, NodeNet: planNodeNet("x")}).retiredNode() || (&clusterState{}).retiredNode() {
+		t.Error("retiredNode on a Cilium or kwok cluster")
+	}
+}

@@ -33,7 +33,7 @@ const (
 	kindControlPlane componentKind = iota
 	kindSupervisor
 	kindController
-	kindNode // a real node's process (containerd, kubelet, kube-router)
+	kindNode // a real node's process (containerd, kubelet, cilium-agent, world hosts)
 )
 
 // ComponentStatus is one process of the local cluster.
@@ -78,6 +78,9 @@ type Status struct {
 	APIServer  APIServerStatus   `json:"apiServer"`
 	Nodes      []NodeStatus      `json:"nodes,omitempty"`
 	Components []ComponentStatus `json:"components"`
+	// Retired, when set, says why this paddock cannot run the cluster's real
+	// node and what to do (its dataplane, kube-router, is gone).
+	Retired string `json:"retired,omitempty"`
 }
 
 // Healthy reports whether the cluster exists, its API server is ready and no
@@ -93,6 +96,9 @@ func (s *Status) Problems() []string {
 		return []string{"no local cluster " + strconv.Quote(s.Name) + " in " + s.Dir}
 	}
 	var p []string
+	if s.Retired != "" {
+		p = append(p, s.Retired)
+	}
 	if !s.Complete {
 		p = append(p, "creation not finished (an Up is running, or one failed and the next starts over)")
 	}
@@ -143,6 +149,9 @@ func (c *cluster) Status(ctx context.Context) (*Status, error) {
 	c.state = st
 	s.Exists, s.Complete = true, st.Phase == phaseUp
 	s.CreatedAt = st.CreatedAt
+	if st.retiredNode() {
+		s.Retired = errRetiredNode(c.name).Error()
+	}
 
 	for _, comp := range c.components() {
 		ci := c.inspectComponent(comp)

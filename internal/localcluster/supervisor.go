@@ -60,6 +60,9 @@ func Supervise(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("supervise %s: %w", dir, err)
 	}
+	if st.retiredNode() {
+		return fmt.Errorf("supervise %s: %w", dir, errRetiredNode(st.Name))
+	}
 	self, err := recordProcess(os.Getpid())
 	if err != nil {
 		return err

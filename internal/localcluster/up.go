@@ -52,11 +52,11 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 		}
 	case err == nil && st.Phase == phaseUp && c.nodes != NodesAuto && c.nodes != nodesOf(st):
 		return nil, fmt.Errorf("local cluster %q runs %s nodes, not %s; run `paddock local down` first to change that", c.name, nodesOf(st), c.nodes)
-	case err == nil && st.Phase == phaseUp && st.real() && c.dataplaneAsked != "" && c.dataplaneAsked != dataplaneOf(st):
-		return nil, fmt.Errorf("local cluster %q runs the %s dataplane, not %s; run `paddock local down` first to change that", c.name, dataplaneOf(st), c.dataplaneAsked)
+	case err == nil && st.Phase == phaseUp && st.retiredNode():
+		return nil, errRetiredNode(c.name)
 	case err == nil && st.Phase == phaseUp:
 		c.state = st
-		resolve := func(bins map[string]string) error { return resolveNodeTools(bins, st.NodeNet.Dataplane) }
+		resolve := resolveNodeTools
 		if !st.real() {
 			// kwok left the tools every cluster needs; a kwok-node cluster still
 			// needs it to restart its controller.
@@ -90,14 +90,6 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 	return c.create(ctx, bins, nodes)
 }
 
-// dataplaneOf is a real node's dataplane ("" in older state: kube-router).
-func dataplaneOf(st *clusterState) string {
-	if st.NodeNet.Dataplane == "" {
-		return DataplaneKubeRouter
-	}
-	return st.NodeNet.Dataplane
-}
-
 func nodesOf(st *clusterState) string {
 	if st.real() {
 		return NodesReal
@@ -111,9 +103,9 @@ func (c *cluster) chooseNodes(bins map[string]string) (string, error) {
 	if c.nodes == NodesFake {
 		return NodesFake, resolveFakeNodeTool(bins, "")
 	}
-	why := realNodeSupport(probeMachine(c.name, c.planNodeNet(), paths.Tool))
+	why := realNodeSupport(probeMachine(c.name, planNodeNet(c.name), paths.Tool))
 	if why == "" {
-		return NodesReal, resolveNodeTools(bins, c.dataplane)
+		return NodesReal, resolveNodeTools(bins)
 	}
 	if c.nodes == NodesReal {
 		return "", fmt.Errorf("this machine cannot run the local stack's real node: %s", why)
@@ -179,15 +171,13 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 		ControlPlane:          cpPorts,
 	}
 	if nodes == NodesReal {
-		c.state.NodeNet = c.planNodeNet()
-		if c.state.NodeNet.cilium() {
-			agentPorts, err := loopbackport.Free(3)
-			if err != nil {
-				return nil, fmt.Errorf("choose ports for the Cilium agent: %w", err)
-			}
-			nn := &c.state.NodeNet
-			nn.AgentMetricsPort, nn.AgentHealthPort, nn.HubbleMetricsPort = agentPorts[0], agentPorts[1], agentPorts[2]
+		c.state.NodeNet = planNodeNet(c.name)
+		agentPorts, err := loopbackport.Free(3)
+		if err != nil {
+			return nil, fmt.Errorf("choose ports for the Cilium agent: %w", err)
 		}
+		nn := &c.state.NodeNet
+		nn.AgentMetricsPort, nn.AgentHealthPort, nn.HubbleMetricsPort = agentPorts[0], agentPorts[1], agentPorts[2]
 	}
 	if err := writeState(c.dir, c.state); err != nil {
 		return nil, err
@@ -231,7 +221,7 @@ func (c *cluster) bringUp(ctx context.Context) error {
 
 // finishUp makes the nodes Ready and schedulable and starts the supervisor.
 func (c *cluster) finishUp(ctx context.Context, cs kubernetes.Interface) error {
-	agent := c.state.real() && c.state.NodeNet.cilium()
+	agent := c.state.real()
 	if agent {
 		// The agent reads its CRDs as it starts.
 		done := c.step("installing Cilium " + pins.Cilium + "'s CRDs (the node's dataplane)")

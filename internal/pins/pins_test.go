@@ -51,7 +51,6 @@ func TestModulesAgreeWithVersionsEnv(t *testing.T) {
 		{"../../tools/cilium/go.mod", "github.com/cilium/cilium", Cilium},
 		{"../../tools/containerd/go.mod", "github.com/containerd/containerd/v2", Get("CONTAINERD_VERSION")},
 		{"../../tools/gvisor/go.mod", "gvisor.dev/gvisor", Get("GVISOR_VERSION")},
-		{"../../tools/kube-router/go.mod", "github.com/cloudnativelabs/kube-router/v2", Get("KUBE_ROUTER_VERSION")},
 		{"../../tools/coredns/go.mod", "github.com/coredns/coredns", Get("COREDNS_VERSION")},
 		{"../../tools/seaweedfs/go.mod", "github.com/seaweedfs/seaweedfs", SeaweedFS},
 		{"../../go.mod", "sigs.k8s.io/agent-sandbox", AgentSandbox},

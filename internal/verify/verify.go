@@ -8,15 +8,16 @@
 package verify
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/mitchellh/go-wordwrap"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -84,24 +85,51 @@ func (r *Report) Count(s Status) int {
 	return n
 }
 
-// WriteText renders the report as a table for people.
+// TextWidth is the widest line WriteText writes: a terminal's, with room.
+const TextWidth = 100
+
+// WriteText renders the report for people: each check's title once, then a
+// line per subject with its status, and the reason on indented lines below,
+// every line at most TextWidth columns.
 func (r *Report) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STATUS\tCHECK\tSUBJECT\tDETAIL")
+	bw := bufio.NewWriter(w)
+	last := ""
 	for _, c := range r.Results {
+		if c.ID != last {
+			if last != "" {
+				bw.WriteString("\n")
+			}
+			writeWrapped(bw, c.ID+" "+c.Title, "", "    ")
+			last = c.ID
+		}
 		mark := map[Status]string{Pass: "PASS", Fail: "FAIL", NotVerifiable: "N/A"}[c.Status]
-		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\n", mark, c.ID, c.Title, c.Subject, c.Reason)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+		writeWrapped(bw, fmt.Sprintf("%-4s  %s", mark, c.Subject), "  ", "        ")
+		if c.Reason != "" {
+			writeWrapped(bw, c.Reason, "        ", "        ")
+		}
 	}
 	strict := ""
 	if r.Strict {
 		strict = ", strict: not verifiable counts as failed"
 	}
-	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d not verifiable here (platform %s, %.1fs%s)\n",
+	fmt.Fprintf(bw, "\n%d passed, %d failed, %d not verifiable here (platform %s, %.1fs%s)\n",
 		r.Count(Pass), r.Count(Fail), r.Count(NotVerifiable), r.Platform, r.Duration.Seconds(), strict)
-	return err
+	return bw.Flush()
+}
+
+// writeWrapped writes text word-wrapped to TextWidth, its first line after
+// first and the rest after indent; a word longer than a line is cut.
+func writeWrapped(w *bufio.Writer, text, first, indent string) {
+	prefix := first
+	for _, line := range strings.Split(wordwrap.WrapString(text, uint(TextWidth-len(indent))), "\n") {
+		for len(prefix)+len(line) > TextWidth {
+			n := TextWidth - len(prefix)
+			w.WriteString(prefix + line[:n] + "\n")
+			line, prefix = line[n:], indent
+		}
+		w.WriteString(prefix + line + "\n")
+		prefix = indent
+	}
 }
 
 // WriteJSON renders the report for machines.

@@ -1,6 +1,8 @@
 package drift
 
 import (
+	"unicode/utf8"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddock-platform/paddock/internal/termtext"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,8 +69,14 @@ func TestWriters(t *testing.T) {
 		`RoleBinding agents-team-a/oops|x  [S01 binding grants a tenant identity more than the spec does]`,
 		`3 drifted resources, 1 object outside the stack weakens the platform`,
 	} {
-		if !strings.Contains(text.String(), want) {
+		// Lines wrap at the terminal's width: compare the words.
+		if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	for i, line := range strings.Split(text.String(), "\n") {
+		if utf8.RuneCountInString(line) > termtext.Width {
+			t.Errorf("text line %d is wider than %d columns: %q", i+1, termtext.Width, line)
 		}
 	}
 	var md bytes.Buffer

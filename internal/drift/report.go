@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/paddock-platform/paddock/internal/termtext"
 )
 
 // Change says how a resource of the stack differs from the live cluster.
@@ -211,37 +213,41 @@ func Value(v any) string {
 	return s
 }
 
-// WriteText renders the report for people.
+// WriteText renders the report for people, every line at most
+// termtext.Width columns (details wrap onto indented lines).
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "paddock drift: platform %q, stack %q, target %s\n", r.Platform, r.Stack, r.Target)
+	const detail = "       "
+	b.WriteString(termtext.Wrap(fmt.Sprintf("paddock drift: platform %q, stack %q, target %s", r.Platform, r.Stack, r.Target), "", "  "))
 	if len(r.Resources) > 0 {
 		fmt.Fprintf(&b, "\nResources of the stack that differ from the cluster (declared → live):\n")
 		for _, res := range r.Resources {
-			fmt.Fprintf(&b, "  %-2s %s  (%s)\n", changeSymbol[res.Change], res.Title(), changeText[res.Change])
+			b.WriteString(termtext.Wrap(fmt.Sprintf("%-2s %s  (%s)", changeSymbol[res.Change], res.Title(), changeText[res.Change]), "  ", detail))
 			for _, f := range res.Fields {
-				fmt.Fprintf(&b, "       %s: %s → %s", f.Path, Value(f.Declared), Value(f.Live))
+				line := fmt.Sprintf("%s: %s → %s", f.Path, Value(f.Declared), Value(f.Live))
 				if f.Cause == CauseSpec {
-					b.WriteString("  [spec changed]")
+					line += "  [spec changed]"
 				}
 				if by := f.By(); by != "" {
-					b.WriteString("  by " + by)
+					line += "  by " + by
 				}
-				b.WriteString("\n")
+				b.WriteString(termtext.Wrap(line, detail, detail+"  "))
 			}
-			fmt.Fprintf(&b, "       repair: %s\n", res.Repair)
+			b.WriteString(termtext.Wrap("repair: "+res.Repair, detail, detail+"  "))
 		}
 	}
 	if len(r.Unmanaged) > 0 {
 		fmt.Fprintf(&b, "\nObjects outside the stack that weaken the platform:\n")
 		for _, f := range r.Unmanaged {
-			fmt.Fprintf(&b, "  !  %s  [%s %s]\n       %s\n       fix: %s\n", f.Object(), f.Rule, f.Title, f.Reason, f.Fix)
+			b.WriteString(termtext.Wrap(fmt.Sprintf("!  %s  [%s %s]", f.Object(), f.Rule, f.Title), "  ", detail))
+			b.WriteString(termtext.Wrap(f.Reason, detail, detail))
+			b.WriteString(termtext.Wrap("fix: "+f.Fix, detail, detail+"  "))
 		}
 	}
 	if r.Drifted() {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "%s (%d resources compared in %.1fs, sweep %.1fs)\n", r.Summary(), r.Checked, r.Compare.Seconds(), r.Sweep.Seconds())
+	b.WriteString(termtext.Wrap(fmt.Sprintf("%s (%d resources compared in %.1fs, sweep %.1fs)", r.Summary(), r.Checked, r.Compare.Seconds(), r.Sweep.Seconds()), "", "  "))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/paddock-platform/paddock/internal/termtext"
 )
 
 // The text report fits 100 columns however long a title, subject or reason
@@ -21,7 +23,7 @@ func TestWriteTextFitsTheTerminal(t *testing.T) {
 	}
 	text := out.String()
 	for i, line := range strings.Split(text, "\n") {
-		if len(line) > TextWidth {
+		if len(line) > termtext.Width {
 			t.Errorf("line %d is %d columns: %q", i+1, len(line), line)
 		}
 	}

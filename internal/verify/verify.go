@@ -17,12 +17,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mitchellh/go-wordwrap"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/termtext"
 )
 
 // Status is a check's outcome.
@@ -85,12 +85,9 @@ func (r *Report) Count(s Status) int {
 	return n
 }
 
-// TextWidth is the widest line WriteText writes: a terminal's, with room.
-const TextWidth = 100
-
 // WriteText renders the report for people: each check's title once, then a
 // line per subject with its status, and the reason on indented lines below,
-// every line at most TextWidth columns.
+// every line at most termtext.Width columns.
 func (r *Report) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	last := ""
@@ -99,13 +96,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			if last != "" {
 				bw.WriteString("\n")
 			}
-			writeWrapped(bw, c.ID+" "+c.Title, "", "    ")
+			bw.WriteString(termtext.Wrap(c.ID+" "+c.Title, "", "    "))
 			last = c.ID
 		}
 		mark := map[Status]string{Pass: "PASS", Fail: "FAIL", NotVerifiable: "N/A"}[c.Status]
-		writeWrapped(bw, fmt.Sprintf("%-4s  %s", mark, c.Subject), "  ", "        ")
+		bw.WriteString(termtext.Wrap(fmt.Sprintf("%-4s  %s", mark, c.Subject), "  ", "        "))
 		if c.Reason != "" {
-			writeWrapped(bw, c.Reason, "        ", "        ")
+			bw.WriteString(termtext.Wrap(c.Reason, "        ", "        "))
 		}
 	}
 	strict := ""
@@ -115,21 +112,6 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(bw, "\n%d passed, %d failed, %d not verifiable here (platform %s, %.1fs%s)\n",
 		r.Count(Pass), r.Count(Fail), r.Count(NotVerifiable), r.Platform, r.Duration.Seconds(), strict)
 	return bw.Flush()
-}
-
-// writeWrapped writes text word-wrapped to TextWidth, its first line after
-// first and the rest after indent; a word longer than a line is cut.
-func writeWrapped(w *bufio.Writer, text, first, indent string) {
-	prefix := first
-	for _, line := range strings.Split(wordwrap.WrapString(text, uint(TextWidth-len(indent))), "\n") {
-		for len(prefix)+len(line) > TextWidth {
-			n := TextWidth - len(prefix)
-			w.WriteString(prefix + line[:n] + "\n")
-			line, prefix = line[n:], indent
-		}
-		w.WriteString(prefix + line + "\n")
-		prefix = indent
-	}
 }
 
 // WriteJSON renders the report for machines.

@@ -26,7 +26,7 @@ var (
 	warmPoolsGVR       = agentsandbox.SandboxWarmPools
 	sandboxesGVR       = agentsandbox.Sandboxes
 	networkPoliciesGVR = networkingv1.SchemeGroupVersion.WithResource("networkpolicies")
-	ciliumCRDName      = "ciliumnetworkpolicies.cilium.io"
+	ciliumCRDName      = manifests.CiliumNetworkPolicies.GroupResource().String()
 )
 
 // checks run in this order; IDs are stable so reports can be compared over time.

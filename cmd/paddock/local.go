@@ -213,5 +213,6 @@ func printLocalStatus(w io.Writer, s *localcluster.Status) {
 		}
 	} else {
 		fmt.Fprintf(w, "\nLogs: %s\n", s.LogsDir)
+		fmt.Fprintf(w, "API audit log: %s\n", s.AuditLog)
 	}
 }

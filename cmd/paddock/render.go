@@ -19,6 +19,11 @@ func newRenderCmd() *cobra.Command {
 		Short: "Write the platform's objects as plain YAML for GitOps (the same objects `up` applies)",
 		Long: "Without --out the objects go to stdout as one YAML stream. With --out DIR, one file per\n" +
 			"concept plus a kustomization.yaml are written into DIR. No cluster is contacted.\n\n" +
+			"With --out, unless the target is GKE (whose Cloud Audit Logs record changes), DIR also gets\n" +
+			"audit-policy.yaml, outside the kustomization: the API server audit policy the local stack\n" +
+			"runs with, for kube-apiserver's --audit-policy-file. It records who created, changed or\n" +
+			"deleted sandboxes, claims, templates, warm pools and the tenants' fence (RBAC, network and\n" +
+			"admission policies, namespaces, quotas), at Metadata level, and nothing else.\n\n" +
 			"Rendered YAML is meant to be committed, so render refuses to write values of sensitive\n" +
 			"variables (or Pulumi config secrets) in plain text and names every field that would hold\n" +
 			"one. Read secrets from a Secret with secret_env instead; --allow-sensitive writes them\n" +

@@ -38,6 +38,9 @@ func newVerifyCmd() *cobra.Command {
 			"only: a listed name reached on 443, an unlisted host and its lookup refused, each while\n" +
 			"the control client reaches it.\n" +
 			"V12 execs into one ready sandbox per warm pool. --no-probes skips both.\n" +
+			"V13 makes a dry-run claim (paddock-verify-audit-<random>) as each tenant's orchestrator,\n" +
+			"impersonated, and finds the API server's record of it in the audit log: on target local\n" +
+			"only, where verify can read the log; elsewhere it is not verifiable here.\n" +
 			"Exit status: 0 when nothing failed, 1 when a check failed (with --strict, also when a\n" +
 			"check is not verifiable here), 2 when verify could not run.",
 		Args: cobra.MaximumNArgs(1),
@@ -65,6 +68,8 @@ func newVerifyCmd() *cobra.Command {
 					opts.ProbeImage = localcluster.SandboxImage
 				}
 				opts.DNSProbeName = localcluster.DNSProbeName
+				// The local API server's audit log, which V13 reads.
+				opts.AuditLogPath = localcluster.New(localcluster.Options{}).Where().AuditLog
 				if len(opts.FQDNProbeHosts) == 0 {
 					opts.FQDNProbeHosts = localcluster.WorldHostNames()
 				}

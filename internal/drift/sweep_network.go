@@ -26,8 +26,8 @@ import (
 // The policy kinds beyond NetworkPolicy that open traffic; each CRD may be
 // absent, and then its kind is skipped.
 var (
-	ciliumPolicies            = schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Resource: "ciliumnetworkpolicies"}
-	ciliumClusterwidePolicies = schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Resource: "ciliumclusterwidenetworkpolicies"}
+	ciliumPolicies            = manifests.CiliumNetworkPolicies
+	ciliumClusterwidePolicies = manifests.CiliumClusterwideNetworkPolicies
 	gkeFQDNPolicies           = schema.GroupVersionResource{Group: "networking.gke.io", Version: "v1alpha1", Resource: "fqdnnetworkpolicies"}
 )
 

@@ -11,8 +11,10 @@
 //	supervisor.json   what the supervisor is doing (phase, controller pid, restarts)
 //	supervisor.pid    the supervisor's pid, for people and scripts
 //	kubeconfig        the cluster's kubeconfig (context paddock-NAME)
-//	logs/             each component's log, supervisor.log, agent-sandbox-controller.log
-//	controlplane/     the cluster's PKI, the components' pid files and kubeconfig, etcd's data
+//	logs/             each component's log, supervisor.log, agent-sandbox-controller.log,
+//	                  the API server's audit.log
+//	controlplane/     the cluster's PKI, the components' pid files and kubeconfig, etcd's data,
+//	                  the API server's audit-policy.yaml
 //	node/             the real node's configuration and state
 //
 // Every pinned binary comes from `make tools` (internal/paths); nothing is ever
@@ -62,6 +64,10 @@ type Info struct {
 	Context    string `json:"context"`
 	Dir        string `json:"dir"`
 	LogsDir    string `json:"logsDir"`
+	// AuditLog is the API server's audit log (JSON lines, audit.k8s.io/v1
+	// events, under the policy manifests.Audit), readable by the user that
+	// started the cluster only.
+	AuditLog string `json:"auditLog"`
 }
 
 // Options configure New. Zero values mean the defaults.
@@ -143,6 +149,7 @@ func (c *cluster) info() *Info {
 		Context:    kubeContext(c.name),
 		Dir:        c.dir,
 		LogsDir:    c.logsDir(),
+		AuditLog:   c.auditLog(),
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/paddock-platform/paddock/internal/loopbackport"
+	"github.com/paddock-platform/paddock/internal/manifests"
 )
 
 // cpComponent is one control plane process. Name names its pid and log files; Tool
@@ -84,6 +85,42 @@ func (c *cluster) pki(name, ext string) string {
 // apart from Dir/kubeconfig, which is the user's to point tools at.
 func (c *cluster) componentKubeconfig() string {
 	return filepath.Join(c.controlPlaneDir(), "kubeconfig")
+}
+
+// auditPolicy is the API server's audit policy file; auditLog is where it
+// writes the events, beside the components' logs.
+func (c *cluster) auditPolicy() string {
+	return filepath.Join(c.controlPlaneDir(), manifests.AuditPolicyFile)
+}
+func (c *cluster) auditLog() string { return filepath.Join(c.logsDir(), auditLog) }
+
+// Bounds of the audit log: the API server rotates it at auditLogMaxMB and keeps
+// auditLogBackups rotated files, so it never holds more than
+// (1+auditLogBackups)*auditLogMaxMB on disk.
+const (
+	auditLogMaxMB   = 50
+	auditLogBackups = 2
+)
+
+// writeAuditPolicy writes this paddock's audit policy for the API server,
+// readable by its owner only, replacing the one an older paddock wrote (it is
+// read when the API server starts).
+func (c *cluster) writeAuditPolicy() error {
+	b, err := manifests.AuditPolicyYAML()
+	if err != nil {
+		return err
+	}
+	path := c.auditPolicy()
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp) // WriteFile keeps the mode of a file that exists
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write the API server's audit policy: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write the API server's audit policy: %w", err)
+	}
+	return nil
 }
 
 func (c *cluster) componentPIDFile(name string) string {
@@ -210,6 +247,18 @@ func (c *cluster) componentArgs(name string) []string {
 			// the admin certificate, whose CA the kubelet trusts.
 			"--kubelet-preferred-address-types=InternalIP",
 			"--kubelet-client-certificate=" + c.pki(pkiAdmin, ".crt"), "--kubelet-client-key=" + c.pki(pkiAdmin, ".key"),
+			// Who changed the sandbox resources and the tenants' fence
+			// (manifests.Audit), as JSON lines that verify reads (V13). The
+			// blocking backend writes each event in the request's own
+			// goroutine as the request completes, not in batches later; the
+			// API server creates the log readable by its owner only and
+			// rotates it, keeping a bounded number of files.
+			"--audit-policy-file=" + c.auditPolicy(),
+			"--audit-log-path=" + c.auditLog(),
+			"--audit-log-format=json",
+			"--audit-log-mode=blocking",
+			"--audit-log-maxsize=" + strconv.Itoa(auditLogMaxMB),
+			"--audit-log-maxbackup=" + strconv.Itoa(auditLogBackups),
 		}
 	case "kube-controller-manager":
 		args := []string{
@@ -272,6 +321,9 @@ func componentEnv(base []string) []string {
 // API server, naming the log of a component that exits meanwhile.
 func (c *cluster) startControlPlane() error {
 	if err := os.MkdirAll(c.logsDir(), 0o755); err != nil {
+		return err
+	}
+	if err := c.writeAuditPolicy(); err != nil {
 		return err
 	}
 	for _, comp := range c.components() {

@@ -1,15 +1,19 @@
 package localcluster
 
 import (
+	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/paddock-platform/paddock/internal/loopbackport"
+	"github.com/paddock-platform/paddock/internal/manifests"
 )
 
 // testCluster is a cluster in a temp dir with ports chosen, as create leaves it
@@ -60,6 +64,48 @@ func TestControlPlaneListensOnLoopbackOnly(t *testing.T) {
 				t.Errorf("%s does not bind loopback: %s", name, line)
 			}
 		}
+	}
+}
+
+// The API server runs with Paddock's audit policy, written under the control
+// plane's directory readable by its owner only, and logs to a bounded file
+// whose path anyone with the cluster's directory can find (verify's V13).
+func TestAPIServerAuditsToTheClusterDir(t *testing.T) {
+	c := testCluster(t, NodesReal)
+	if err := os.MkdirAll(c.controlPlaneDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(c.dir, "logs", "audit.log")
+	if got := c.Where().AuditLog; got != logPath {
+		t.Errorf("Where().AuditLog = %s, want %s", got, logPath)
+	}
+	policy := filepath.Join(c.dir, "controlplane", manifests.AuditPolicyFile)
+	api := c.componentArgs("kube-apiserver")
+	for _, want := range []string{
+		"--audit-policy-file=" + policy, "--audit-log-path=" + logPath, "--audit-log-format=json",
+		"--audit-log-mode=blocking", "--audit-log-maxsize=50", "--audit-log-maxbackup=2",
+	} {
+		if !slices.Contains(api, want) {
+			t.Errorf("kube-apiserver lacks %s: %s", want, strings.Join(api, " "))
+		}
+	}
+	// An older paddock's policy (or none) is replaced on every start.
+	if err := os.WriteFile(policy, []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.writeAuditPolicy(); err != nil {
+		t.Fatal(err)
+	}
+	want, err := manifests.AuditPolicyYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(policy)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("audit policy file %q (%v), want the rendered policy", got, err)
+	}
+	if fi, err := os.Stat(policy); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("audit policy file mode %v (%v), want 0600", fi.Mode().Perm(), err)
 	}
 }
 

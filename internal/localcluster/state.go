@@ -26,6 +26,9 @@ const (
 
 	controllerLog = "agent-sandbox-controller.log"
 	supervisorLog = "supervisor.log"
+	// auditLog is the API server's audit log, under logsDir; its policy
+	// (manifests.AuditPolicyFile) is under controlPlaneDir.
+	auditLog = "audit.log"
 )
 
 // stateVersion guards against reading a state file written by an incompatible

@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/paddock-platform/paddock/internal/model"
@@ -24,6 +25,14 @@ const (
 	// AllowMetadataServerPolicy lets sandboxes reach the GKE metadata server,
 	// only when the agent runtime has a workload identity.
 	AllowMetadataServerPolicy = "allow-gke-metadata-server"
+)
+
+// The Cilium policy resources: the namespaced kind of a tenant's FQDN
+// allow-list, and the cluster-wide kind that can select a tenant's pods from
+// outside its namespace.
+var (
+	CiliumNetworkPolicies            = schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Resource: "ciliumnetworkpolicies"}
+	CiliumClusterwideNetworkPolicies = schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Resource: "ciliumclusterwidenetworkpolicies"}
 )
 
 func netpol(p *model.Platform, t model.Tenant, name string, spec networkingv1.NetworkPolicySpec) *networkingv1.NetworkPolicy {
@@ -380,7 +389,7 @@ func ciliumFQDNPolicy(p *model.Platform, t model.Tenant) *unstructured.Unstructu
 	}
 	labels := labelsAny(p, t)
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cilium.io/v2",
+		"apiVersion": CiliumNetworkPolicies.GroupVersion().String(),
 		"kind":       "CiliumNetworkPolicy",
 		"metadata":   map[string]any{"name": AllowFQDNPolicy, "namespace": t.Namespace, "labels": labels},
 		"spec": map[string]any{

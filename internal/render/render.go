@@ -53,7 +53,9 @@ func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
 	return nil
 }
 
-// Files renders the platform into file name -> content, kustomization.yaml included.
+// Files renders the platform into file name -> content, kustomization.yaml
+// included, and the API server's audit policy (manifests.AuditPolicyFile) for
+// targets other than GKE.
 func Files(p *model.Platform) (map[string][]byte, []string, error) {
 	groups, err := manifests.Platform(p)
 	if err != nil {
@@ -78,7 +80,19 @@ func Files(p *model.Platform) (map[string][]byte, []string, error) {
 		fmt.Fprintf(&k, "  - %s\n", n)
 	}
 	files["kustomization.yaml"] = k.Bytes()
-	return files, append(order, "kustomization.yaml"), nil
+	order = append(order, "kustomization.yaml")
+	// The API server's audit policy is its configuration, not an object to
+	// apply: a file of its own beside the objects, outside the kustomization.
+	// GKE records Cloud Audit Logs and takes no policy file.
+	if p.Target.Kind != model.TargetGKE {
+		b, err := manifests.AuditPolicyYAML()
+		if err != nil {
+			return nil, nil, err
+		}
+		files[manifests.AuditPolicyFile] = b
+		order = append(order, manifests.AuditPolicyFile)
+	}
+	return files, order, nil
 }
 
 // ToDir writes the rendered files into dir, replacing files Paddock rendered

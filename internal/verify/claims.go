@@ -48,12 +48,18 @@ func probeClaim(t model.Tenant, name string, now time.Time) *unstructured.Unstru
 	if t.Claims.MaxTTL > 0 {
 		lifecycle["shutdownTime"] = now.Add(t.Claims.MaxTTL / 2).UTC().Format(time.RFC3339)
 	}
+	// A tenant without a warm pool gets a claim of a pool it does not have
+	// (V13 asks only that the request be audited).
+	pool := "paddock-verify-no-warm-pool"
+	if len(t.WarmPools) > 0 {
+		pool = t.WarmPools[0].Name
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": claimsGVR.GroupVersion().String(),
 		"kind":       "SandboxClaim",
 		"metadata":   map[string]any{"name": name, "namespace": t.Namespace},
 		"spec": map[string]any{
-			"warmPoolRef": map[string]any{"name": t.WarmPools[0].Name},
+			"warmPoolRef": map[string]any{"name": pool},
 			"lifecycle":   lifecycle,
 		},
 	}}

@@ -22,7 +22,7 @@ import (
 // locked-down identity.
 func (v *Verifier) access(ctx context.Context, ns, sa, namespace string, a access) (bool, error) {
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + ns + ":" + sa,
+		User:   serviceAccountUser(ns, sa),
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 		ResourceAttributes: &authzv1.ResourceAttributes{
 			Namespace: namespace, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub,
@@ -36,6 +36,12 @@ func (v *Verifier) access(ctx context.Context, ns, sa, namespace string, a acces
 		return false, fmt.Errorf("SubjectAccessReview of %s did not complete: %s", a, res.Status.EvaluationError)
 	}
 	return res.Status.Allowed, nil
+}
+
+// serviceAccountUser is the user name the API server gives service account sa
+// of namespace ns.
+func serviceAccountUser(ns, sa string) string {
+	return "system:serviceaccount:" + ns + ":" + sa
 }
 
 type access struct{ verb, group, resource, sub string }

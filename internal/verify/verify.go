@@ -144,6 +144,11 @@ type Options struct {
 	// Exec runs commands in pods; nil means through the API server, as
 	// kubectl exec does.
 	Exec Execer
+	// AuditLogPath is the API server's audit log (JSON lines), where verify
+	// can read it: the local stack's. V13 makes a dry-run claim as each
+	// tenant's orchestrator and looks for its event there; empty: V13 is
+	// not verifiable here.
+	AuditLogPath string
 	// Strict makes a check that is not verifiable here count as failed
 	// (Report.Failing), for CI: a cluster that cannot show a control does
 	// not pass it.
@@ -163,6 +168,10 @@ type Verifier struct {
 	dyn  dynamic.Interface
 	opts Options
 	exec Execer
+	// impersonate returns a client that acts as user (V13).
+	impersonate func(user string) (dynamic.Interface, error)
+	// auditWait bounds V13's wait for its event; zero: defaultAuditWait.
+	auditWait time.Duration
 }
 
 // New returns a verifier for platform p on the cluster cfg points at.
@@ -189,7 +198,12 @@ func New(p *model.Platform, cfg *rest.Config, opts Options) (*Verifier, error) {
 	if ex == nil {
 		ex = restExecer{cfg: cfg}
 	}
-	return &Verifier{p: p, kube: kube, dyn: dyn, opts: opts, exec: ex}, nil
+	impersonate := func(user string) (dynamic.Interface, error) {
+		c := rest.CopyConfig(cfg)
+		c.Impersonate = rest.ImpersonationConfig{UserName: user}
+		return dynamic.NewForConfig(c)
+	}
+	return &Verifier{p: p, kube: kube, dyn: dyn, opts: opts, exec: ex, impersonate: impersonate}, nil
 }
 
 // check is one conformance check; it appends its results.

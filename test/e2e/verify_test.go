@@ -3,8 +3,11 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/paddock-platform/paddock/internal/localcluster"
 	"github.com/paddock-platform/paddock/internal/verify"
 )
 
@@ -63,11 +67,45 @@ func assertVerifyClean(t *testing.T, e *env) {
 	if err != nil && !t.Failed() && e.nodes != "fake" {
 		t.Errorf("verify exited non-zero with every check passing: %v", err)
 	}
-	for _, id := range []string{"V01", "V02", "V03", "V04", "V05", "V06", "V07", "V08", "V09", "V10", "V11", "V12"} {
+	for _, id := range []string{"V01", "V02", "V03", "V04", "V05", "V06", "V07", "V08", "V09", "V10", "V11", "V12", "V13"} {
 		if len(statusOf(rep, id)) == 0 {
 			t.Errorf("verify ran no %s check", id)
 		}
 	}
+}
+
+// assertAudited: the local API server's audit log holds a Metadata event of
+// verb on resource name, made by the admin identity the tests' client uses,
+// with its source and time.
+func assertAudited(t *testing.T, e *env, verb, resource, name string) {
+	t.Helper()
+	path := localcluster.New(localcluster.Options{Dir: filepath.Join(e.home, "local")}).Where().AuditLog
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("the API server's audit log: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Level     string                           `json:"level"`
+			Verb      string                           `json:"verb"`
+			User      struct{ Username string }        `json:"user"`
+			SourceIPs []string                         `json:"sourceIPs"`
+			ObjectRef *struct{ Resource, Name string } `json:"objectRef"`
+			Time      string                           `json:"requestReceivedTimestamp"`
+			Request   json.RawMessage                  `json:"requestObject"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Verb != verb || ev.ObjectRef == nil || ev.ObjectRef.Resource != resource || ev.ObjectRef.Name != name {
+			continue
+		}
+		if ev.Level != "Metadata" || ev.User.Username != "paddock-admin" || len(ev.SourceIPs) == 0 || ev.Time == "" || len(ev.Request) > 0 {
+			t.Errorf("audit event of %s %s %s: %s", verb, resource, name, sc.Text())
+		}
+		return
+	}
+	t.Errorf("no audit event of %s %s %s in %s (%v)", verb, resource, name, path, sc.Err())
 }
 
 // assertCaught: verify exits non-zero and check id fails.
@@ -112,6 +150,8 @@ func verifySuite(t *testing.T, e *env) {
 			t.Fatal(err)
 		}
 		assertCaught(t, e, "V01")
+		// The fence changed: the API server's audit log says who did it.
+		assertAudited(t, e, "patch", "namespaces", namespace)
 		out, _ := e.mustPaddock(t, "up", example)
 		// The spec is unchanged: the fast path writes the namespace back.
 		if s := summary(t, out); !strings.Contains(s, "repaired 1 object") || !strings.Contains(out, "restored metadata.labels[\"pod-security.kubernetes.io/enforce\"]") {

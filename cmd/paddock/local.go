@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-platform/paddock/internal/localcluster"
 	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/internal/termtext"
 )
 
 // localFlags are shared by every `paddock local` subcommand.
@@ -185,8 +185,7 @@ func printLocalStatus(w io.Writer, s *localcluster.Status) {
 		}
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMPONENT\tSTATE\tPID\tDETAIL")
+	rows := [][]string{{"COMPONENT", "STATE", "PID", "DETAIL"}}
 	for _, c := range s.Components {
 		pid := "-"
 		if c.PID != 0 {
@@ -196,9 +195,9 @@ func printLocalStatus(w io.Writer, s *localcluster.Status) {
 		if c.State == localcluster.Crashed || c.State == localcluster.Unhealthy {
 			state = strings.ToUpper(state)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, state, pid, c.Detail)
+		rows = append(rows, []string{c.Name, state, pid, c.Detail})
 	}
-	tw.Flush()
+	fmt.Fprint(w, termtext.Table(rows))
 	if !s.Healthy() {
 		fmt.Fprintln(w, "\nLogs:")
 		for _, c := range s.Components {

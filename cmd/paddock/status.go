@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +17,7 @@ import (
 	"github.com/paddock-platform/paddock/internal/localcluster"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/pools"
+	"github.com/paddock-platform/paddock/internal/termtext"
 )
 
 func newStatusCmd() *cobra.Command {
@@ -236,27 +236,26 @@ func printPoolHealth(out io.Writer, h poolHealth, now time.Time) {
 	if h.Err == nil && len(h.Pools) == 0 && len(h.Missing) == 0 {
 		return
 	}
-	fmt.Fprintln(out, "\nwarm pools now (ready counts unclaimed sandboxes of the current template, stale those of an older one):")
+	fmt.Fprint(out, "\n"+termtext.Wrap("warm pools now (ready counts unclaimed sandboxes of the current template, stale those of an older one):", "", ""))
 	if h.Err != nil {
 		fmt.Fprintf(out, "  not read: %v\n", h.Err)
 		return
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  POOL\tSTRATEGY\tDESIRED\tREADY\tSTALE\tCLAIMED\tOLDEST")
+	rows := [][]string{{"  POOL", "STRATEGY", "DESIRED", "READY", "STALE", "CLAIMED", "OLDEST"}}
 	for _, lp := range h.Pools {
 		oldest := "-"
 		if !lp.Oldest.IsZero() {
 			oldest = lp.OldestAge(now).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\n", lp.Key(), lp.UpdateStrategy, lp.Desired, lp.Ready, lp.Stale, lp.Claimed, oldest)
+		rows = append(rows, []string{"  " + lp.Key(), lp.UpdateStrategy, fmt.Sprint(lp.Desired), fmt.Sprint(lp.Ready), fmt.Sprint(lp.Stale), fmt.Sprint(lp.Claimed), oldest})
 	}
-	tw.Flush()
+	fmt.Fprint(out, termtext.Table(rows))
 	for _, lp := range h.Pools {
 		switch {
 		case lp.Problem != "":
-			fmt.Fprintf(out, "  %s: %s\n", lp.Key(), lp.Problem)
+			fmt.Fprint(out, termtext.Wrap(lp.Key()+": "+lp.Problem, "  ", "    "))
 		case lp.Stale > 0:
-			fmt.Fprintf(out, "  %s holds sandboxes of an older template: %s\n", lp.Key(), strings.Join(lp.StaleNames(), ", "))
+			fmt.Fprint(out, termtext.Wrap(lp.Key()+" holds sandboxes of an older template: "+strings.Join(lp.StaleNames(), ", "), "  ", "    "))
 		}
 	}
 	for _, k := range h.Missing {

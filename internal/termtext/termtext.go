@@ -46,3 +46,41 @@ func Wrap(text, first, indent string) string {
 	}
 	return b.String()
 }
+
+// Table lays rows out in columns two spaces apart, as tabwriter would, but
+// never wider than Width: a last column that does not fit beside the others
+// wraps onto lines indented to its column, or, where the other columns leave
+// it less than a third of the width, onto lines of its own indented by four.
+func Table(rows [][]string) string {
+	widths := []int{}
+	for _, r := range rows {
+		for i, c := range r[:max(len(r)-1, 0)] {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		if len(r) == 0 {
+			b.WriteString("\n")
+			continue
+		}
+		var head strings.Builder
+		for i, c := range r[:len(r)-1] {
+			head.WriteString(c + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+		}
+		prefix, last := head.String(), r[len(r)-1]
+		switch {
+		case last == "":
+			b.WriteString(strings.TrimRight(prefix, " ") + "\n")
+		case utf8.RuneCountInString(prefix)+utf8.RuneCountInString(last) <= Width, utf8.RuneCountInString(prefix) <= Width*2/3:
+			b.WriteString(Wrap(last, prefix, strings.Repeat(" ", utf8.RuneCountInString(prefix))))
+		default:
+			b.WriteString(strings.TrimRight(prefix, " ") + "\n")
+			b.WriteString(Wrap(last, "    ", "    "))
+		}
+	}
+	return b.String()
+}

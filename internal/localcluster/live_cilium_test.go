@@ -10,14 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -281,7 +279,7 @@ func newWorldHost(t *testing.T, link string, n int, ports ...int) *worldHost {
 	}
 	h := &worldHost{ip: ip, count: map[int]*atomic.Int64{}}
 	for _, port := range ports {
-		l, err := listenIn(holder.Process.Pid, fmt.Sprintf("%s:%d", ip, port))
+		l, err := localcluster.ListenInNetns(holder.Process.Pid, fmt.Sprintf("%s:%d", ip, port))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,34 +299,6 @@ func newWorldHost(t *testing.T, link string, n int, ports ...int) *worldHost {
 		}()
 	}
 	return h
-}
-
-// listenIn opens a TCP listener inside the network namespace of pid. It runs
-// on a thread of its own that enters the namespace and is never handed back
-// (the goroutine ends locked, so the runtime retires the thread).
-func listenIn(pid int, addr string) (net.Listener, error) {
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: fmt.Errorf("enter the namespace of %d: %w", pid, err)}
-			return
-		}
-		l, err := net.Listen("tcp", addr)
-		ch <- result{l, err}
-	}()
-	r := <-ch
-	return r.l, r.err
 }
 
 // agentMetric sums the agent's samples of a metric whose line starts with

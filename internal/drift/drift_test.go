@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/termtext"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -294,9 +295,11 @@ func typedKind(o runtime.Object) string {
 }
 
 var testListKinds = map[schema.GroupVersionResource]string{
-	ciliumPolicies:            "CiliumNetworkPolicyList",
-	ciliumClusterwidePolicies: "CiliumClusterwideNetworkPolicyList",
-	gkeFQDNPolicies:           "FQDNNetworkPolicyList",
+	ciliumPolicies:             "CiliumNetworkPolicyList",
+	ciliumClusterwidePolicies:  "CiliumClusterwideNetworkPolicyList",
+	gkeFQDNPolicies:            "FQDNNetworkPolicyList",
+	agentsandbox.SandboxClaims: "SandboxClaimList",
+	agentsandbox.Sandboxes:     "SandboxList",
 }
 
 // sweep runs Sweep on fakes holding c, with Cilium's and GKE's CRDs served.
@@ -518,7 +521,10 @@ func TestSweepWithoutCiliumCRDs(t *testing.T) {
 	p := platform()
 	c := afterUp(t, p)
 	kube := fake.NewClientset(c.typed...)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		agentsandbox.SandboxClaims: "SandboxClaimList",
+		agentsandbox.Sandboxes:     "SandboxList",
+	})
 	got, err := Sweep(context.Background(), p, kube, dyn)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("sweep without Cilium: %v%s", err, describe(got))

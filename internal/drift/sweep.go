@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,7 @@ const (
 	RuleRuntimeMissing  = "S04"
 	RuleDanglingBinding = "S06"
 	RuleGuardrail       = "S07"
+	RuleSessionOverdue  = "S08"
 )
 
 var ruleTitles = map[string]string{
@@ -36,6 +38,7 @@ var ruleTitles = map[string]string{
 	RuleRuntimeMissing:  "pod without an allowed runtime class",
 	RuleDanglingBinding: "binding to a tenant identity names a role that does not exist",
 	RuleGuardrail:       "guardrail no longer enforced on the tenant as declared",
+	RuleSessionOverdue:  "session outlives its lifetime, or nothing ends it",
 }
 
 // RuleTitle is the short text of a sweep rule.
@@ -75,9 +78,12 @@ func RuleTitle(id string) string { return ruleTitles[id] }
 //     no longer cover the declared requests, a namespaceSelector that does
 //     not select the live namespace, an objectSelector, exclusions, match
 //     conditions, matchPolicy Exact, or no Deny among the binding's actions.
+//   - S08 a claim or a sandbox opened without one that outlives its end
+//     (shutdownTime, or creation + max_ttl), or that nothing ends in time:
+//     admission holds an end only when it is written. See Lifetimes.
 //
-// dyn reads Cilium's and GKE's policies; nil, or their CRDs absent, skips
-// them. Objects of the stack itself are compared by the engine
+// dyn reads Cilium's and GKE's policies and the tenants' claims and
+// sandboxes; nil, or their CRDs absent, skips them. Objects of the stack itself are compared by the engine
 // (engine.Drift); S05 (Orphans) is the labelled objects no stack holds.
 func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dyn dynamic.Interface) ([]Finding, error) {
 	built, nsLabels, err := sweepInputs(ctx, p, kube)
@@ -98,9 +104,14 @@ func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dy
 		return nil, err
 	}
 	out = append(out, fs...)
+	now := time.Now()
 	for _, t := range p.Tenants {
 		fs, err := sweepPods(ctx, p, t, kube)
 		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
+		if fs, err = Lifetimes(ctx, t, dyn, now); err != nil {
 			return nil, err
 		}
 		out = append(out, fs...)

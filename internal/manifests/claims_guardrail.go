@@ -59,12 +59,29 @@ const rfc3339Pattern = `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([
 // string() because the type checker reads the CRD's date-time field as a
 // timestamp, while the value a policy gets is the JSON string.
 //
-// An UPDATE that leaves shutdownTime as it was is not judged again: the
-// value was judged when it was set, and a claim made before the rule (or
-// under a longer max_ttl) must still take the controller's metadata patches
-// and a finalizer's removal, or its deletion would hang. Every CREATE, and
-// every UPDATE that sets, moves or removes shutdownTime, is judged.
+// Each rule judges its own field, and only on CREATE or when an UPDATE
+// changes that field: the value was judged when it was set, and a claim
+// made before the rule (or under a longer max_ttl, before it was lowered)
+// must still take the controller's metadata patches and a finalizer's
+// removal, or its deletion would hang. Such a claim is not forgotten:
+// verify's V08 and drift's S08 report it for what it is.
 var claimVariables = []admissionv1.Variable{
+	{
+		Name:       "ttl",
+		Expression: "has(object.spec.lifecycle) && has(object.spec.lifecycle.ttlSecondsAfterFinished) ? string(object.spec.lifecycle.ttlSecondsAfterFinished) : ''",
+	},
+	{
+		Name:       "ttlChanged",
+		Expression: "oldObject == null || variables.ttl != (has(oldObject.spec.lifecycle) && has(oldObject.spec.lifecycle.ttlSecondsAfterFinished) ? string(oldObject.spec.lifecycle.ttlSecondsAfterFinished) : '')",
+	},
+	{
+		Name:       "shutdownPolicy",
+		Expression: "has(object.spec.lifecycle) && has(object.spec.lifecycle.shutdownPolicy) ? object.spec.lifecycle.shutdownPolicy : ''",
+	},
+	{
+		Name:       "shutdownPolicyChanged",
+		Expression: "oldObject == null || variables.shutdownPolicy != (has(oldObject.spec.lifecycle) && has(oldObject.spec.lifecycle.shutdownPolicy) ? oldObject.spec.lifecycle.shutdownPolicy : '')",
+	},
 	{
 		Name:       "shutdownTime",
 		Expression: "has(object.spec.lifecycle) && has(object.spec.lifecycle.shutdownTime) ? string(object.spec.lifecycle.shutdownTime) : ''",
@@ -79,6 +96,14 @@ var claimVariables = []admissionv1.Variable{
 	},
 }
 
+// earlierThanBefore holds when an UPDATE moves shutdownTime earlier than the
+// value it replaces: ending a session sooner is never refused, even for a
+// claim admitted under a longer max_ttl than today's.
+func earlierThanBefore() string {
+	return fmt.Sprintf("(variables.previousShutdownTime.matches('%[1]s') && variables.shutdownTime.matches('%[1]s') && "+
+		"timestamp(variables.shutdownTime) <= timestamp(variables.previousShutdownTime))", rfc3339Pattern)
+}
+
 // claimsGuardrail holds the tenant's claims to its lifecycle: a TTL after
 // they finish, shutdown policy Delete and, unless max_ttl is none, a
 // shutdownTime no later than max_ttl after their creation, so that a
@@ -87,11 +112,11 @@ func claimsGuardrail(p *model.Platform, t model.Tenant) Guardrail {
 	msg := ClaimsGuardrailMessages(t)
 	checks := []admissionv1.Validation{
 		{
-			Expression: "has(object.spec.lifecycle) && has(object.spec.lifecycle.ttlSecondsAfterFinished)",
+			Expression: "!variables.ttlChanged || variables.ttl != ''",
 			Message:    msg.TTLRequired,
 		},
 		{
-			Expression: "has(object.spec.lifecycle) && has(object.spec.lifecycle.shutdownPolicy) && object.spec.lifecycle.shutdownPolicy == 'Delete'",
+			Expression: "!variables.shutdownPolicyChanged || variables.shutdownPolicy == 'Delete'",
 			Message:    msg.ShutdownDelete,
 		},
 	}
@@ -99,7 +124,7 @@ func claimsGuardrail(p *model.Platform, t model.Tenant) Guardrail {
 	if maxTTL > 0 {
 		checks = append(checks,
 			admissionv1.Validation{
-				Expression: fmt.Sprintf("!has(object.spec.lifecycle) || !has(object.spec.lifecycle.ttlSecondsAfterFinished) || object.spec.lifecycle.ttlSecondsAfterFinished <= %d", maxTTL),
+				Expression: fmt.Sprintf("!variables.ttlChanged || !has(object.spec.lifecycle) || !has(object.spec.lifecycle.ttlSecondsAfterFinished) || object.spec.lifecycle.ttlSecondsAfterFinished <= %d", maxTTL),
 				Message:    msg.TTLCapped,
 			},
 			admissionv1.Validation{
@@ -112,7 +137,8 @@ func claimsGuardrail(p *model.Platform, t model.Tenant) Guardrail {
 			},
 			admissionv1.Validation{
 				Expression: fmt.Sprintf("!variables.shutdownTimeChanged || !variables.shutdownTime.matches('%s') || "+
-					"timestamp(variables.shutdownTime) <= timestamp(string(object.metadata.creationTimestamp)) + duration('%ds')", rfc3339Pattern, maxTTL),
+					"timestamp(variables.shutdownTime) <= timestamp(string(object.metadata.creationTimestamp)) + duration('%ds') || %s",
+					rfc3339Pattern, maxTTL, earlierThanBefore()),
 				Message: msg.ShutdownTimeMax,
 			},
 		)
@@ -120,8 +146,6 @@ func claimsGuardrail(p *model.Platform, t model.Tenant) Guardrail {
 	g := guardrail(p, t, "claims", []admissionv1.NamedRuleWithOperations{
 		rule(agentsandbox.SandboxClaims.Group, "*", agentsandbox.SandboxClaims.Resource),
 	}, checks)
-	if maxTTL > 0 {
-		g.Policy.Spec.Variables = slices.Clone(claimVariables)
-	}
+	g.Policy.Spec.Variables = slices.Clone(claimVariables)
 	return g
 }

@@ -34,6 +34,21 @@ func lifecycle(shutdownTime string) map[string]any {
 	return l
 }
 
+func withTTL(l map[string]any, seconds int64) map[string]any {
+	l["ttlSecondsAfterFinished"] = seconds
+	return l
+}
+
+func withPolicy(l map[string]any, policy string) map[string]any {
+	l["shutdownPolicy"] = policy
+	return l
+}
+
+func withoutKey(l map[string]any, key string) map[string]any {
+	delete(l, key)
+	return l
+}
+
 // max_ttl is a session's hard maximum: a claim must carry a shutdownTime no
 // later than max_ttl after its creation, on CREATE and on every UPDATE that
 // changes it, and each refusal says what to set.
@@ -82,6 +97,21 @@ func TestClaimsGuardrailHoldsSessionsToMaxTTL(t *testing.T) {
 			claimAt(created, lifecycle("2030-01-02T18:00:00Z")), claimAt(created, lifecycle("2030-01-02T19:00:00Z")), msg.ShutdownTimeMax},
 		{"update of a claim made before the rule, shutdownTime added beyond",
 			claimAt(created, lifecycle("")), claimAt(created, lifecycle("2030-01-03T10:00:00Z")), msg.ShutdownTimeMax},
+		{"update of a claim made under a longer max_ttl moves shutdownTime earlier, still beyond today's",
+			claimAt(created, lifecycle("2030-01-02T20:00:00Z")), claimAt(created, lifecycle("2030-01-02T19:00:00Z")), ""},
+		{"update of a claim made under a longer max_ttl, its longer TTL untouched (a finalizer removed)",
+			claimAt(created, withTTL(lifecycle("2030-01-02T20:00:00Z"), 7*3600)),
+			withMeta(claimAt(created, withTTL(lifecycle("2030-01-02T20:00:00Z"), 7*3600)), map[string]any{"x": "y"}), ""},
+		{"update raises the TTL beyond max_ttl",
+			claimAt(created, lifecycle("2030-01-02T12:00:00Z")), claimAt(created, withTTL(lifecycle("2030-01-02T12:00:00Z"), 7*3600)), msg.TTLCapped},
+		{"update removes the TTL",
+			claimAt(created, lifecycle("2030-01-02T12:00:00Z")), claimAt(created, withoutKey(lifecycle("2030-01-02T12:00:00Z"), "ttlSecondsAfterFinished")), msg.TTLRequired},
+		{"update of a claim made before the rule with shutdown policy Retain, policy untouched",
+			claimAt(created, withPolicy(lifecycle(""), "Retain")), withMeta(claimAt(created, withPolicy(lifecycle(""), "Retain")), map[string]any{"x": "y"}), ""},
+		{"update sets shutdown policy Retain",
+			claimAt(created, lifecycle("2030-01-02T12:00:00Z")), claimAt(created, withPolicy(lifecycle("2030-01-02T12:00:00Z"), "Retain")), msg.ShutdownDelete},
+		{"update of a claim made before the rule, without lifecycle, untouched",
+			claimAt(created, nil), withMeta(claimAt(created, nil), map[string]any{"x": "y"}), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := vaptest.Admit(g.Policy, c.obj, c.old)
@@ -143,8 +173,11 @@ func TestClaimsGuardrailWithoutMaxTTL(t *testing.T) {
 	if r, err := vaptest.Admit(g.Policy, claimAt(created, nil), nil); err != nil || r == nil || r.Message != ClaimsGuardrailMessages(tn).TTLRequired {
 		t.Errorf("a claim without lifecycle: %+v (%v), want the TTL rule's refusal", r, err)
 	}
-	if len(g.Policy.Spec.Variables) != 0 || len(g.Policy.Spec.Validations) != 2 {
-		t.Errorf("variables %+v, validations %+v: want the TTL and shutdown rules only", g.Policy.Spec.Variables, g.Policy.Spec.Validations)
+	if len(g.Policy.Spec.Validations) != 2 {
+		t.Errorf("validations %+v: want the TTL and shutdown rules only", g.Policy.Spec.Validations)
+	}
+	if _, ok := sandboxLifetimeGuardrail(p, tn); ok {
+		t.Error("a sandbox-lifetime guardrail without max_ttl")
 	}
 	if m := ClaimsGuardrailMessages(tn); m.ShutdownTimeRequired != "" || m.ShutdownTimeMax != "" || m.TTLCapped != "" {
 		t.Errorf("max_ttl rules' messages without max_ttl: %+v", m)

@@ -71,12 +71,17 @@ func rule(group, version string, resources ...string) admissionv1.NamedRuleWithO
 //   - claims must set a lifecycle TTL no longer than the spec's maximum, and
 //     shutdown policy Delete (the CRD defaults to Retain), and, unless max_ttl
 //     is none, a shutdownTime no later than max_ttl after their creation;
+//   - unless max_ttl is none, a sandbox no claim or warm pool controls must
+//     carry such a shutdownTime too (a session opened without a claim);
 //   - pods, sandboxes and templates may only use the platform's runtime classes;
 //   - a warm pool may only reference one of its own tenant's templates.
 func Guardrails(p *model.Platform, t model.Tenant) []Guardrail {
 	var out []Guardrail
 
 	out = append(out, claimsGuardrail(p, t))
+	if g, ok := sandboxLifetimeGuardrail(p, t); ok {
+		out = append(out, g)
+	}
 
 	var allowed []string
 	for _, rc := range p.RuntimeClasses {

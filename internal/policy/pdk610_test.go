@@ -99,7 +99,7 @@ tenant "a" {
 `,
 			at:     `namespace = "agents-`,
 			object: "tenant.a",
-			places: []string{"Namespace (sensitive value) metadata.name", "ResourceQuota (sensitive value)/tenant-quota metadata.namespace", "14 name, namespace, label or selector fields"},
+			places: []string{"Namespace (sensitive value) metadata.name", "ResourceQuota (sensitive value)/tenant-quota metadata.namespace", "15 name, namespace, label or selector fields"},
 		},
 		{
 			name: "platform label through a local, lower() and format()",

@@ -38,7 +38,7 @@ var checks = []check{
 	{"V05", "runtime classes match the spec", checkRuntimeClasses},
 	{"V06", "sandbox pods run on sandbox nodes", checkSandboxPlacement},
 	{"V07", "warm pools at replicas (ready sandboxes counted)", checkWarmPools},
-	{"V08", "claims are held to their lifecycle: without TTL, without shutdownTime or beyond max_ttl rejected (server-side dry-run), and no live claim outlives max_ttl", checkClaimLifecycleEnforced},
+	{"V08", "sessions are held to their lifecycle: claims without TTL, without shutdownTime or beyond max_ttl and a Sandbox opened without a claim or shutdownTime rejected (server-side dry-run), and no live claim or sandbox outlives its end", checkClaimLifecycleEnforced},
 	{"V09", "network policies as the spec declares them, whole, and none in a tenant namespace opens more than the spec", checkNetworkPolicies},
 	{"V10", "network policy enforced, with traffic judged against a policy-free control: each tenant's egress and ingress, pod to pod within it and between tenants refused; names resolve through the pod's resolv.conf; an FQDN allow-list lets a listed name through and refuses an unlisted host and its lookup", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},

@@ -74,6 +74,33 @@ func fakeVerifier(t *testing.T, p *model.Platform, kubeObjs []runtime.Object, dy
 			t.Fatal(err)
 		}
 	}
+	// The API server stores no dry run: a Sandbox sent as one (V08's direct
+	// sandbox probe) is judged by its tenant's sandbox-lifetime guardrail,
+	// evaluated as the API server would, and never stored.
+	dyn.PrependReactor("create", "sandboxes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		create := a.(k8stesting.CreateActionImpl)
+		if !slices.Equal(create.GetCreateOptions().DryRun, []string{metav1.DryRunAll}) {
+			return false, nil, nil
+		}
+		u := create.GetObject().(*unstructured.Unstructured).DeepCopy()
+		u.SetCreationTimestamp(metav1.NewTime(time.Now()))
+		for _, tn := range p.Tenants {
+			for _, g := range manifests.Guardrails(p, tn) {
+				if tn.Namespace != u.GetNamespace() || g.Policy.Name != manifests.GuardrailName(p, tn, "sandbox-lifetime") {
+					continue
+				}
+				r, err := vaptest.Admit(g.Policy, u.Object, nil)
+				if err != nil {
+					t.Errorf("the sandbox-lifetime guardrail does not evaluate: %v", err)
+					return true, nil, err
+				}
+				if r != nil {
+					return true, nil, policyDenial(u.GetName(), g.Policy.Name, g.Binding.Name, r.Message)
+				}
+			}
+		}
+		return true, u, nil
+	})
 	// NetworkPolicies are read both ways (V09 compares whole objects
 	// through the dynamic client): they are in both fakes.
 	for _, o := range kubeObjs {
@@ -565,7 +592,8 @@ func TestV08ClaimLifecycleRefusedByEachRule(t *testing.T) {
 			liveClaim("fine", created.Add(3*time.Hour).UTC().Format(time.RFC3339)))
 		admission(t, dyn, g, 0)
 		res := only(t, v, "V08")
-		wantStatus(t, res, Fail, "2 live claim(s) outlive max_ttl (4h0m0s)", "old-month: shutdownTime", "716h0m0s past max_ttl", "old-unbounded: no spec.lifecycle.shutdownTime")
+		wantStatus(t, res, Fail, "SandboxClaim old-month: its spec.lifecycle.shutdownTime is 716h0m0s beyond max_ttl (4h0m0s)",
+			"SandboxClaim old-unbounded: it has no spec.lifecycle.shutdownTime, so nothing ends it")
 		if strings.Contains(fmt.Sprint(res), "fine:") {
 			t.Errorf("a claim within max_ttl is reported: %v", res)
 		}
@@ -576,7 +604,8 @@ func TestV08ClaimLifecycleRefusedByEachRule(t *testing.T) {
 		seen := admission(t, dyn, g, 0)
 		start := time.Now()
 		wantStatus(t, only(t, v, "V08"), Pass, g.Policy.Name, "ttlSecondsAfterFinished", "without spec.lifecycle.shutdownTime",
-			"shutdownTime 1h0m0s past max_ttl (4h0m0s)", "admitted with a shutdownTime within max_ttl")
+			"shutdownTime 1h0m0s past max_ttl (4h0m0s)", "admitted with a shutdownTime within max_ttl",
+			manifests.GuardrailName(p, tn, "sandbox-lifetime")+": a Sandbox created directly with no shutdownTime", "no live claim or sandbox outlives its end")
 		if len(*seen) != 4 {
 			t.Fatalf("%d claims sent, want the valid one and three probes", len(*seen))
 		}
@@ -647,6 +676,31 @@ func TestV08ClaimLifecycleRefusedByEachRule(t *testing.T) {
 			wantStatus(t, only(t, v, "V08"), Fail, c.words)
 		})
 	}
+
+	// A session opened without a claim: the direct Sandbox probe must be
+	// refused by the sandbox-lifetime rule, and a live one past its end (the
+	// controller down) fails V08 by name with how long it is over.
+	t.Run("a direct Sandbox", func(t *testing.T) {
+		v, _, dyn := fakeVerifier(t, p, nil)
+		admission(t, dyn, g, 0)
+		dyn.PrependReactor("create", "sandboxes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			return true, a.(k8stesting.CreateAction).GetObject(), nil
+		})
+		wantStatus(t, only(t, v, "V08"), Fail, "a Sandbox created directly, with no claim and no shutdownTime, was accepted")
+
+		created := time.Now().Add(-3 * time.Hour)
+		sb := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": sandboxesGVR.GroupVersion().String(), "kind": "Sandbox",
+			"spec": map[string]any{"shutdownTime": created.Add(time.Hour).UTC().Format(time.RFC3339)},
+		}}
+		sb.SetNamespace(tn.Namespace)
+		sb.SetName("opened-by-hand")
+		sb.SetCreationTimestamp(metav1.NewTime(created))
+		v, _, dyn = fakeVerifier(t, p, nil, sb)
+		admission(t, dyn, g, 0)
+		wantStatus(t, only(t, v, "V08"), Fail, "Sandbox opened-by-hand: a session opened without a claim: it still exists",
+			"past its end (its spec.shutdownTime "+created.Add(time.Hour).UTC().Format(time.RFC3339)+")")
+	})
 
 	t.Run("a probe refused by another rule", func(t *testing.T) {
 		v, _, dyn := fakeVerifier(t, p, nil)

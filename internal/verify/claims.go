@@ -1,5 +1,6 @@
-// The claim-lifecycle check (V08): the claims guardrail proven with
-// server-side dry-runs, and live claims held to max_ttl.
+// The claim-lifecycle check (V08): the claims and sandbox-lifetime
+// guardrails proven with server-side dry-runs, and every live session held
+// to its end by the same judge as drift's S08.
 
 package verify
 
@@ -7,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
 )
@@ -115,94 +116,124 @@ func claimProbes(t model.Tenant, now time.Time) []claimProbe {
 func checkClaimLifecycleEnforced(ctx context.Context, v *Verifier) []Result {
 	var out []Result
 	for _, t := range v.p.Tenants {
-		if len(t.WarmPools) == 0 {
-			continue
-		}
-		g, ok := claimsGuardrail(v.p, t)
-		if !ok {
-			out = append(out, fail(t.Namespace, "the spec builds no claims guardrail for this tenant"))
-			continue
-		}
-		claims := v.dyn.Resource(claimsGVR).Namespace(t.Namespace)
-		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-		now := time.Now()
-		if _, err := claims.Create(ctx, probeClaim(t, "paddock-verify-valid", now), dry); err != nil {
-			out = append(out, fail(t.Namespace, "a valid claim (TTL, shutdown Delete and a shutdownTime within max_ttl) is refused too, so the lifecycle rules cannot be told apart: %s", shortErr(err)))
-			continue
-		}
-		var problems, refused []string
-		for _, probe := range claimProbes(t, now) {
-			claim := probeClaim(t, probe.name, now)
-			lifecycle, _, _ := unstructured.NestedMap(claim.Object, "spec", "lifecycle")
-			probe.change(lifecycle)
-			if err := unstructured.SetNestedMap(claim.Object, lifecycle, "spec", "lifecycle"); err != nil {
-				problems = append(problems, err.Error())
-				continue
-			}
-			_, err := claims.Create(ctx, claim, dry)
-			msg, byPolicy := deniedByPolicy(err, g)
-			switch {
-			case err == nil:
-				problems = append(problems, fmt.Sprintf("a claim %s was accepted", probe.what))
-			case !byPolicy:
-				problems = append(problems, fmt.Sprintf("a claim %s was refused, but not by the claims guardrail %s: %s", probe.what, g.Policy.Name, shortErr(err)))
-			case msg != probe.want:
-				problems = append(problems, fmt.Sprintf("a claim %s was refused by another rule of %s (%q), so its own is unproven", probe.what, g.Policy.Name, msg))
-			default:
-				refused = append(refused, probe.what)
+		var problems, proven []string
+		if len(t.WarmPools) > 0 {
+			p, ok := claimRulesRefused(ctx, v, t)
+			problems = append(problems, p...)
+			if ok != "" {
+				proven = append(proven, ok)
 			}
 		}
-		// Admission holds new claims only: a claim made before the guardrail, or
-		// while someone had it switched off, runs on unbounded.
-		if unbounded, err := claimsBeyondMaxTTL(ctx, v, t); err != nil {
-			problems = append(problems, fmt.Sprintf("listing the live claims to check their shutdownTime: %s", shortErr(err)))
-		} else if len(unbounded) > 0 {
-			problems = append(problems, fmt.Sprintf("%d live claim(s) outlive max_ttl (%s), admitted before the guardrail held: %s", len(unbounded), t.Claims.MaxTTL, strings.Join(unbounded, "; ")))
+		if p, ok := directSandboxRefused(ctx, v, t); p != "" {
+			problems = append(problems, p)
+		} else if ok != "" {
+			proven = append(proven, ok)
+		}
+		// Admission holds a session's end only when it is written: a claim
+		// made before the guardrail, under a longer max_ttl, or that the
+		// controller did not end runs on.
+		overdue, err := drift.Lifetimes(ctx, t, v.dyn, time.Now())
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("reading the live claims and sandboxes to hold them to their end: %s", shortErr(err)))
+		}
+		for _, f := range overdue {
+			problems = append(problems, fmt.Sprintf("%s %s: %s", f.Kind, f.Name, f.Reason))
 		}
 		switch {
 		case len(problems) > 0:
 			out = append(out, fail(t.Namespace, "%s", strings.Join(problems, "; ")))
-		case t.Claims.MaxTTL <= 0:
-			out = append(out, pass(t.Namespace, "refused by %s: a claim %s; max_ttl is none, so no shutdownTime is required and sessions have no maximum lifetime", g.Policy.Name, strings.Join(refused, ", ")))
-		default:
-			out = append(out, pass(t.Namespace, "refused by %s, each by its own rule: a claim %s; admitted with a shutdownTime within max_ttl", g.Policy.Name, strings.Join(refused, ", a claim ")))
+		case len(proven) > 0:
+			out = append(out, pass(t.Namespace, "%s; no live claim or sandbox outlives its end", strings.Join(proven, "; ")))
 		}
 	}
 	return out
 }
 
-// claimsBeyondMaxTTL lists the tenant's live claims without a shutdownTime, or
-// with one later than max_ttl after their creation ("name: why"), sorted by
-// name. With max_ttl none there is no maximum to outlive.
-func claimsBeyondMaxTTL(ctx context.Context, v *Verifier, t model.Tenant) ([]string, error) {
+// claimRulesRefused dry-runs the valid probe claim and each probe that
+// breaks one lifecycle rule; it returns what went wrong, or what it proved.
+func claimRulesRefused(ctx context.Context, v *Verifier, t model.Tenant) (problems []string, proven string) {
+	g, ok := claimsGuardrail(v.p, t)
+	if !ok {
+		return []string{"the spec builds no claims guardrail for this tenant"}, ""
+	}
+	claims := v.dyn.Resource(claimsGVR).Namespace(t.Namespace)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	now := time.Now()
+	if _, err := claims.Create(ctx, probeClaim(t, "paddock-verify-valid", now), dry); err != nil {
+		return []string{fmt.Sprintf("a valid claim (TTL, shutdown Delete and a shutdownTime within max_ttl) is refused too, so the lifecycle rules cannot be told apart: %s", shortErr(err))}, ""
+	}
+	var refused []string
+	for _, probe := range claimProbes(t, now) {
+		claim := probeClaim(t, probe.name, now)
+		lifecycle, _, _ := unstructured.NestedMap(claim.Object, "spec", "lifecycle")
+		probe.change(lifecycle)
+		if err := unstructured.SetNestedMap(claim.Object, lifecycle, "spec", "lifecycle"); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		_, err := claims.Create(ctx, claim, dry)
+		msg, byPolicy := deniedByPolicy(err, g)
+		switch {
+		case err == nil:
+			problems = append(problems, fmt.Sprintf("a claim %s was accepted", probe.what))
+		case !byPolicy:
+			problems = append(problems, fmt.Sprintf("a claim %s was refused, but not by the claims guardrail %s: %s", probe.what, g.Policy.Name, shortErr(err)))
+		case msg != probe.want:
+			problems = append(problems, fmt.Sprintf("a claim %s was refused by another rule of %s (%q), so its own is unproven", probe.what, g.Policy.Name, msg))
+		default:
+			refused = append(refused, probe.what)
+		}
+	}
+	if len(problems) > 0 {
+		return problems, ""
+	}
 	if t.Claims.MaxTTL <= 0 {
-		return nil, nil
+		return nil, fmt.Sprintf("refused by %s: a claim %s; max_ttl is none, so no shutdownTime is required and sessions have no maximum lifetime", g.Policy.Name, strings.Join(refused, ", "))
 	}
-	list, err := v.dyn.Resource(claimsGVR).Namespace(t.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, c := range list.Items {
-		if c.GetDeletionTimestamp() != nil {
-			continue
-		}
-		st, ok, _ := unstructured.NestedString(c.Object, "spec", "lifecycle", "shutdownTime")
-		if !ok || st == "" {
-			out = append(out, c.GetName()+": no spec.lifecycle.shutdownTime")
-			continue
-		}
-		at, err := time.Parse(time.RFC3339, st)
-		if err != nil {
-			out = append(out, fmt.Sprintf("%s: shutdownTime %q is not RFC 3339", c.GetName(), st))
-			continue
-		}
-		if limit := c.GetCreationTimestamp().Add(t.Claims.MaxTTL); at.After(limit) {
-			out = append(out, fmt.Sprintf("%s: shutdownTime %s is %s past max_ttl", c.GetName(), st, at.Sub(limit).Round(time.Second)))
+	return nil, fmt.Sprintf("refused by %s, each by its own rule: a claim %s; admitted with a shutdownTime within max_ttl", g.Policy.Name, strings.Join(refused, ", a claim "))
+}
+
+// directSandboxRefused dry-runs a Sandbox created directly in the tenant's
+// namespace with no shutdownTime: with max_ttl, the tenant's
+// sandbox-lifetime guardrail must refuse it with its own message, so a
+// session opened without a claim is held to the same maximum.
+func directSandboxRefused(ctx context.Context, v *Verifier, t model.Tenant) (problem, proven string) {
+	var g manifests.Guardrail
+	name := manifests.GuardrailName(v.p, t, "sandbox-lifetime")
+	for _, c := range manifests.Guardrails(v.p, t) {
+		if c.Policy.Name == name {
+			g = c
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	if g.Policy == nil {
+		return "", ""
+	}
+	runtimeClass := ""
+	for _, tpl := range t.Templates {
+		if tpl.RuntimeClass != "" {
+			runtimeClass = tpl.RuntimeClass
+			break
+		}
+	}
+	podSpec := map[string]any{"containers": []any{map[string]any{"name": "agent", "image": "registry.invalid/paddock-verify:probe"}}}
+	if runtimeClass != "" {
+		podSpec["runtimeClassName"] = runtimeClass
+	}
+	sb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": sandboxesGVR.GroupVersion().String(),
+		"kind":       "Sandbox",
+		"metadata":   map[string]any{"name": "paddock-verify-direct-sandbox", "namespace": t.Namespace},
+		"spec":       map[string]any{"podTemplate": map[string]any{"spec": podSpec}},
+	}}
+	_, err := v.dyn.Resource(sandboxesGVR).Namespace(t.Namespace).Create(ctx, sb, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	msg, byPolicy := deniedByPolicy(err, g)
+	switch {
+	case err == nil:
+		return "a Sandbox created directly, with no claim and no shutdownTime, was accepted: nothing ends that session", ""
+	case !byPolicy || msg != manifests.SandboxLifetimeMessage(t):
+		return fmt.Sprintf("a Sandbox created directly with no shutdownTime was refused, but not by %s's rule: %s", g.Policy.Name, shortErr(err)), ""
+	}
+	return "", fmt.Sprintf("refused by %s: a Sandbox created directly with no shutdownTime", g.Policy.Name)
 }
 
 // deniedByPolicy reports whether err is the API server refusing a request

@@ -38,7 +38,8 @@ policies (and Cilium's and GKE's) that let through traffic the spec does not (S0
 pods in tenant namespaces without an allowed runtime class (S04), objects labelled as
 the platform's that no stack holds (S05), bindings of tenant identities to roles that
 do not exist (S06), guardrails no longer enforced on their tenant as declared (S07),
-and claims or sandboxes that outlive their end or that nothing ends in time (S08).
+claims or sandboxes that outlive their end or that nothing ends in time (S08), and
+mutating webhooks that can rewrite what the platform guards (S09).
 
 ` + "`paddock up`" + ` repairs what the stack owns; objects outside it are reported for a person.
 

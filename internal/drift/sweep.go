@@ -24,21 +24,23 @@ import (
 // not create) is retired, since S02 now judges every policy by its effect,
 // and is never reused.
 const (
-	RuleAgentBinding    = "S01"
-	RuleNetworkOpen     = "S02"
-	RuleRuntimeMissing  = "S04"
-	RuleDanglingBinding = "S06"
-	RuleGuardrail       = "S07"
-	RuleSessionOverdue  = "S08"
+	RuleAgentBinding      = "S01"
+	RuleNetworkOpen       = "S02"
+	RuleRuntimeMissing    = "S04"
+	RuleDanglingBinding   = "S06"
+	RuleGuardrail         = "S07"
+	RuleSessionOverdue    = "S08"
+	RuleMutatingAdmission = "S09"
 )
 
 var ruleTitles = map[string]string{
-	RuleAgentBinding:    "binding grants a tenant identity more than the spec does",
-	RuleNetworkOpen:     "network policy allows traffic the spec does not",
-	RuleRuntimeMissing:  "pod without an allowed runtime class",
-	RuleDanglingBinding: "binding to a tenant identity names a role that does not exist",
-	RuleGuardrail:       "guardrail no longer enforced on the tenant as declared",
-	RuleSessionOverdue:  "session outlives its lifetime, or nothing ends it",
+	RuleAgentBinding:      "binding grants a tenant identity more than the spec does",
+	RuleNetworkOpen:       "network policy allows traffic the spec does not",
+	RuleRuntimeMissing:    "pod without an allowed runtime class",
+	RuleDanglingBinding:   "binding to a tenant identity names a role that does not exist",
+	RuleGuardrail:         "guardrail no longer enforced on the tenant as declared",
+	RuleSessionOverdue:    "session outlives its lifetime, or nothing ends it",
+	RuleMutatingAdmission: "mutating admission can rewrite what the platform guards",
 }
 
 // RuleTitle is the short text of a sweep rule.
@@ -81,6 +83,10 @@ func RuleTitle(id string) string { return ruleTitles[id] }
 //   - S08 a claim or a sandbox opened without one that outlives its end
 //     (shutdownTime, or creation + max_ttl), or that nothing ends in time:
 //     admission holds an end only when it is written. See Lifetimes.
+//   - S09 a mutating webhook that can rewrite an object Paddock applies, or
+//     the pods, sandboxes and claims that run from them, in the namespaces
+//     they are in: what it adds is stored, so no comparison with the API
+//     server's answer can see it. See sweep_admission.go.
 //
 // dyn reads Cilium's and GKE's policies and the tenants' claims and
 // sandboxes; nil, or their CRDs absent, skips them. Objects of the stack itself are compared by the engine
@@ -101,6 +107,10 @@ func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dy
 	}
 	out = append(out, fs...)
 	if fs, err = sweepGuardrails(ctx, built, nsLabels, kube); err != nil {
+		return nil, err
+	}
+	out = append(out, fs...)
+	if fs, err = sweepMutatingAdmission(ctx, built, nsLabels, kube); err != nil {
 		return nil, err
 	}
 	out = append(out, fs...)

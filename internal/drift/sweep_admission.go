@@ -2,11 +2,13 @@ package drift
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionv1beta1 "k8s.io/api/admissionregistration/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -141,18 +143,17 @@ func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLab
 		}
 		return l.Items, l.Continue, nil
 	}, func(*admissionv1.MutatingWebhookConfiguration) bool { return true })
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("listing mutating webhook configurations: %w", err)
 	}
-	if len(configs) == 0 {
-		return nil, nil
-	}
-	targets, err := guardedTargets(built, kube)
-	if err != nil {
-		return nil, err
+	var cached []*guardedTarget
+	targets := func() ([]*guardedTarget, error) {
+		if cached != nil {
+			return cached, nil
+		}
+		var err error
+		cached, err = guardedTargets(built, kube)
+		return cached, err
 	}
 	labelsOf := func(ctx context.Context, ns string) (labels.Set, bool) {
 		if l, ok := nsLabels[ns]; ok {
@@ -169,10 +170,17 @@ func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLab
 		nsLabels[ns] = l
 		return l, true
 	}
-	var out []Finding
+	out, err := sweepMutatingPolicies(ctx, kube, targets, labelsOf)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range configs {
 		for _, w := range c.Webhooks {
-			reach := webhookReach(ctx, w, targets, labelsOf)
+			ts, err := targets()
+			if err != nil {
+				return nil, err
+			}
+			reach := webhookReach(ctx, w, ts, labelsOf)
 			if len(reach) == 0 {
 				continue
 			}
@@ -197,18 +205,150 @@ func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLab
 	return out, nil
 }
 
-// webhookReach lists what webhook w can change among targets, one entry per
-// kind: "create, update pods in agents-a, agents-b".
+// sweepMutatingPolicies is S09 for MutatingAdmissionPolicies, where the API
+// server serves them (v1, or v1beta1 behind its feature gate): a policy acts
+// through each of its bindings, on what both its match constraints and the
+// binding's match resources send it.
+func sweepMutatingPolicies(ctx context.Context, kube kubernetes.Interface, targets func() ([]*guardedTarget, error),
+	labelsOf func(context.Context, string) (labels.Set, bool)) ([]Finding, error) {
+	policies, bindings, err := mutatingPolicies(ctx, kube)
+	if err != nil || len(bindings) == 0 {
+		return nil, err
+	}
+	ts, err := targets()
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]admissionv1.MutatingAdmissionPolicy{}
+	for _, p := range policies {
+		byName[p.Name] = p
+	}
+	var out []Finding
+	for _, b := range bindings {
+		p, ok := byName[b.Spec.PolicyName]
+		if !ok || p.Spec.MatchConstraints == nil {
+			continue
+		}
+		selectors := []*metav1.LabelSelector{p.Spec.MatchConstraints.NamespaceSelector}
+		bindingRules := b.Spec.MatchResources != nil && len(b.Spec.MatchResources.ResourceRules) > 0
+		if b.Spec.MatchResources != nil {
+			selectors = append(selectors, b.Spec.MatchResources.NamespaceSelector)
+		}
+		r := reach(ctx, ts, labelsOf, selectors, func(op admissionv1.OperationType, t *guardedTarget) bool {
+			if !matchResourcesSend(p.Spec.MatchConstraints, op, t) {
+				return false
+			}
+			if b.Spec.MatchResources != nil {
+				for _, ex := range b.Spec.MatchResources.ExcludeResourceRules {
+					if len(ex.ResourceNames) == 0 && ruleSends(ex.RuleWithOperations, op, t) {
+						return false
+					}
+				}
+			}
+			return !bindingRules || matchResourcesSend(b.Spec.MatchResources, op, t)
+		})
+		if len(r) == 0 {
+			continue
+		}
+		reason := fmt.Sprintf("bound by %s, it can rewrite %s before it is stored (object selectors and match conditions narrow nothing: the object's writer chooses what they read): "+
+			"what it adds is stored as if Paddock or the tenant had written it, so no comparison with the API server's answer can see it", b.Name, strings.Join(r, "; "))
+		fix := fmt.Sprintf("remove the binding (kubectl delete mutatingadmissionpolicybinding %s) or narrow its match resources so that it selects no tenant namespace "+
+			"and not the Agent Sandbox release; then `paddock up --full` asks the API server afresh how it stores each object and rewrites what the policy changed", b.Name)
+		out = append(out, finding(RuleMutatingAdmission, "MutatingAdmissionPolicy", p.ObjectMeta, "", reason, fix))
+	}
+	return out, nil
+}
+
+// mutatingPolicies lists the MutatingAdmissionPolicies and their bindings in
+// the newest version the API server serves (none when it serves none).
+func mutatingPolicies(ctx context.Context, kube kubernetes.Interface) ([]admissionv1.MutatingAdmissionPolicy, []admissionv1.MutatingAdmissionPolicyBinding, error) {
+	served := func(gv string) bool {
+		l, err := kube.Discovery().ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			return false
+		}
+		for _, r := range l.APIResources {
+			if r.Name == "mutatingadmissionpolicies" {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case served(admissionv1.SchemeGroupVersion.String()):
+		ps, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing mutating admission policies: %w", err)
+		}
+		bs, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing mutating admission policy bindings: %w", err)
+		}
+		return ps.Items, bs.Items, nil
+	case served(admissionv1beta1.SchemeGroupVersion.String()):
+		ps, err := kube.AdmissionregistrationV1beta1().MutatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing mutating admission policies: %w", err)
+		}
+		bs, err := kube.AdmissionregistrationV1beta1().MutatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing mutating admission policy bindings: %w", err)
+		}
+		// v1beta1 has the shape v1 kept: read it as v1.
+		var policies []admissionv1.MutatingAdmissionPolicy
+		var bindings []admissionv1.MutatingAdmissionPolicyBinding
+		if err := sameShape(ps.Items, &policies); err != nil {
+			return nil, nil, err
+		}
+		if err := sameShape(bs.Items, &bindings); err != nil {
+			return nil, nil, err
+		}
+		return policies, bindings, nil
+	}
+	return nil, nil, nil
+}
+
+// sameShape copies in into out through JSON, for API versions of one shape.
+func sameShape(in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}
+
+// webhookReach lists what webhook w can change among targets.
 func webhookReach(ctx context.Context, w admissionv1.MutatingWebhook, targets []*guardedTarget, labelsOf func(context.Context, string) (labels.Set, bool)) []string {
-	nsSel, selErr := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
-	if w.NamespaceSelector == nil {
-		nsSel = labels.Everything()
+	return reach(ctx, targets, labelsOf, []*metav1.LabelSelector{w.NamespaceSelector}, func(op admissionv1.OperationType, t *guardedTarget) bool {
+		return webhookRulesMatch(w.Rules, op, t)
+	})
+}
+
+// reach lists what a mutating admission object can change among targets,
+// one entry per kind ("create, update pods in agents-a, agents-b"): the
+// operations matches admits, in the namespaces every one of nsSelectors
+// selects (nil selects all).
+func reach(ctx context.Context, targets []*guardedTarget, labelsOf func(context.Context, string) (labels.Set, bool),
+	nsSelectors []*metav1.LabelSelector, matches func(admissionv1.OperationType, *guardedTarget) bool) []string {
+	selectsAll := func(l labels.Set) bool {
+		for _, s := range nsSelectors {
+			if s == nil {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(s)
+			// An unreadable selector fails closed: the API server refuses one,
+			// and one it kept is judged to match.
+			if err == nil && !sel.Matches(l) {
+				return false
+			}
+		}
+		return true
 	}
 	var out []string
 	for _, t := range targets {
 		var ops []string
 		for _, op := range []admissionv1.OperationType{admissionv1.Create, admissionv1.Update} {
-			if webhookRulesMatch(w.Rules, op, t) {
+			if matches(op, t) {
 				ops = append(ops, strings.ToLower(string(op)))
 			}
 		}
@@ -225,10 +365,7 @@ func webhookReach(ctx context.Context, w admissionv1.MutatingWebhook, targets []
 		}
 		var in []string
 		for ns := range t.namespaces {
-			l, live := labelsOf(ctx, ns)
-			// An unreadable selector fails closed: the API server refuses such a
-			// configuration, and one it kept is judged to match.
-			if !live || selErr != nil || nsSel.Matches(l) {
+			if l, live := labelsOf(ctx, ns); !live || selectsAll(l) {
 				in = append(in, ns)
 			}
 		}
@@ -246,17 +383,42 @@ func webhookReach(ctx context.Context, w admissionv1.MutatingWebhook, targets []
 // matchPolicy Equivalent a request in any version is sent, converted.
 func webhookRulesMatch(rules []admissionv1.RuleWithOperations, op admissionv1.OperationType, t *guardedTarget) bool {
 	for _, r := range rules {
-		if !hasOp(r.Operations, op) || !has(r.APIGroups, t.group) || !admissionResourceMatches(r.Resources, t.resource) {
-			continue
+		if ruleSends(r, op, t) {
+			return true
 		}
-		scope := admissionv1.AllScopes
-		if r.Scope != nil {
-			scope = *r.Scope
+	}
+	return false
+}
+
+// ruleSends reports whether one rule sends requests of operation op on
+// target t, in any version.
+func ruleSends(r admissionv1.RuleWithOperations, op admissionv1.OperationType, t *guardedTarget) bool {
+	if !hasOp(r.Operations, op) || !has(r.APIGroups, t.group) || !admissionResourceMatches(r.Resources, t.resource) {
+		return false
+	}
+	scope := admissionv1.AllScopes
+	if r.Scope != nil {
+		scope = *r.Scope
+	}
+	return scope == admissionv1.AllScopes ||
+		scope == admissionv1.NamespacedScope && t.namespaced ||
+		scope == admissionv1.ClusterScope && !t.namespaced
+}
+
+// matchResourcesSend reports whether match resources m send requests of
+// operation op on target t: one of its rules does and no exclusion takes
+// every object of it away (an exclusion by name leaves the others).
+func matchResourcesSend(m *admissionv1.MatchResources, op admissionv1.OperationType, t *guardedTarget) bool {
+	if m == nil {
+		return false
+	}
+	for _, ex := range m.ExcludeResourceRules {
+		if len(ex.ResourceNames) == 0 && ruleSends(ex.RuleWithOperations, op, t) {
+			return false
 		}
-		switch {
-		case scope == admissionv1.AllScopes,
-			scope == admissionv1.NamespacedScope && t.namespaced,
-			scope == admissionv1.ClusterScope && !t.namespaced:
+	}
+	for _, r := range m.ResourceRules {
+		if ruleSends(r.RuleWithOperations, op, t) {
 			return true
 		}
 	}

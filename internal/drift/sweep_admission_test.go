@@ -142,3 +142,59 @@ func TestSweepMutatingAdmission(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A MutatingAdmissionPolicy acts through its bindings, on what both the
+// policy's constraints and the binding's match resources send it; where the
+// API server serves none, nothing is listed.
+func TestSweepMutatingAdmissionPolicies(t *testing.T) {
+	p := platform()
+	ns := p.Tenants[0].Namespace
+	policy := func(name string, rules ...admissionv1.NamedRuleWithOperations) *admissionv1.MutatingAdmissionPolicy {
+		return &admissionv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionv1.MutatingAdmissionPolicySpec{MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules}}}
+	}
+	binding := func(name, policy string, m *admissionv1.MatchResources) *admissionv1.MutatingAdmissionPolicyBinding {
+		return &admissionv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: policy, MatchResources: m}}
+	}
+	named := func(r admissionv1.RuleWithOperations) admissionv1.NamedRuleWithOperations {
+		return admissionv1.NamedRuleWithOperations{RuleWithOperations: r}
+	}
+	objs := []runtime.Object{
+		policy("inject-env", named(writes("extensions.agents.x-k8s.io", "sandboxtemplates"))),
+		binding("inject-env-everywhere", "inject-env", nil),
+		policy("unbound", named(writes("", "pods"))),
+		policy("sidecars", named(writes("", "pods"))),
+		binding("sidecars-elsewhere", "sidecars", &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "web"}}}),
+		binding("sidecars-but-not-pods", "sidecars", &admissionv1.MatchResources{ExcludeResourceRules: []admissionv1.NamedRuleWithOperations{named(writes("", "pods"))}}),
+	}
+	served := append(servedForTest(), &metav1.APIResourceList{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{
+		{Name: "mutatingadmissionpolicies", Kind: "MutatingAdmissionPolicy"},
+		{Name: "mutatingadmissionpolicybindings", Kind: "MutatingAdmissionPolicyBinding"},
+	}})
+	sweep := func(resources []*metav1.APIResourceList) []Finding {
+		c := afterUp(t, p)
+		kube := fake.NewClientset(append(append([]runtime.Object{}, c.typed...), objs...)...)
+		kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = resources
+		got, err := Sweep(context.Background(), p, kube, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []Finding
+		for _, f := range got {
+			if f.Rule == RuleMutatingAdmission {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	got := sweep(served)
+	if len(got) != 1 || got[0].Kind != "MutatingAdmissionPolicy" || got[0].Name != "inject-env" ||
+		!strings.Contains(got[0].Reason, "bound by inject-env-everywhere, it can rewrite create, update sandboxtemplates.extensions.agents.x-k8s.io in "+ns) ||
+		!strings.Contains(got[0].Fix, "kubectl delete mutatingadmissionpolicybinding inject-env-everywhere") {
+		t.Errorf("want inject-env alone, through its binding:%s", describe(got))
+	}
+	if got := sweep(servedForTest()); len(got) != 0 {
+		t.Errorf("policies read where the API server serves none:%s", describe(got))
+	}
+}

@@ -37,7 +37,7 @@ func newVerifyCmd() *cobra.Command {
 			"A tenant with an FQDN allow-list is also shown with traffic to --fqdn-probe-host names\n" +
 			"only: a listed name reached on 443, an unlisted host and its lookup refused, each while\n" +
 			"the control client reaches it.\n" +
-			"V12 execs into one ready sandbox per warm pool. --no-probes skips both.\n" +
+			"V12 execs into every ready sandbox of each warm pool. --no-probes skips both.\n" +
 			"V13 makes a dry-run claim (paddock-verify-audit-<random>) as each tenant's orchestrator,\n" +
 			"impersonated, and finds the API server's record of it in the audit log: on target local\n" +
 			"only, where verify can read the log; elsewhere it is not verifiable here.\n" +

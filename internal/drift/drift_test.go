@@ -230,7 +230,11 @@ func afterUp(t testing.TB, p *model.Platform) *cluster {
 		t.Fatal(err)
 	}
 	c := &cluster{typed: apiServerDefaults()}
-	for _, u := range allObjects(built) {
+	objs := allObjects(built)
+	for _, rc := range built.RuntimeClasses {
+		objs = append(objs, rc.Object)
+	}
+	for _, u := range objs {
 		switch u.GetKind() {
 		case "CiliumNetworkPolicy", "FQDNNetworkPolicy":
 			c.dynamic = append(c.dynamic, u.DeepCopy())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -70,7 +71,10 @@ func RuleTitle(id string) string { return ruleTitles[id] }
 //     unisolated when the spec waives default deny). See netpol_effect.go.
 //   - S04 a running pod in a tenant namespace whose runtime class is not one
 //     the platform declares for it: it runs on the host kernel (or another
-//     runtime), outside the sandbox.
+//     runtime), outside the sandbox. A pod of a declared class is judged by
+//     the handler that class resolves to: one that resolves to another
+//     handler, no longer exists, or was created after the pod started (a
+//     swap, even one put back since) is reported too.
 //   - S06 a binding that includes a tenant identity and names a role that
 //     does not exist (and that Paddock does not declare): it grants nothing
 //     now, but whoever creates the role grants its rules.
@@ -189,8 +193,10 @@ func tenantNamespaceLabels(ctx context.Context, p *model.Platform, kube kubernet
 
 func sweepPods(ctx context.Context, p *model.Platform, t model.Tenant, kube kubernetes.Interface) ([]Finding, error) {
 	allowed := map[string]bool{}
+	declared := map[string]string{} // class → the handler the spec gives it
 	for _, rc := range p.RuntimeClasses {
 		allowed[rc.Name] = true
+		declared[rc.Name] = rc.Handler
 	}
 	for _, tpl := range t.Templates {
 		// A template without a runtime class is a waived PDK-301: its pods may run without one.
@@ -210,6 +216,7 @@ func sweepPods(ctx context.Context, p *model.Platform, t model.Tenant, kube kube
 	if err != nil {
 		return nil, fmt.Errorf("listing pods in %s: %w", t.Namespace, err)
 	}
+	var classes map[string]nodev1.RuntimeClass // read once, when a pod names one
 	var out []Finding
 	for _, pod := range list.Items {
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
@@ -219,16 +226,56 @@ func sweepPods(ctx context.Context, p *model.Platform, t model.Tenant, kube kube
 		if pod.Spec.RuntimeClassName != nil {
 			rc = *pod.Spec.RuntimeClassName
 		}
-		if allowed[rc] {
+		if !allowed[rc] {
+			got := "no runtime class (the host kernel)"
+			if rc != "" {
+				got = "runtime class " + rc
+			}
+			out = append(out, finding(RuleRuntimeMissing, "Pod", pod.ObjectMeta, t.Name,
+				fmt.Sprintf("runs with %s; tenant %s's pods must run under %s", got, t.Name, strings.Join(names, " or ")),
+				fmt.Sprintf("kubectl delete pod -n %s %s, and find what created it outside the platform's templates", pod.Namespace, pod.Name)))
 			continue
 		}
-		got := "no runtime class (the host kernel)"
-		if rc != "" {
-			got = "runtime class " + rc
+		want, managed := declared[rc]
+		if rc == "" || !managed || want == "" {
+			continue
 		}
-		out = append(out, finding(RuleRuntimeMissing, "Pod", pod.ObjectMeta, t.Name,
-			fmt.Sprintf("runs with %s; tenant %s's pods must run under %s", got, t.Name, strings.Join(names, " or ")),
-			fmt.Sprintf("kubectl delete pod -n %s %s, and find what created it outside the platform's templates", pod.Namespace, pod.Name)))
+		if classes == nil {
+			if classes, err = liveRuntimeClasses(ctx, kube); err != nil {
+				return nil, err
+			}
+		}
+		// The kubelet resolves the class to a handler when the pod starts: a
+		// class swapped since (or swapped and put back) says nothing of it.
+		why := ""
+		live, ok := classes[rc]
+		switch {
+		case !ok:
+			why = fmt.Sprintf("its runtime class %s no longer exists, so the handler it was started under cannot be known", rc)
+		case live.Handler != want:
+			why = fmt.Sprintf("its runtime class %s now resolves to handler %s, not %s as declared: the pod may run on another runtime than the sandbox's", rc, live.Handler, want)
+		case live.CreationTimestamp.After(pod.CreationTimestamp.Time):
+			why = fmt.Sprintf("it was created (%s) before runtime class %s was last created (%s): the class was replaced under it, so the handler it was started under cannot be known",
+				pod.CreationTimestamp.UTC().Format(time.RFC3339), rc, live.CreationTimestamp.UTC().Format(time.RFC3339))
+		}
+		if why == "" {
+			continue
+		}
+		out = append(out, finding(RuleRuntimeMissing, "Pod", pod.ObjectMeta, t.Name, why,
+			fmt.Sprintf("`paddock up` puts runtime class %s back as declared; then kubectl delete pod -n %s %s (a warm pool or claim starts a new one under the declared handler)", rc, pod.Namespace, pod.Name)))
+	}
+	return out, nil
+}
+
+// liveRuntimeClasses are the cluster's RuntimeClasses by name.
+func liveRuntimeClasses(ctx context.Context, kube kubernetes.Interface) (map[string]nodev1.RuntimeClass, error) {
+	l, err := kube.NodeV1().RuntimeClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing runtime classes: %w", err)
+	}
+	out := make(map[string]nodev1.RuntimeClass, len(l.Items))
+	for _, rc := range l.Items {
+		out[rc.Name] = rc
 	}
 	return out, nil
 }

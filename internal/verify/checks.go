@@ -42,7 +42,7 @@ var checks = []check{
 	{"V09", "network policies as the spec declares them, whole, and none in a tenant namespace opens more than the spec", checkNetworkPolicies},
 	{"V10", "network policy enforced, with traffic judged against a policy-free control: each tenant's egress and ingress, pod to pod within it and between tenants refused; names resolve through the pod's resolv.conf; an FQDN allow-list lets a listed name through and refuses an unlisted host and its lookup", checkNetworkPolicyEnforced},
 	{"V11", "agent sandbox controller healthy", checkController},
-	{"V12", "a running sandbox holds its template's controls (a kernel of its own, not the node's; UID, read-only root, no token, no capabilities)", checkSandboxRuntime},
+	{"V12", "every ready warm sandbox holds its template's controls (a kernel of its own, not the node's; UID, read-only root, no token, no capabilities)", checkSandboxRuntime},
 	{"V13", "API audit records who changed sandboxes, claims and the fence (a dry-run claim as the orchestrator, found in the API server's audit log)", checkAuditTrail},
 }
 

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -392,7 +393,7 @@ func judgeSandbox(tpl model.Template, handler, nodeKernel string, f sandboxFacts
 	return problems, held, unverified
 }
 
-// checkSandboxRuntime reads one ready sandbox of each warm pool from inside:
+// checkSandboxRuntime reads every ready sandbox of each warm pool from inside:
 // the controls the template declares must hold where the agent's code runs.
 func checkSandboxRuntime(ctx context.Context, v *Verifier) []Result {
 	if v.opts.NoProbes {
@@ -424,42 +425,64 @@ func checkSandboxRuntime(ctx context.Context, v *Verifier) []Result {
 				out = append(out, fail(subject, "the pool's template %q is not in the spec", wp.Template))
 				continue
 			}
-			pod := readySandboxPod(wp.Name, sandboxes.Items, pods.Items)
-			if pod == nil {
+			ready := readySandboxPods(wp.Name, sandboxes.Items, pods.Items)
+			if len(ready) == 0 {
 				out = append(out, notVerifiable(subject, "the pool has no ready sandbox with a ready pod to look into (V07 says why)"))
 				continue
 			}
-			node, err := v.kube.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
-			if err != nil {
-				out = append(out, fail(subject, "sandbox pod %s: its node %s: %v", pod.Name, pod.Spec.NodeName, err))
-				continue
+			// Every ready sandbox, not one: a sandbox started while the runtime
+			// class was swapped sits beside those started before it.
+			var failed, unshown, passed []string
+			for _, pod := range ready {
+				status, says := v.lookInto(ctx, t.Namespace, pod, tpl, handlers[tpl.RuntimeClass])
+				switch status {
+				case Fail:
+					failed = append(failed, says)
+				case NotVerifiable:
+					unshown = append(unshown, says)
+				default:
+					passed = append(passed, says)
+				}
 			}
-			if isKwok(node) {
-				out = append(out, notVerifiable(subject, "sandbox pod %s is on kwok node %s: nothing runs there to look into", pod.Name, pod.Spec.NodeName))
-				continue
-			}
-			stdout, stderr, err := v.exec.Exec(ctx, t.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"sh", "-c", sandboxScript})
-			if err != nil {
-				out = append(out, notVerifiable(subject, "exec into %s: %v %s (the image needs sh and cat)", pod.Name, err, firstLine(stderr)))
-				continue
-			}
-			facts, err := parseSandboxFacts(stdout)
-			if err != nil {
-				out = append(out, notVerifiable(subject, "%s: %v", pod.Name, err))
-				continue
-			}
-			problems, held, unverified := judgeSandbox(tpl, handlers[tpl.RuntimeClass], node.Status.NodeInfo.KernelVersion, facts)
 			switch {
-			case len(problems) > 0:
-				out = append(out, fail(subject, "sandbox %s: %s", pod.Name, strings.Join(problems, "; ")))
-			case len(unverified) > 0:
-				out = append(out, notVerifiable(subject, "sandbox %s holds %s; not shown: %s", pod.Name, strings.Join(held, ", "), strings.Join(unverified, ", ")))
+			case len(failed) > 0:
+				out = append(out, fail(subject, "%s", strings.Join(failed, "; ")))
+			case len(unshown) > 0:
+				out = append(out, notVerifiable(subject, "%s", strings.Join(append(unshown, passed...), "; ")))
 			default:
-				out = append(out, pass(subject, "sandbox %s: %s", pod.Name, strings.Join(held, ", ")))
+				out = append(out, pass(subject, "%d ready sandbox(es): %s", len(passed), strings.Join(passed, "; ")))
 			}
 		}
 	}
 	return out
+}
+
+// lookInto reads one ready sandbox pod from inside and judges it against its
+// template: the status and what to say of it, naming the sandbox.
+func (v *Verifier) lookInto(ctx context.Context, ns string, pod *corev1.Pod, tpl model.Template, handler string) (Status, string) {
+	node, err := v.kube.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return Fail, fmt.Sprintf("sandbox pod %s: its node %s: %v", pod.Name, pod.Spec.NodeName, err)
+	}
+	if isKwok(node) {
+		return NotVerifiable, fmt.Sprintf("sandbox pod %s is on kwok node %s: nothing runs there to look into", pod.Name, pod.Spec.NodeName)
+	}
+	stdout, stderr, err := v.exec.Exec(ctx, ns, pod.Name, pod.Spec.Containers[0].Name, []string{"sh", "-c", sandboxScript})
+	if err != nil {
+		return NotVerifiable, fmt.Sprintf("exec into %s: %v %s (the image needs sh and cat)", pod.Name, err, firstLine(stderr))
+	}
+	facts, err := parseSandboxFacts(stdout)
+	if err != nil {
+		return NotVerifiable, fmt.Sprintf("%s: %v", pod.Name, err)
+	}
+	problems, held, unverified := judgeSandbox(tpl, handler, node.Status.NodeInfo.KernelVersion, facts)
+	switch {
+	case len(problems) > 0:
+		return Fail, fmt.Sprintf("sandbox %s: %s", pod.Name, strings.Join(problems, "; "))
+	case len(unverified) > 0:
+		return NotVerifiable, fmt.Sprintf("sandbox %s holds %s; not shown: %s", pod.Name, strings.Join(held, ", "), strings.Join(unverified, ", "))
+	}
+	return Pass, fmt.Sprintf("sandbox %s: %s", pod.Name, strings.Join(held, ", "))
 }
 
 func templateNamed(t model.Tenant, name string) (model.Template, bool) {
@@ -471,9 +494,9 @@ func templateNamed(t model.Tenant, name string) (model.Template, bool) {
 	return model.Template{}, false
 }
 
-// readySandboxPod is the ready pod of a ready sandbox the warm pool owns (the
-// same sandbox-to-pod link V07 counts by).
-func readySandboxPod(pool string, sandboxes []unstructured.Unstructured, pods []corev1.Pod) *corev1.Pod {
+// readySandboxPods are the ready pods of the ready sandboxes the warm pool
+// owns (a claimed one is the claim's), sorted by name.
+func readySandboxPods(pool string, sandboxes []unstructured.Unstructured, pods []corev1.Pod) []*corev1.Pod {
 	byName := map[string]*corev1.Pod{}
 	for i := range pods {
 		p := &pods[i]
@@ -486,6 +509,7 @@ func readySandboxPod(pool string, sandboxes []unstructured.Unstructured, pods []
 			}
 		}
 	}
+	var out []*corev1.Pod
 	for i := range sandboxes {
 		sb := &sandboxes[i]
 		if sb.GetDeletionTimestamp() != nil || !ownedBy(sb, "SandboxWarmPool", pool, "") || !pools.ConditionTrue(sb, "Ready") {
@@ -496,8 +520,9 @@ func readySandboxPod(pool string, sandboxes []unstructured.Unstructured, pods []
 			name = n
 		}
 		if p := byName[name]; p != nil {
-			return p
+			out = append(out, p)
 		}
 	}
-	return nil
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

@@ -174,9 +174,48 @@ func TestV12ReadsAReadySandboxOfEachPool(t *testing.T) {
 type scriptedExec struct {
 	out            string
 	pod, container string
+	// byPod answers for the pods it names, out for the others.
+	byPod map[string]string
+	seen  []string
 }
 
 func (s *scriptedExec) Exec(_ context.Context, _, pod, container string, _ []string) (string, string, error) {
 	s.pod, s.container = pod, container
+	s.seen = append(s.seen, pod)
+	if out, ok := s.byPod[pod]; ok {
+		return out, "", nil
+	}
 	return s.out, "", nil
+}
+
+// V12 looks into every ready sandbox of a pool, not one: a sandbox started
+// while the runtime class was swapped to runc sits beside hardened ones, and
+// V12 fails naming it.
+func TestV12ReadsEveryReadySandbox(t *testing.T) {
+	ns := "agents-team-a"
+	var kube []runtime.Object
+	var dyn []*unstructured.Unstructured
+	for _, name := range []string{"agent-aaaaa", "agent-bbbbb", "agent-ccccc"} {
+		kube = append(kube, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec:   corev1.PodSpec{NodeName: "real-0", Containers: []corev1.Container{{Name: "agent"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}})
+		dyn = append(dyn, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": sandboxesGVR.GroupVersion().String(), "kind": "Sandbox",
+			"metadata": map[string]any{"name": name, "namespace": ns,
+				"ownerReferences": []any{map[string]any{"apiVersion": warmPoolsGVR.GroupVersion().String(), "kind": "SandboxWarmPool", "name": "agent", "uid": "u", "controller": true}}},
+			"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
+		}})
+	}
+	real := node("real-0", false)
+	real.Status.NodeInfo.KernelVersion = nodeKernel
+	ex := &scriptedExec{out: hardenedOutput, byPod: map[string]string{"agent-bbbbb": strings.ReplaceAll(hardenedOutput, "4.4.0", nodeKernel)}}
+	v, _, _ := fakeVerifier(t, localPlatform(t), append(kube, real), dyn...)
+	v.opts.NoProbes, v.exec = false, ex
+	res := only(t, v, "V12")
+	wantStatus(t, res, Fail, "sandbox agent-bbbbb", "shares the host kernel")
+	if got := strings.Join(ex.seen, ","); got != "agent-aaaaa,agent-bbbbb,agent-ccccc" {
+		t.Errorf("looked into %s, want every ready sandbox", got)
+	}
+	delete(ex.byPod, "agent-bbbbb")
+	wantStatus(t, only(t, v, "V12"), Pass, "3 ready sandbox(es)", "sandbox agent-aaaaa", "sandbox agent-ccccc")
 }

@@ -41,6 +41,8 @@ func newVerifyCmd() *cobra.Command {
 			"V13 makes a dry-run claim (paddock-verify-audit-<random>) as each tenant's orchestrator,\n" +
 			"impersonated, and finds the API server's record of it in the audit log: on target local\n" +
 			"only, where verify can read the log; elsewhere it is not verifiable here.\n" +
+			"V14 fails on whatever drift's sweep finds outside the stack that weakens the platform\n" +
+			"(every rule but S02, which is V09's): see `paddock drift --help`.\n" +
 			"Exit status: 0 when nothing failed, 1 when a check failed (with --strict, also when a\n" +
 			"check is not verifiable here), 2 when verify could not run.",
 		Args: cobra.MaximumNArgs(1),

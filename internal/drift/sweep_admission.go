@@ -2,6 +2,8 @@ package drift
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -434,4 +436,44 @@ func webhookTarget(c admissionv1.WebhookClientConfig) string {
 		return "URL " + *c.URL
 	}
 	return "no endpoint"
+}
+
+// AdmissionFingerprint identifies the cluster's mutating admission as it is
+// now: every MutatingWebhookConfiguration and, where served, every
+// MutatingAdmissionPolicy and binding, by name and generation. The stored
+// form of an object is what admission made of it, so a cache of stored
+// forms is only good while this stays the same.
+func AdmissionFingerprint(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	var parts []string
+	configs, err := pages(ctx, func(ctx context.Context, o metav1.ListOptions) ([]admissionv1.MutatingWebhookConfiguration, string, error) {
+		l, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, o)
+		if err != nil {
+			return nil, "", err
+		}
+		return l.Items, l.Continue, nil
+	}, func(*admissionv1.MutatingWebhookConfiguration) bool { return true })
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("listing mutating webhook configurations: %w", err)
+	}
+	for _, c := range configs {
+		// Webhook configurations keep no generation: their content is hashed.
+		b, err := json.Marshal(c.Webhooks)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, fmt.Sprintf("webhook %s %x", c.Name, sha256.Sum256(b)))
+	}
+	policies, bindings, err := mutatingPolicies(ctx, kube)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range policies {
+		parts = append(parts, fmt.Sprintf("policy %s %s %d", p.Name, p.UID, p.Generation))
+	}
+	for _, b := range bindings {
+		parts = append(parts, fmt.Sprintf("binding %s %s %d", b.Name, b.UID, b.Generation))
+	}
+	sort.Strings(parts)
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\n")))
+	return hex.EncodeToString(sum[:8]), nil
 }

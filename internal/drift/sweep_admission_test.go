@@ -198,3 +198,42 @@ func TestSweepMutatingAdmissionPolicies(t *testing.T) {
 		t.Errorf("policies read where the API server serves none:%s", describe(got))
 	}
 }
+
+// The fingerprint changes when a mutating webhook appears, changes or goes,
+// and only then.
+func TestAdmissionFingerprint(t *testing.T) {
+	ctx := context.Background()
+	kube := fake.NewClientset()
+	print := func() string {
+		f, err := AdmissionFingerprint(ctx, kube)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	none := print()
+	if again := print(); again != none {
+		t.Fatalf("fingerprint of one cluster changed: %s, %s", none, again)
+	}
+	c := mutating("templates", hook("envfrom", nil, writes("extensions.agents.x-k8s.io", "sandboxtemplates")))
+	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, c, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := print()
+	if one == none {
+		t.Error("a new webhook left the fingerprint as it was")
+	}
+	c.Webhooks[0].Rules = append(c.Webhooks[0].Rules, writes("", "pods"))
+	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if changed := print(); changed == one || changed == none {
+		t.Error("a webhook's new rule left the fingerprint as it was")
+	}
+	if err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, "templates", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if gone := print(); gone != none {
+		t.Error("with the webhook gone the fingerprint is not the empty cluster's")
+	}
+}

@@ -1,136 +1,30 @@
 package engine
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
-// This file is the backend as Paddock reads it beside Pulumi: a stack's last
-// checkpoint, Pulumi's update locks, and Paddock's own run journal, all kept
-// in the backend that holds the stack, so every runner sharing the backend
-// sees what another runner left. The file backend is here; PostgreSQL is in
-// backendpg.go, S3 buckets in backends3.go (tested against SeaweedFS's S3
-// gateway). All use the keys Pulumi's DIY backend writes:
-//
-//	.pulumi/stacks/<project>/<stack>.json[.gz|.zst]   the checkpoint
-//	.pulumi/locks/organization/<project>/<stack>/<id>.json   update locks
-//
-// gs:// and azblob:// buckets and the Pulumi Cloud have no reader here: no
-// server for those buckets runs on loopback in the tests, so a reader would
-// go untested, and the Cloud keeps its state behind its API. The fast paths
-// fall back to Pulumi's refresh there, saying why, and their run journal
-// stays on the runner ($PADDOCK_HOME/runs).
-
-// stateStore is the backend of a stack as Paddock reads and writes it.
-type stateStore interface {
-	// checkpoint is the stack's last checkpoint as Pulumi wrote it
-	// (decompressed JSON) and where it is, for messages (never a secret).
-	// found is false when the stack has none yet. A backend Paddock cannot
-	// read answers a *noReaderError.
-	checkpoint(ctx context.Context, project, stack string) (data []byte, where string, found bool, err error)
-	// locks lists Pulumi's update locks of the stack (Lock.File is the key).
-	locks(ctx context.Context, project, stack string) ([]Lock, error)
-	// addLock writes an update lock in Pulumi's format and returns its key.
-	addLock(ctx context.Context, project, stack string, body []byte) (string, error)
-	removeLock(ctx context.Context, key string) error
-	runJournal
-	close()
-}
-
-// runJournal keeps one record per run of a stack. Each record is a lease:
-// the run renews it every leaseRenewEvery, and a record not renewed for
-// leaseExpiry belongs to a run that ended without finishing.
-type runJournal interface {
-	// putRun stores a new record and returns its key.
-	putRun(ctx context.Context, project, stack, id string, body []byte) (string, error)
-	// renewRun renews the record's lease; a record gone is an error.
-	renewRun(ctx context.Context, key string) error
-	listRuns(ctx context.Context, project, stack string) ([]storedRun, error)
-	deleteRun(ctx context.Context, key string) error
-	// journalWhere names where the records are, for messages.
-	journalWhere(project, stack string) string
-}
-
-// storedRun is one record as the journal holds it.
-type storedRun struct {
-	key  string
-	body []byte
-	// age is how long ago the lease was last renewed, by the journal's own
-	// clock (the database's for PostgreSQL), so runners' clocks never meet.
-	age time.Duration
-}
-
-// Lease timing: variables so tests can shorten them.
-var (
-	leaseRenewEvery = 10 * time.Second
-	leaseExpiry     = 60 * time.Second
-)
-
-// noReaderError is a backend whose state Paddock does not read itself.
-type noReaderError struct{ reason string }
-
-func (n *noReaderError) Error() string { return n.reason }
-
-// storeTimeout bounds one exchange with the backend.
-const storeTimeout = 30 * time.Second
-
-// Pulumi's keys in a DIY backend.
-func checkpointKey(project, stack string) string {
-	return path.Join(".pulumi", "stacks", project, stack) + ".json"
-}
-
-func lockPrefix(project, stack string) string {
-	return path.Join(".pulumi", "locks", "organization", project, stack) + "/"
-}
-
-// checkpointVariants are the keys Pulumi may have written a stack's
-// checkpoint under; it reads the most recently written one.
-func checkpointVariants(project, stack string) []string {
-	plain := checkpointKey(project, stack)
-	return []string{plain, plain + ".gz", plain + ".zst"}
-}
-
-// decodeCompressed undoes the compression the key's suffix names.
-func decodeCompressed(key string, data []byte) ([]byte, error) {
-	switch {
-	case strings.HasSuffix(key, ".gz"):
-		gz, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, err
-		}
-		defer gz.Close()
-		return io.ReadAll(gz)
-	case strings.HasSuffix(key, ".zst"):
-		dec, err := zstd.NewReader(nil)
-		if err != nil {
-			return nil, err
-		}
-		defer dec.Close()
-		return dec.DecodeAll(data, nil)
-	}
-	return data, nil
-}
+// This file is the engine's side of its backend (package state): the store
+// of the backend URL, opened once per engine, and the stack's last checkpoint
+// read through it. The file backend is here; PostgreSQL is in backendpg.go,
+// S3 buckets in backends3.go (tested against SeaweedFS's S3 gateway).
 
 // openStore opens the store of backend URL backend. A backend without a
 // reader still gets a journal, on this runner.
-func openStore(ctx context.Context, backend string) (stateStore, error) {
+func openStore(ctx context.Context, backend string) (state.Store, error) {
 	u, err := url.Parse(backend)
 	if err != nil {
 		return nil, fmt.Errorf("the backend URL does not parse")
@@ -170,10 +64,10 @@ type fileStore struct {
 
 // legacyRunsRoot is this runner's journal directory for backend.
 func legacyRunsRoot(backend string) string {
-	return filepath.Join(paths.Home(), "runs", backendKey(backend))
+	return filepath.Join(paths.Home(), "runs", state.BackendKey(backend))
 }
 
-func (f *fileStore) close() {}
+func (f *fileStore) Close() {}
 
 // repairSidecars removes the metadata sidecars (NAME.attrs) of the state's
 // stacks, locks and meta.yaml that do not parse, and returns their paths. The
@@ -210,10 +104,10 @@ func (f *fileStore) repairSidecars() []string {
 	return removed
 }
 
-func (f *fileStore) checkpoint(_ context.Context, project, stack string) ([]byte, string, bool, error) {
+func (f *fileStore) Checkpoint(_ context.Context, project, stack string) ([]byte, string, bool, error) {
 	// Like Pulumi: of the variants present, the most recently written.
 	best, bestTime := "", time.Time{}
-	for _, key := range checkpointVariants(project, stack) {
+	for _, key := range state.CheckpointVariants(project, stack) {
 		st, err := os.Stat(filepath.Join(f.root, filepath.FromSlash(key)))
 		if err != nil {
 			continue
@@ -230,20 +124,20 @@ func (f *fileStore) checkpoint(_ context.Context, project, stack string) ([]byte
 	if err != nil {
 		return nil, file, false, err
 	}
-	data, err := decodeCompressed(best, raw)
+	data, err := state.DecodeCompressed(best, raw)
 	return data, file, true, err
 }
 
-func (f *fileStore) locks(_ context.Context, project, stack string) ([]Lock, error) {
+func (f *fileStore) Locks(_ context.Context, project, stack string) ([]state.Lock, error) {
 	// .pulumi/locks/<org>/<project>/<stack>/<lock id>.json (project-scoped layout).
 	files, _ := filepath.Glob(filepath.Join(f.root, ".pulumi", "locks", "*", project, stack, "*.json"))
-	var out []Lock
+	var out []state.Lock
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			continue // released meanwhile
 		}
-		l, ok := parseLock(b)
+		l, ok := state.ParseLock(b)
 		if !ok {
 			continue
 		}
@@ -253,12 +147,12 @@ func (f *fileStore) locks(_ context.Context, project, stack string) ([]Lock, err
 	return out, nil
 }
 
-func (f *fileStore) addLock(_ context.Context, project, stack string, body []byte) (string, error) {
-	dir := filepath.Join(f.root, filepath.FromSlash(lockPrefix(project, stack)))
+func (f *fileStore) AddLock(_ context.Context, project, stack string, body []byte) (string, error) {
+	dir := filepath.Join(f.root, filepath.FromSlash(state.LockPrefix(project, stack)))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("the stack's lock directory: %w", err)
 	}
-	file := filepath.Join(dir, newLockID()+".json")
+	file := filepath.Join(dir, state.NewLockID()+".json")
 	h, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("writing the stack's lock: %w", err)
@@ -274,7 +168,7 @@ func (f *fileStore) addLock(_ context.Context, project, stack string, body []byt
 	return file, nil
 }
 
-func (f *fileStore) removeLock(_ context.Context, key string) error {
+func (f *fileStore) RemoveLock(_ context.Context, key string) error {
 	if err := os.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -286,9 +180,9 @@ func (f *fileStore) runsDir(project, stack string) string {
 	return filepath.Join(f.runsRoot, url.PathEscape(project), url.PathEscape(stack))
 }
 
-func (f *fileStore) journalWhere(project, stack string) string { return f.runsDir(project, stack) }
+func (f *fileStore) JournalWhere(project, stack string) string { return f.runsDir(project, stack) }
 
-func (f *fileStore) putRun(_ context.Context, project, stack, id string, body []byte) (string, error) {
+func (f *fileStore) PutRun(_ context.Context, project, stack, id string, body []byte) (string, error) {
 	dir := f.runsDir(project, stack)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("creating the run journal %s: %w", dir, err)
@@ -309,12 +203,12 @@ func (f *fileStore) putRun(_ context.Context, project, stack, id string, body []
 
 // renewRun renews a file record's lease by its modification time: no
 // rewrite, so a reader never meets it half written.
-func (f *fileStore) renewRun(_ context.Context, key string) error {
+func (f *fileStore) RenewRun(_ context.Context, key string) error {
 	now := time.Now()
 	return os.Chtimes(key, now, now)
 }
 
-func (f *fileStore) listRuns(_ context.Context, project, stack string) ([]storedRun, error) {
+func (f *fileStore) ListRuns(_ context.Context, project, stack string) ([]state.StoredRun, error) {
 	out, err := listRunFiles(f.runsDir(project, stack))
 	if err != nil || f.legacyRoot == "" {
 		return out, err
@@ -324,7 +218,7 @@ func (f *fileStore) listRuns(_ context.Context, project, stack string) ([]stored
 }
 
 // listRunFiles reads the records of one journal directory.
-func listRunFiles(dir string) ([]storedRun, error) {
+func listRunFiles(dir string) ([]state.StoredRun, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -332,7 +226,7 @@ func listRunFiles(dir string) ([]storedRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the run journal %s: %w", dir, err)
 	}
-	var out []storedRun
+	var out []state.StoredRun
 	for _, ent := range entries {
 		if ent.IsDir() || !strings.HasSuffix(ent.Name(), ".json") || strings.HasPrefix(ent.Name(), ".") {
 			continue
@@ -349,13 +243,13 @@ func listRunFiles(dir string) ([]storedRun, error) {
 		if err != nil {
 			b = nil // read as damaged
 		}
-		out = append(out, storedRun{key: file, body: b, age: time.Since(st.ModTime())})
+		out = append(out, state.StoredRun{Key: file, Body: b, Age: time.Since(st.ModTime())})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
 }
 
-func (f *fileStore) deleteRun(_ context.Context, key string) error {
+func (f *fileStore) DeleteRun(_ context.Context, key string) error {
 	if err := os.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the run record %s: %w", key, err)
 	}
@@ -369,22 +263,24 @@ type localJournalStore struct {
 	reason string
 }
 
-func (l *localJournalStore) checkpoint(context.Context, string, string) ([]byte, string, bool, error) {
-	return nil, "", false, &noReaderError{l.reason}
+func (l *localJournalStore) Checkpoint(context.Context, string, string) ([]byte, string, bool, error) {
+	return nil, "", false, &state.NoReaderError{Reason: l.reason}
 }
 
-func (l *localJournalStore) locks(context.Context, string, string) ([]Lock, error) { return nil, nil }
-
-func (l *localJournalStore) addLock(context.Context, string, string, []byte) (string, error) {
-	return "", &noReaderError{l.reason}
+func (l *localJournalStore) Locks(context.Context, string, string) ([]state.Lock, error) {
+	return nil, nil
 }
 
-func (l *localJournalStore) removeLock(context.Context, string) error {
-	return &noReaderError{l.reason}
+func (l *localJournalStore) AddLock(context.Context, string, string, []byte) (string, error) {
+	return "", &state.NoReaderError{Reason: l.reason}
+}
+
+func (l *localJournalStore) RemoveLock(context.Context, string) error {
+	return &state.NoReaderError{Reason: l.reason}
 }
 
 // store is the engine's store of its backend, opened once.
-func (e *Engine) store() (stateStore, error) {
+func (e *Engine) store() (state.Store, error) {
 	backend, err := e.backendURL()
 	if err != nil {
 		return nil, err
@@ -392,14 +288,14 @@ func (e *Engine) store() (stateStore, error) {
 	if s, ok := e.stores[backend]; ok {
 		return s, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
 	s, err := openStore(ctx, backend)
 	if err != nil {
 		return nil, err
 	}
 	if e.stores == nil {
-		e.stores = map[string]stateStore{}
+		e.stores = map[string]state.Store{}
 	}
 	e.stores[backend] = s
 	return s, nil
@@ -408,7 +304,7 @@ func (e *Engine) store() (stateStore, error) {
 // Close releases the engine's connections to its backends.
 func (e *Engine) Close() {
 	for k, s := range e.stores {
-		s.close()
+		s.Close()
 		delete(e.stores, k)
 	}
 }
@@ -423,17 +319,17 @@ func (e *Engine) projectName() string {
 
 // readStackState is the last checkpoint of stack name: nil data when the
 // stack has none yet or the backend is one Paddock does not read (err a
-// *noReaderError then). A checkpoint that does not decode is a
+// *state.NoReaderError then). A checkpoint that does not decode is a
 // *CorruptStateError.
 func (e *Engine) readStackState(name string) (data []byte, where string, err error) {
 	s, err := e.store()
 	if err != nil {
 		return nil, "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
 	project, stack := e.stackRef(name)
-	data, where, found, err := s.checkpoint(ctx, project, stack)
+	data, where, found, err := s.Checkpoint(ctx, project, stack)
 	if err != nil && found {
 		return nil, where, &CorruptStateError{Stack: name, File: where, Err: err}
 	}

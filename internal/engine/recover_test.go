@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/paddock-platform/paddock/internal/paths"
 )
@@ -82,23 +81,6 @@ func TestInventoryAndPendingOperations(t *testing.T) {
 	}
 	if len(pending) != 1 || pending[0].Op != "creating" {
 		t.Errorf("pending: %+v", pending)
-	}
-}
-
-func TestHolderAliveTellsAReusedPID(t *testing.T) {
-	self := os.Getpid()
-	started, ok := processStart(self)
-	if !ok {
-		t.Skip("no /proc on this system")
-	}
-	if !holderAlive(self, started.Add(time.Second)) {
-		t.Errorf("a process that took the lock after it started is its holder")
-	}
-	if holderAlive(self, started.Add(-time.Hour)) {
-		t.Errorf("a process started an hour after the lock cannot hold it")
-	}
-	if holderAlive(1<<22+4321, started) {
-		t.Errorf("a pid that does not exist holds nothing")
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pins"
 	"github.com/paddock-platform/paddock/internal/program"
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
 // ProjectName is the Pulumi project every Paddock stack belongs to.
@@ -111,7 +112,7 @@ type Engine struct {
 	// in the cluster (KeepShared).
 	shared map[string]bool
 	opened map[string]auto.Stack
-	stores map[string]stateStore // by backend URL (store)
+	stores map[string]state.Store // by backend URL (store)
 }
 
 // New returns an engine with opts.

@@ -26,6 +26,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
 // This file is Pulumi's DIY backend in an S3 bucket (s3://) as Paddock reads
@@ -60,7 +61,7 @@ type s3Store struct {
 	// onRunner is where this runner kept the bucket's run records before
 	// Paddock read buckets ($PADDOCK_HOME/runs): still read, and removed once
 	// dealt with, so a run that died before an upgrade is found.
-	onRunner fileStore
+	onRunner *filestate.Store
 
 	mu sync.Mutex
 	// runs is this store's own records: the body and ETag last written,
@@ -117,8 +118,7 @@ func openS3Store(ctx context.Context, backend string) (state.Store, error) {
 	if err != nil {
 		return nil, errors.New("the s3:// backend URL does not parse")
 	}
-	local := legacyRunsRoot(backend)
-	s := &s3Store{name: u.Host, runs: map[string]s3Run{}, onRunner: fileStore{runsRoot: local, legacyRoot: local}}
+	s := &s3Store{name: u.Host, runs: map[string]s3Run{}, onRunner: filestate.OnRunner(backend)}
 	// The keys the SDK may hold: never in a message.
 	for _, env := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"} {
 		if v := os.Getenv(env); len(v) >= 4 {
@@ -367,7 +367,7 @@ func (s *s3Store) ListRuns(ctx context.Context, project, stack string) ([]state.
 
 // runnerKey reports whether key is a record kept on this runner.
 func (s *s3Store) runnerKey(key string) bool {
-	return filepath.IsAbs(key) && strings.HasPrefix(key, s.onRunner.runsRoot+string(filepath.Separator))
+	return filepath.IsAbs(key) && strings.HasPrefix(key, s.onRunner.RunsRoot()+string(filepath.Separator))
 }
 
 // leaseAge is how long before now (the server's) the record was last

@@ -18,6 +18,7 @@ import (
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/s3test"
 	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
 // These tests run against a real S3 server started on loopback
@@ -195,7 +196,7 @@ func TestS3Leases(t *testing.T) {
 	// found, and removed from the runner.
 	oldRun := state.Run{Op: "destroy", Stack: "s", PID: 4444, Host: "runner-old.example", Started: time.Now()}
 	oldBody, _ := json.Marshal(oldRun)
-	dir := filepath.Join(legacyRunsRoot(backend), "paddock", "s")
+	dir := filepath.Join(filestate.LegacyRunsRoot(backend), "paddock", "s")
 	os.MkdirAll(dir, 0o700)
 	os.WriteFile(filepath.Join(dir, "destroy-old.json"), oldBody, 0o600)
 	os.Chtimes(filepath.Join(dir, "destroy-old.json"), time.Now().Add(-time.Hour), time.Now().Add(-time.Hour))

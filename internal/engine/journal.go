@@ -12,6 +12,7 @@ import (
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
 // This file is the run journal as the engine keeps it. Up and destroy save
@@ -77,10 +78,10 @@ func (e *Engine) runsDir(name string) (string, error) {
 		return "", err
 	}
 	switch f := s.(type) {
-	case *fileStore:
-		return f.runsDir(e.stackRef(name)), nil
-	case *localJournalStore:
-		return f.runsDir(e.stackRef(name)), nil
+	case *filestate.Store:
+		return f.RunsDir(e.stackRef(name)), nil
+	case *filestate.LocalJournal:
+		return f.RunsDir(e.stackRef(name)), nil
 	}
 	return "", nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
 // journalEngine is an engine on backend.
@@ -289,7 +290,7 @@ func TestJournalReadsRecordsFromBeforeTheMove(t *testing.T) {
 	t.Setenv("PADDOCK_HOME", t.TempDir())
 	backend := "file://" + t.TempDir()
 	e := journalEngine(t, backend)
-	dir := filepath.Join(legacyRunsRoot(backend), "fault")
+	dir := filepath.Join(filestate.LegacyRunsRoot(backend), "fault")
 	os.MkdirAll(dir, 0o700)
 	b, _ := json.Marshal(state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now()})
 	os.WriteFile(filepath.Join(dir, "up-old.json"), b, 0o600)

@@ -25,6 +25,7 @@ import (
 	"github.com/paddock-platform/paddock/internal/pins"
 	"github.com/paddock-platform/paddock/internal/program"
 	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
 // ProjectName is the Pulumi project every Paddock stack belongs to.
@@ -240,8 +241,8 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 		return auto.Stack{}, err
 	}
 	if st, err := e.store(); err == nil {
-		if fs, ok := st.(*fileStore); ok {
-			for _, p := range fs.repairSidecars() {
+		if fs, ok := st.(*filestate.Store); ok {
+			for _, p := range fs.RepairSidecars() {
 				fmt.Fprintf(e.opts.Out, "state: removed %s, a metadata file a killed run left half written (it held only its blob's content type and checksum; the blob is whole)\n", p)
 			}
 		}

@@ -8,12 +8,13 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/state"
 	"github.com/paddock-platform/paddock/internal/state/filestate"
+	"github.com/paddock-platform/paddock/internal/state/pgstate"
 )
 
 // This file is the engine's side of its backend (package state): the store
 // of the backend URL, opened once per engine, and the stack's last checkpoint
-// read through it. The file backend is package filestate; PostgreSQL is in
-// backendpg.go, S3 buckets in backends3.go (tested against SeaweedFS's S3
+// read through it. The file backend is package filestate, PostgreSQL
+// pgstate; S3 buckets are in backends3.go (tested against SeaweedFS's S3
 // gateway).
 
 // openStore opens the store of backend URL backend. A backend without a
@@ -27,7 +28,11 @@ func openStore(ctx context.Context, backend string) (state.Store, error) {
 	case "file":
 		return filestate.Open(u, backend), nil
 	case "postgres", "postgresql":
-		return openPostgresStore(ctx, backend)
+		s, err := pgstate.Open(ctx, backend)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	case "s3":
 		return openS3Store(ctx, backend)
 	}

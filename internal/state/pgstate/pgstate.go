@@ -1,4 +1,14 @@
-package engine
+// Package pgstate is Pulumi's PostgreSQL DIY backend (postgres://, Pulumi
+// v3.177+) as Paddock reads it. Pulumi keeps every object of a DIY backend as
+// one row of its state table (?table=, default pulumi_state): key is the
+// object's path (the same paths as on file://, after the URL's path: the
+// database name and a slash), data is JSON {"data": <base64 of the object's
+// bytes>}, updated_at when it was last written. Paddock reads the checkpoint
+// and the update locks from those rows and writes a lock the same way, so
+// Pulumi and Paddock see each other's locks. Paddock's run journal is a table
+// of its own beside it (paddock_runs), created on first use; its leases are
+// timed by the database's clock.
+package pgstate
 
 import (
 	"context"
@@ -18,17 +28,6 @@ import (
 	"github.com/paddock-platform/paddock/internal/state"
 )
 
-// This file is Pulumi's PostgreSQL DIY backend (postgres://, Pulumi v3.177+)
-// as Paddock reads it. Pulumi keeps every object of a DIY backend as one row
-// of its state table (?table=, default pulumi_state): key is the object's
-// path (the same paths as on file://, after the URL's path: the database
-// name and a slash), data is JSON {"data": <base64 of the
-// object's bytes>}, updated_at when it was last written. Paddock reads the
-// checkpoint and the update locks from those rows and writes a lock the same
-// way, so Pulumi and Paddock see each other's locks. Paddock's run journal is
-// a table of its own beside it (paddock_runs), created on first use; its
-// leases are timed by the database's clock.
-
 const runsTableName = "paddock_runs"
 
 // pgIdentifier is a table name as Pulumi puts it in its SQL, unquoted: a
@@ -36,7 +35,8 @@ const runsTableName = "paddock_runs"
 // quoting would name another table than Pulumi's.
 var pgIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$`)
 
-type postgresStore struct {
+// Store is a postgres:// backend.
+type Store struct {
 	pool      *pgxpool.Pool
 	table     string // Pulumi's state table
 	runsTable string
@@ -47,9 +47,9 @@ type postgresStore struct {
 	prefix string
 }
 
-// openPostgresStore connects to the database of a postgres:// backend URL.
-// Its errors never hold the URL's password.
-func openPostgresStore(ctx context.Context, backend string) (state.Store, error) {
+// Open connects to the database of a postgres:// backend URL. Its errors
+// never hold the URL's password.
+func Open(ctx context.Context, backend string) (*Store, error) {
 	u, err := url.Parse(backend)
 	if err != nil {
 		return nil, errors.New("the postgres:// backend URL does not parse")
@@ -84,7 +84,7 @@ func openPostgresStore(ctx context.Context, backend string) (state.Store, error)
 	if schema, _, ok := strings.Cut(table, "."); ok {
 		runsTable = schema + "." + runsTableName
 	}
-	s := &postgresStore{table: table, runsTable: runsTable, SecretText: secrets}
+	s := &Store{table: table, runsTable: runsTable, SecretText: secrets}
 	if sub := strings.TrimLeft(u.Path, "/"); sub != "" {
 		s.prefix = strings.TrimSuffix(sub, "/") + "/"
 	}
@@ -107,7 +107,7 @@ func openPostgresStore(ctx context.Context, backend string) (state.Store, error)
 	return s, nil
 }
 
-func (s *postgresStore) Close() { s.pool.Close() }
+func (s *Store) Close() { s.pool.Close() }
 
 // missingTable reports whether err is a table that does not exist: no stack
 // (Pulumi creates its table at login) or no run recorded yet.
@@ -127,7 +127,7 @@ func blob(data string) ([]byte, error) {
 	return base64.StdEncoding.DecodeString(d.Data)
 }
 
-func (s *postgresStore) Checkpoint(ctx context.Context, project, stack string) ([]byte, string, bool, error) {
+func (s *Store) Checkpoint(ctx context.Context, project, stack string) ([]byte, string, bool, error) {
 	// Like Pulumi: of the variants present, the most recently written (on a
 	// tie the later key, as its listing in key order keeps the last).
 	var key, data string
@@ -153,7 +153,7 @@ func (s *postgresStore) Checkpoint(ctx context.Context, project, stack string) (
 	return out, where, true, err
 }
 
-func (s *postgresStore) Locks(ctx context.Context, project, stack string) ([]state.Lock, error) {
+func (s *Store) Locks(ctx context.Context, project, stack string) ([]state.Lock, error) {
 	rows, err := s.pool.Query(ctx, "SELECT key, data::text FROM "+s.table+" WHERE starts_with(key, $1) ORDER BY key", s.prefix+state.LockPrefix(project, stack))
 	if missingTable(err) {
 		return nil, nil
@@ -188,7 +188,7 @@ func (s *postgresStore) Locks(ctx context.Context, project, stack string) ([]sta
 	return out, nil
 }
 
-func (s *postgresStore) AddLock(ctx context.Context, project, stack string, body []byte) (string, error) {
+func (s *Store) AddLock(ctx context.Context, project, stack string, body []byte) (string, error) {
 	key := s.prefix + state.LockPrefix(project, stack) + state.NewLockID() + ".json"
 	data, err := json.Marshal(struct {
 		Data string `json:"data"`
@@ -202,21 +202,21 @@ func (s *postgresStore) AddLock(ctx context.Context, project, stack string, body
 	return key, nil
 }
 
-func (s *postgresStore) RemoveLock(ctx context.Context, key string) error {
+func (s *Store) RemoveLock(ctx context.Context, key string) error {
 	if _, err := s.pool.Exec(ctx, "DELETE FROM "+s.table+" WHERE key = $1", key); err != nil {
 		return fmt.Errorf("removing the lock %s from %s: %w", key, s.where, s.Scrub(err))
 	}
 	return nil
 }
 
-func (s *postgresStore) JournalWhere(project, stack string) string {
+func (s *Store) JournalWhere(project, stack string) string {
 	return fmt.Sprintf("%s table %s, stack %s/%s", strings.TrimSuffix(s.where, " (table "+s.table+")"), s.runsTable, project, stack)
 }
 
 // ensureRunsTable creates the journal's table when it is missing. Checking
 // first lets a role without CREATE use a table that exists; two runners
 // creating it at once leave one table, and the loser finds it there.
-func (s *postgresStore) ensureRunsTable(ctx context.Context) error {
+func (s *Store) ensureRunsTable(ctx context.Context) error {
 	var exists *string
 	if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1)::text", s.runsTable).Scan(&exists); err != nil {
 		return s.Scrub(err)
@@ -243,7 +243,7 @@ func (s *postgresStore) ensureRunsTable(ctx context.Context) error {
 	return nil
 }
 
-func (s *postgresStore) PutRun(ctx context.Context, project, stack, id string, body []byte) (string, error) {
+func (s *Store) PutRun(ctx context.Context, project, stack, id string, body []byte) (string, error) {
 	if err := s.ensureRunsTable(ctx); err != nil {
 		return "", fmt.Errorf("creating the run journal %s: %w", s.JournalWhere(project, stack), err)
 	}
@@ -255,7 +255,7 @@ func (s *postgresStore) PutRun(ctx context.Context, project, stack, id string, b
 	return key, nil
 }
 
-func (s *postgresStore) RenewRun(ctx context.Context, key string) error {
+func (s *Store) RenewRun(ctx context.Context, key string) error {
 	tag, err := s.pool.Exec(ctx, "UPDATE "+s.runsTable+" SET renewed_at = now() WHERE key = $1", key)
 	if err != nil {
 		return fmt.Errorf("renewing the run record %s: %w", key, s.Scrub(err))
@@ -266,7 +266,7 @@ func (s *postgresStore) RenewRun(ctx context.Context, key string) error {
 	return nil
 }
 
-func (s *postgresStore) ListRuns(ctx context.Context, project, stack string) ([]state.StoredRun, error) {
+func (s *Store) ListRuns(ctx context.Context, project, stack string) ([]state.StoredRun, error) {
 	rows, err := s.pool.Query(ctx,
 		"SELECT key, record::text, extract(epoch FROM now() - renewed_at)::float8 FROM "+s.runsTable+" WHERE project = $1 AND stack = $2 ORDER BY key",
 		project, stack)
@@ -292,7 +292,7 @@ func (s *postgresStore) ListRuns(ctx context.Context, project, stack string) ([]
 	return out, nil
 }
 
-func (s *postgresStore) DeleteRun(ctx context.Context, key string) error {
+func (s *Store) DeleteRun(ctx context.Context, key string) error {
 	_, err := s.pool.Exec(ctx, "DELETE FROM "+s.runsTable+" WHERE key = $1", key)
 	if err != nil && !missingTable(err) {
 		return fmt.Errorf("removing the run record %s: %w", key, s.Scrub(err))

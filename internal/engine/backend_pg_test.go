@@ -13,15 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pgtest"
 	"github.com/paddock-platform/paddock/internal/state"
 )
 
-// These tests run against a real PostgreSQL server started on loopback
-// (internal/pgtest) and, for the checkpoint, the pinned Pulumi CLI writing
-// to it.
+// These are the engine's tests on a postgres:// backend (package pgstate):
+// its journal, leases, locks and fast path against a real PostgreSQL server
+// started on loopback (internal/pgtest) and, for the checkpoint, the pinned
+// Pulumi CLI writing to it.
 
 func TestPostgresJournalTwoRunners(t *testing.T) {
 	journalTwoRunners(t, pgtest.Start(t).NewDatabase(t), "")
@@ -43,8 +46,14 @@ func TestPostgresLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	// Pulumi's table, as its login creates it (no CLI in this test).
-	if _, err := store.(*postgresStore).pool.Exec(ctx, "CREATE TABLE pulumi_state (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())"); err != nil {
+	// Pulumi's table, as its login creates it (no CLI in this test), over a
+	// connection of the test's own: the store's pool is pgstate's.
+	conn, err := pgx.Connect(ctx, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE pulumi_state (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -9,13 +9,13 @@ import (
 	"github.com/paddock-platform/paddock/internal/state"
 	"github.com/paddock-platform/paddock/internal/state/filestate"
 	"github.com/paddock-platform/paddock/internal/state/pgstate"
+	"github.com/paddock-platform/paddock/internal/state/s3state"
 )
 
 // This file is the engine's side of its backend (package state): the store
 // of the backend URL, opened once per engine, and the stack's last checkpoint
-// read through it. The file backend is package filestate, PostgreSQL
-// pgstate; S3 buckets are in backends3.go (tested against SeaweedFS's S3
-// gateway).
+// read through it. Each backend is a package of its own under state:
+// filestate, pgstate, s3state (tested against SeaweedFS's S3 gateway).
 
 // openStore opens the store of backend URL backend. A backend without a
 // reader still gets a journal, on this runner.
@@ -34,7 +34,11 @@ func openStore(ctx context.Context, backend string) (state.Store, error) {
 		}
 		return s, nil
 	case "s3":
-		return openS3Store(ctx, backend)
+		s, err := s3state.Open(ctx, backend)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	reason := fmt.Sprintf("Paddock reads the state of file://, postgres:// and s3:// backends only; on %s:// it falls back to Pulumi's refresh (no reader for its buckets yet)", u.Scheme)
 	if u.Scheme == "https" || u.Scheme == "http" {

@@ -4,7 +4,9 @@
 // sharing the backend sees what another runner left. It holds what every
 // backend has in common (the Store interface, Pulumi's keys, the lock and run
 // record formats, the lease timing), apart from the engine that runs the
-// stacks. All backends use the keys Pulumi's DIY backend writes:
+// stacks; each backend is a package of its own beneath it (filestate,
+// pgstate, s3state), so one backend's driver never weighs on another's code.
+// All backends use the keys Pulumi's DIY backend writes:
 //
 //	.pulumi/stacks/<project>/<stack>.json[.gz|.zst]   the checkpoint
 //	.pulumi/locks/organization/<project>/<stack>/<id>.json   update locks

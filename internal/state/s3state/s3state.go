@@ -1,4 +1,18 @@
-package engine
+// Package s3state is Pulumi's DIY backend in an S3 bucket (s3://) as Paddock
+// reads it. The bucket is opened the way Pulumi opens it: through gocloud.dev's
+// s3blob (the version Pulumi's CLI is built with, checked by pins' tests), so
+// every query parameter means what it means to Pulumi (region, endpoint,
+// profile, use_path_style or s3ForcePathStyle, disable_https, prefix, the
+// checksum settings...) and credentials come from the same AWS SDK chain
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE,
+// AWS_REGION...). Before that, the URL gets the rewrites Pulumi gives it
+// (s3LegacyParams), and after it the URL's path becomes a key prefix, as
+// Pulumi adds it: s3://bucket/team/a keeps the checkpoint at
+// team/a/.pulumi/stacks/<project>/<stack>.json.
+//
+// The run journal is beside it under <prefix>.paddock/runs/, where Pulumi
+// never looks, one object per run.
+package s3state
 
 import (
 	"bytes"
@@ -29,23 +43,8 @@ import (
 	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
-// This file is Pulumi's DIY backend in an S3 bucket (s3://) as Paddock reads
-// it. The bucket is opened the way Pulumi opens it: through gocloud.dev's
-// s3blob (the version Pulumi's CLI is built with, checked by pins' tests), so
-// every query parameter means what it means to Pulumi (region, endpoint,
-// profile, use_path_style or s3ForcePathStyle, disable_https, prefix, the
-// checksum settings...) and credentials come from the same AWS SDK chain
-// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE,
-// AWS_REGION...). Before that, the URL gets the rewrites Pulumi gives it
-// (s3LegacyParams), and after it the URL's path becomes a key prefix, as
-// Pulumi adds it: s3://bucket/team/a keeps the checkpoint at
-// team/a/.pulumi/stacks/<project>/<stack>.json.
-//
-// The run journal is beside it under <prefix>.paddock/runs/, where Pulumi
-// never looks, one object per run.
-
-// s3Store is an s3:// backend.
-type s3Store struct {
+// Store is an s3:// backend.
+type Store struct {
 	// bucket is Pulumi's view of the bucket: its keys are Pulumi's paths.
 	bucket *gcblob.Bucket
 	// client, name and prefix reach the same objects directly, for the
@@ -111,14 +110,14 @@ func s3LegacyParams(u *url.URL) error {
 	return nil
 }
 
-// openS3Store opens the bucket of an s3:// backend URL. Nothing is sent to
-// the server until the first read.
-func openS3Store(ctx context.Context, backend string) (state.Store, error) {
+// Open opens the bucket of an s3:// backend URL. Nothing is sent to the
+// server until the first read.
+func Open(ctx context.Context, backend string) (*Store, error) {
 	u, err := url.Parse(backend)
 	if err != nil {
 		return nil, errors.New("the s3:// backend URL does not parse")
 	}
-	s := &s3Store{name: u.Host, runs: map[string]s3Run{}, onRunner: filestate.OnRunner(backend)}
+	s := &Store{name: u.Host, runs: map[string]s3Run{}, onRunner: filestate.OnRunner(backend)}
 	// The keys the SDK may hold: never in a message.
 	for _, env := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"} {
 		if v := os.Getenv(env); len(v) >= 4 {
@@ -159,11 +158,11 @@ func openS3Store(ctx context.Context, backend string) (state.Store, error) {
 	return s, nil
 }
 
-func (s *s3Store) Close() { s.bucket.Close() }
+func (s *Store) Close() { s.bucket.Close() }
 
-func (s *s3Store) at(key string) string { return s.where + " key " + key }
+func (s *Store) at(key string) string { return s.where + " key " + key }
 
-func (s *s3Store) Checkpoint(ctx context.Context, project, stack string) ([]byte, string, bool, error) {
+func (s *Store) Checkpoint(ctx context.Context, project, stack string) ([]byte, string, bool, error) {
 	// Like Pulumi: of the variants present, the most recently written (on a
 	// tie the later one, as with the other backends).
 	best, bestTime := "", time.Time{}
@@ -193,7 +192,7 @@ func (s *s3Store) Checkpoint(ctx context.Context, project, stack string) ([]byte
 	return data, s.at(best), true, err
 }
 
-func (s *s3Store) Locks(ctx context.Context, project, stack string) ([]state.Lock, error) {
+func (s *Store) Locks(ctx context.Context, project, stack string) ([]state.Lock, error) {
 	// .pulumi/locks/<org>/<project>/<stack>/<lock id>.json, any org.
 	it := s.bucket.List(&gcblob.ListOptions{Prefix: ".pulumi/locks/"})
 	var out []state.Lock
@@ -224,7 +223,7 @@ func (s *s3Store) Locks(ctx context.Context, project, stack string) ([]state.Loc
 	return out, nil
 }
 
-func (s *s3Store) AddLock(ctx context.Context, project, stack string, body []byte) (string, error) {
+func (s *Store) AddLock(ctx context.Context, project, stack string, body []byte) (string, error) {
 	key := state.LockPrefix(project, stack) + state.NewLockID() + ".json"
 	if err := s.bucket.WriteAll(ctx, key, body, nil); err != nil {
 		return "", fmt.Errorf("writing the stack's lock to %s: %w", s.where, s.Scrub(err))
@@ -232,7 +231,7 @@ func (s *s3Store) AddLock(ctx context.Context, project, stack string, body []byt
 	return key, nil
 }
 
-func (s *s3Store) RemoveLock(ctx context.Context, key string) error {
+func (s *Store) RemoveLock(ctx context.Context, key string) error {
 	if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 		return fmt.Errorf("removing the lock %s from %s: %w", key, s.where, s.Scrub(err))
 	}
@@ -254,15 +253,15 @@ func (s *s3Store) RemoveLock(ctx context.Context, key string) error {
 // judged by this runner's clock, and a record without a LastModified is
 // taken as expired: never alive forever.
 
-func (s *s3Store) runsPrefix(project, stack string) string {
+func (s *Store) runsPrefix(project, stack string) string {
 	return s.prefix + ".paddock/runs/" + url.PathEscape(project) + "/" + url.PathEscape(stack) + "/"
 }
 
-func (s *s3Store) JournalWhere(project, stack string) string {
+func (s *Store) JournalWhere(project, stack string) string {
 	return "s3://" + s.name + "/" + s.ScrubText(s.runsPrefix(project, stack))
 }
 
-func (s *s3Store) PutRun(ctx context.Context, project, stack, id string, body []byte) (string, error) {
+func (s *Store) PutRun(ctx context.Context, project, stack, id string, body []byte) (string, error) {
 	key := s.runsPrefix(project, stack) + id + ".json"
 	out, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &s.name, Key: &key, Body: bytes.NewReader(body), ContentType: ptr("application/json"),
@@ -274,13 +273,13 @@ func (s *s3Store) PutRun(ctx context.Context, project, stack, id string, body []
 	return key, nil
 }
 
-func (s *s3Store) remember(key string, body []byte, etag *string) {
+func (s *Store) remember(key string, body []byte, etag *string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.runs[key] = s3Run{body: body, etag: deref(etag)}
 }
 
-func (s *s3Store) RenewRun(ctx context.Context, key string) error {
+func (s *Store) RenewRun(ctx context.Context, key string) error {
 	gone := fmt.Errorf("the run record s3://%s/%s is gone", s.name, s.ScrubText(key))
 	s.mu.Lock()
 	run, ok := s.runs[key]
@@ -327,7 +326,7 @@ func (s *s3Store) RenewRun(ctx context.Context, key string) error {
 	return nil
 }
 
-func (s *s3Store) ListRuns(ctx context.Context, project, stack string) ([]state.StoredRun, error) {
+func (s *Store) ListRuns(ctx context.Context, project, stack string) ([]state.StoredRun, error) {
 	prefix := s.runsPrefix(project, stack)
 	var keys []string
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.name, Prefix: &prefix})
@@ -366,7 +365,7 @@ func (s *s3Store) ListRuns(ctx context.Context, project, stack string) ([]state.
 }
 
 // runnerKey reports whether key is a record kept on this runner.
-func (s *s3Store) runnerKey(key string) bool {
+func (s *Store) runnerKey(key string) bool {
 	return filepath.IsAbs(key) && strings.HasPrefix(key, s.onRunner.RunsRoot()+string(filepath.Separator))
 }
 
@@ -398,7 +397,7 @@ func serverDate(md middleware.Metadata) time.Time {
 	return t
 }
 
-func (s *s3Store) DeleteRun(ctx context.Context, key string) error {
+func (s *Store) DeleteRun(ctx context.Context, key string) error {
 	if s.runnerKey(key) {
 		return s.onRunner.DeleteRun(ctx, key)
 	}

@@ -1,7 +1,8 @@
 // Package engine runs a platform's stack through the Pulumi Automation API with
 // an inline program and the pinned CLI Paddock built. It owns the backend (a
-// local file state by default), the secrets passphrase and progress reporting;
-// it knows the components only through package program.
+// local file state by default; what Paddock reads there itself is package
+// state's), the secrets passphrase and progress reporting; it knows the
+// components only through package program.
 package engine
 
 import (

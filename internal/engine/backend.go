@@ -24,6 +24,8 @@ func openStore(ctx context.Context, backend string) (state.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the backend URL does not parse")
 	}
+	// A failed Open returns here as a nil Store, never as a Store holding a
+	// nil pointer.
 	switch u.Scheme {
 	case "file":
 		return filestate.Open(u, backend), nil

@@ -41,9 +41,10 @@ func Open(u *url.URL, backend string) *Store {
 	return &Store{root: root, runsRoot: filepath.Join(root, ".paddock", "runs"), legacyRoot: LegacyRunsRoot(backend)}
 }
 
-// OnRunner is a journal of backend kept on this runner only
-// ($PADDOCK_HOME/runs/<backend>), for a backend whose own storage Paddock
-// does not keep it in; it has no checkpoint or locks.
+// OnRunner is backend's journal on this runner ($PADDOCK_HOME/runs/<backend>):
+// where a backend Paddock does not read keeps its records, and where a bucket
+// kept them before Paddock read buckets. Without a root it reads no
+// checkpoint or locks.
 func OnRunner(backend string) *Store {
 	return &Store{runsRoot: LegacyRunsRoot(backend), legacyRoot: LegacyRunsRoot(backend)}
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
 // This file is destroy at the speed of namespace deletion. Pulumi's destroy
@@ -757,7 +758,7 @@ func (e *Engine) lockStack(name string) (func(), error) {
 		Username  string    `json:"username"`
 		Hostname  string    `json:"hostname"`
 		Timestamp time.Time `json:"timestamp"`
-	}{os.Getpid(), os.Getenv("USER"), hostname(), time.Now()})
+	}{os.Getpid(), os.Getenv("USER"), state.Hostname(), time.Now()})
 	if err != nil {
 		return nil, err
 	}

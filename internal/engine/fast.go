@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/state"
 	"github.com/paddock-platform/paddock/internal/targets"
 )
 
@@ -240,11 +241,11 @@ func (e *Engine) stackClusterPlan(ctx context.Context, p *model.Platform, name s
 func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string, stackCluster bool) (*objectPlan, string) {
 	fail := func(reason string) (*objectPlan, string) { return nil, reason }
 	data, _, err := e.readStackState(name)
-	var noReader *noReaderError
+	var noReader *state.NoReaderError
 	var corrupt *CorruptStateError
 	switch {
 	case errors.As(err, &noReader):
-		return fail(noReader.reason)
+		return fail(noReader.Reason)
 	case errors.As(err, &corrupt):
 		return fail("the state does not parse")
 	case err != nil:

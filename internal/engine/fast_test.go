@@ -439,7 +439,7 @@ func TestFastPlanFallsBack(t *testing.T) {
 		{name: "GKE target", want: "GKE", platform: func(p *model.Platform) { p.Target.Kind = model.TargetGKE }},
 		{name: "no kubeconfig", want: "no kubeconfig", platform: func(p *model.Platform) { p.Target.Kubeconfig = "" }},
 		{name: "no stack", want: "does not exist", setup: func(t *testing.T, e *Engine, file string) { os.Remove(file) }},
-		// s3:// is read (backends3_test.go, against a server on loopback).
+		// s3:// is read (backend_s3_test.go, against a server on loopback).
 		{name: "gs bucket", want: "on gs:// it falls back to Pulumi's refresh", setup: func(t *testing.T, e *Engine, file string) {
 			e.opts.Backend = "gs://bucket/state"
 		}},

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/user"
 	"time"
+
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
 // lockForRepair takes the stack's lock before the fast path changes live
@@ -29,21 +31,21 @@ func (e *Engine) lockForRepair(name string) (release func(), holder string, err 
 		Username  string    `json:"username"`
 		Hostname  string    `json:"hostname"`
 		Timestamp time.Time `json:"timestamp"`
-	}{os.Getpid(), who, hostname(), time.Now().UTC()})
+	}{os.Getpid(), who, state.Hostname(), time.Now().UTC()})
 	if err != nil {
 		return nil, "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
 	project, stack := e.stackRef(name)
-	mine, err := store.addLock(ctx, project, stack, body)
+	mine, err := store.AddLock(ctx, project, stack, body)
 	if err != nil {
 		return nil, "", err
 	}
 	release = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 		defer cancel()
-		_ = store.removeLock(ctx, mine)
+		_ = store.RemoveLock(ctx, mine)
 	}
 	locks, err := e.Locks(name)
 	if err != nil {

@@ -14,9 +14,10 @@ import (
 )
 
 // This file reads a stack's last checkpoint straight from the backend
-// (backend.go: file://, postgres:// or s3://), without the Pulumi CLI, for the fast no-op up and drift (fast.go). Secret
-// values are decrypted with the stack's passphrase into memory only: they
-// are compared, never written or printed.
+// (backend.go, package state: file://, postgres:// or s3://), without the
+// Pulumi CLI, for the fast no-op up and drift (fast.go). Secret values are
+// decrypted with the stack's passphrase into memory only: they are compared,
+// never written or printed.
 
 // stateResource is one resource of a checkpoint, as the fast path needs it.
 type stateResource struct {

@@ -2,40 +2,35 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/url"
 	"os"
 	"sort"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
-	"github.com/paddock-platform/paddock/internal/procfs"
+	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
-// This file is the run journal. Up and destroy save the state once, at the
-// end (final checkpoints), so a run that dies midway leaves objects the state
-// does not record. Before changing anything each run writes a record of its
-// own in the backend that holds the stack (backend.go: beside the state on
-// file://, table paddock_runs on postgres://, objects under .paddock/runs/
-// on s3://, on this runner for backends Paddock does not read) and removes
-// it when it succeeds: a record whose run is gone is a run that did not
-// finish, and the next up or destroy, on any
-// runner sharing the backend, cleans up after it (prune.go). One record per
-// run, never one per stack, so a run waiting for the lock cannot overwrite
-// (and hide) the record of one that died.
+// This file is the run journal as the engine keeps it. Up and destroy save
+// the state once, at the end (final checkpoints), so a run that dies midway
+// leaves objects the state does not record. Before changing anything each
+// run writes a record of its own in the backend that holds the stack
+// (package state: beside the state on file://, table paddock_runs on
+// postgres://, objects under .paddock/runs/ on s3://, on this runner for
+// backends Paddock does not read) and removes it when it succeeds: a record
+// whose run is gone is a run that did not finish, and the next up or
+// destroy, on any runner sharing the backend, cleans up after it
+// (prune.go). One record per run, never one per stack, so a run waiting for
+// the lock cannot overwrite (and hide) the record of one that died.
 //
-// A record is a lease: its run renews it every leaseRenewEvery. On the host
-// that wrote it the run's process is asked; elsewhere a record not renewed
-// for leaseExpiry is dead, so no record is alive forever.
+// A record is a lease (state.Run): its run renews it every
+// state.LeaseRenewEvery. On the host that wrote it the run's process is
+// asked; elsewhere a record not renewed for state.LeaseExpiry is dead, so no
+// record is alive forever.
 
 // DeadRun is an up or destroy of a stack whose process ended without
 // finishing: it may have created or deleted objects the state does not
@@ -63,22 +58,15 @@ func (d DeadRun) String() string {
 	return fmt.Sprintf("%s by pid %d on %s, started %s", d.Op, d.PID, d.Host, d.Started.Local().Format(time.RFC3339))
 }
 
-// runRecord is one run's record in the journal.
+// runRecord is one run's record in the journal (its stored body,
+// state.Run) and what the engine knows of it beside: its key, the age of its
+// lease as last read, the journal that holds it, and its heartbeat.
 type runRecord struct {
-	Op       string    `json:"op"`
-	Stack    string    `json:"stack"`
-	Platform string    `json:"platform,omitempty"`
-	PID      int       `json:"pid"`
-	Host     string    `json:"host"`
-	Started  time.Time `json:"started"`
-	// ProcessStart is when process PID started: a pid reused by a later
-	// process starts at another time.
-	ProcessStart time.Time   `json:"processStart,omitzero"`
-	Declared     []ObjectRef `json:"declared,omitempty"`
+	state.Run
 
 	key     string
 	age     time.Duration // since the lease was last renewed
-	journal runJournal
+	journal state.Journal
 	stop    func() // stops the heartbeat
 }
 
@@ -90,24 +78,12 @@ func (e *Engine) runsDir(name string) (string, error) {
 		return "", err
 	}
 	switch f := s.(type) {
-	case *fileStore:
-		return f.runsDir(e.stackRef(name)), nil
-	case *localJournalStore:
-		return f.runsDir(e.stackRef(name)), nil
+	case *filestate.Store:
+		return f.RunsDir(e.stackRef(name)), nil
+	case *filestate.LocalJournal:
+		return f.RunsDir(e.stackRef(name)), nil
 	}
 	return "", nil
-}
-
-// backendKey names a backend's journal directory on this runner: its
-// scheme, readable, and a hash of its URL (which may hold credentials, and
-// any character).
-func backendKey(backend string) string {
-	scheme := "backend"
-	if u, err := url.Parse(backend); err == nil && u.Scheme != "" {
-		scheme = u.Scheme
-	}
-	sum := sha256.Sum256([]byte(strings.TrimRight(backend, "/")))
-	return scheme + "-" + hex.EncodeToString(sum[:8])
 }
 
 // beginRun writes the record of this process's op on stack name, declaring
@@ -130,8 +106,8 @@ func (e *Engine) beginRecord(op, name, platform string, declared []ObjectRef) (*
 	if err != nil {
 		return nil, err
 	}
-	r := &runRecord{Op: op, Stack: name, Platform: platform, PID: os.Getpid(), Host: hostname(), Started: time.Now(), Declared: declared, journal: s}
-	if t, ok := processStart(r.PID); ok {
+	r := &runRecord{Run: state.Run{Op: op, Stack: name, Platform: platform, PID: os.Getpid(), Host: state.Hostname(), Started: time.Now(), Declared: declared}, journal: s}
+	if t, ok := state.ProcessStart(r.PID); ok {
 		r.ProcessStart = t
 	}
 	b, err := json.Marshal(r)
@@ -139,46 +115,14 @@ func (e *Engine) beginRecord(op, name, platform string, declared []ObjectRef) (*
 		return nil, err
 	}
 	id := fmt.Sprintf("%s-%s-%d-%d", op, r.Host, r.PID, r.Started.UnixNano())
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
 	project, stack := e.stackRef(name)
-	if r.key, err = s.putRun(ctx, project, stack, id, b); err != nil {
+	if r.key, err = s.PutRun(ctx, project, stack, id, b); err != nil {
 		return nil, err
 	}
-	r.stop = heartbeat(s, r.key, e.opts.Out, op)
+	r.stop = state.Heartbeat(s, r.key, e.opts.Out, op)
 	return r, nil
-}
-
-// heartbeat renews the lease of record key every leaseRenewEvery until the
-// returned function is called. A renewal that fails is said once: the run
-// goes on, and other runners may take it for dead after leaseExpiry.
-func heartbeat(j runJournal, key string, out io.Writer, op string) func() {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(leaseRenewEvery)
-		defer t.Stop()
-		failing := false
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), leaseRenewEvery)
-				err := j.renewRun(ctx, key)
-				cancel()
-				if err != nil && !failing {
-					fmt.Fprintf(out, "paddock %s: renewing this run's record failed (%s); other runners take the run for dead after %s without a renewal\n", op, oneLine(err), leaseExpiry)
-				}
-				failing = err != nil
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() { close(done); <-stopped })
-	}
 }
 
 // abandon stops renewing the record and keeps it: the run failed, and the
@@ -195,43 +139,14 @@ func (r *runRecord) end() error {
 		return nil
 	}
 	r.abandon()
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
-	return r.journal.deleteRun(ctx, r.key)
+	return r.journal.DeleteRun(ctx, r.key)
 }
 
-// alive reports whether the run still goes on. On the host that wrote the
-// record its process is asked; a record of another host is alive while its
-// lease is renewed.
-func (r *runRecord) alive() bool {
-	if r.Host != hostname() {
-		return r.age < leaseExpiry
-	}
-	if r.PID <= 0 {
-		return false
-	}
-	if err := syscall.Kill(r.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	st, err := procfs.ReadStat(r.PID)
-	if err != nil {
-		// No /proc to ask: the process exists, so it counts as the run's.
-		return !errors.Is(err, procfs.ErrNoProcess)
-	}
-	if st.Exited() {
-		return false // killed, and not yet reaped by its parent
-	}
-	started, err := st.StartTime()
-	if err != nil {
-		return true
-	}
-	if !r.ProcessStart.IsZero() {
-		// Boot time is read in whole seconds: allow for it.
-		d := started.Sub(r.ProcessStart)
-		return d > -2*time.Second && d < 2*time.Second
-	}
-	return !started.After(r.Started.Add(10 * time.Second))
-}
+// alive reports whether the run still goes on (state.Run.Alive), by its
+// lease as the journal was last read.
+func (r *runRecord) alive() bool { return r.Alive(r.age) }
 
 // readRuns reads every record of stack name: the readable ones, and the
 // damaged ones (as dead runs that say why).
@@ -240,10 +155,10 @@ func (e *Engine) readRuns(name string) ([]*runRecord, []DeadRun, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
 	project, stack := e.stackRef(name)
-	stored, err := s.listRuns(ctx, project, stack)
+	stored, err := s.ListRuns(ctx, project, stack)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -251,15 +166,15 @@ func (e *Engine) readRuns(name string) ([]*runRecord, []DeadRun, error) {
 	var damaged []DeadRun
 	for _, sr := range stored {
 		var r runRecord
-		err := json.Unmarshal(sr.body, &r)
+		err := json.Unmarshal(sr.Body, &r)
 		if err == nil && (r.Op == "" || r.PID <= 0 || r.Host == "") {
 			err = errors.New("it names no operation, pid or host")
 		}
 		if err != nil {
-			damaged = append(damaged, DeadRun{Damaged: err.Error(), key: sr.key})
+			damaged = append(damaged, DeadRun{Damaged: err.Error(), key: sr.Key})
 			continue
 		}
-		r.key, r.age, r.journal = sr.key, sr.age, s
+		r.key, r.age, r.journal = sr.Key, sr.Age, s
 		recs = append(recs, &r)
 	}
 	return recs, damaged, nil
@@ -309,10 +224,10 @@ func (e *Engine) clearRuns(dead []DeadRun) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
 	for _, d := range dead {
-		if err := s.deleteRun(ctx, d.key); err != nil {
+		if err := s.DeleteRun(ctx, d.key); err != nil {
 			return fmt.Errorf("removing the record of a dead run: %w", err)
 		}
 	}

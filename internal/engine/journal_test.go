@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
 // journalEngine is an engine on backend.
@@ -31,7 +33,7 @@ func exitedPID(t *testing.T) int {
 }
 
 // writeRecord puts rec in the journal of stack name as a run would.
-func writeRecord(t *testing.T, e *Engine, name string, rec runRecord) string {
+func writeRecord(t *testing.T, e *Engine, name string, rec state.Run) string {
 	t.Helper()
 	dir, err := e.runsDir(name)
 	if err != nil {
@@ -60,13 +62,13 @@ func TestJournalDeadAndAliveRuns(t *testing.T) {
 	}
 	// A process that has ended: dead, with what it declared.
 	gone := exitedPID(t)
-	writeRecord(t, e, "fault", runRecord{Op: "up", Stack: "fault", PID: gone, Host: hostname(), Started: time.Now().Add(-time.Minute), Declared: declared})
+	writeRecord(t, e, "fault", state.Run{Op: "up", Stack: "fault", PID: gone, Host: state.Hostname(), Started: time.Now().Add(-time.Minute), Declared: declared})
 	// This process's pid, but a start time that is not this process's: the
 	// pid was reused, so the run that wrote it is gone.
 	reusedStart := time.Now().Add(-time.Hour)
-	writeRecord(t, e, "fault", runRecord{Op: "destroy", Stack: "fault", PID: os.Getpid(), Host: hostname(), Started: reusedStart, ProcessStart: reusedStart})
+	writeRecord(t, e, "fault", state.Run{Op: "destroy", Stack: "fault", PID: os.Getpid(), Host: state.Hostname(), Started: reusedStart, ProcessStart: reusedStart})
 	// A run of another host whose pid means nothing here: never taken for dead.
-	writeRecord(t, e, "fault", runRecord{Op: "up", Stack: "fault", PID: gone, Host: "another-host.example", Started: time.Now()})
+	writeRecord(t, e, "fault", state.Run{Op: "up", Stack: "fault", PID: gone, Host: "another-host.example", Started: time.Now()})
 
 	dead, err := e.deadRuns("fault")
 	if err != nil {
@@ -79,7 +81,7 @@ func TestJournalDeadAndAliveRuns(t *testing.T) {
 	if dead[0].Op != "destroy" || dead[0].PID != os.Getpid() {
 		t.Errorf("first dead run = %+v, want the destroy whose pid was reused", dead[0])
 	}
-	if dead[1].Op != "up" || dead[1].PID != gone || dead[1].Host != hostname() || len(dead[1].Declared) != 1 || dead[1].Declared[0] != declared[0] {
+	if dead[1].Op != "up" || dead[1].PID != gone || dead[1].Host != state.Hostname() || len(dead[1].Declared) != 1 || dead[1].Declared[0] != declared[0] {
 		t.Errorf("second dead run = %+v, want the up of pid %d declaring %v", dead[1], gone, declared)
 	}
 	for _, d := range dead {
@@ -148,8 +150,8 @@ func TestJournalSeparateBackendsAndStacks(t *testing.T) {
 	t.Setenv("PADDOCK_HOME", t.TempDir())
 	a := journalEngine(t, "file://"+t.TempDir())
 	b := journalEngine(t, "file://"+t.TempDir())
-	writeRecord(t, a, "fault", runRecord{Op: "up", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
-	writeRecord(t, a, "org/proj/other", runRecord{Op: "up", Stack: "org/proj/other", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
+	writeRecord(t, a, "fault", state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now()})
+	writeRecord(t, a, "org/proj/other", state.Run{Op: "up", Stack: "org/proj/other", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now()})
 
 	for _, c := range []struct {
 		e     *Engine
@@ -164,8 +166,8 @@ func TestJournalSeparateBackendsAndStacks(t *testing.T) {
 			t.Errorf("backend %s stack %s: %d dead runs, want %d", c.e.opts.Backend, c.stack, len(dead), c.want)
 		}
 	}
-	if backendKey("s3://key:secret@bucket/x") == backendKey("s3://bucket/x") || strings.Contains(backendKey("s3://key:secret@bucket/x"), "secret") {
-		t.Errorf("backend keys: %s", backendKey("s3://key:secret@bucket/x"))
+	if state.BackendKey("s3://key:secret@bucket/x") == state.BackendKey("s3://bucket/x") || strings.Contains(state.BackendKey("s3://key:secret@bucket/x"), "secret") {
+		t.Errorf("backend keys: %s", state.BackendKey("s3://key:secret@bucket/x"))
 	}
 }
 
@@ -227,7 +229,7 @@ func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
 	e := New(Options{Backend: "file://" + t.TempDir(), Out: &out})
 	p := &model.Platform{Name: "fault"} // no kubeconfig: nothing to reach beside Pulumi
 	declared := []ObjectRef{{APIVersion: "v1", Kind: "Namespace", Name: "agents-t1"}}
-	writeRecord(t, e, "fault", runRecord{Op: "up", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now(), Declared: declared})
+	writeRecord(t, e, "fault", state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now(), Declared: declared})
 	self, err := e.beginRun("up", "fault", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +241,7 @@ func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
 
 	// Another run waits for the lock: what the dead run left may be its
 	// work in progress, so nothing is looked at and the dead record stays.
-	other := writeRecord(t, e, "fault", runRecord{Op: "up", Stack: "fault", PID: os.Getpid(), Host: "another-host.example", Started: time.Now()})
+	other := writeRecord(t, e, "fault", state.Run{Op: "up", Stack: "fault", PID: os.Getpid(), Host: "another-host.example", Started: time.Now()})
 	if err := e.finishRun(context.Background(), "up", p, "fault", self, dead); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +273,7 @@ func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
 	// A dead run that declared nothing (a destroy) leaves nothing to look
 	// for: its record goes.
 	e.clearRuns(dead)
-	writeRecord(t, e, "fault", runRecord{Op: "destroy", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
+	writeRecord(t, e, "fault", state.Run{Op: "destroy", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now()})
 	dead, _ = e.deadRuns("fault")
 	self, _ = e.beginRun("destroy", "fault", nil)
 	if err := e.finishRun(context.Background(), "destroy", p, "fault", self, dead); err != nil {
@@ -288,9 +290,9 @@ func TestJournalReadsRecordsFromBeforeTheMove(t *testing.T) {
 	t.Setenv("PADDOCK_HOME", t.TempDir())
 	backend := "file://" + t.TempDir()
 	e := journalEngine(t, backend)
-	dir := filepath.Join(legacyRunsRoot(backend), "fault")
+	dir := filepath.Join(filestate.LegacyRunsRoot(backend), "fault")
 	os.MkdirAll(dir, 0o700)
-	b, _ := json.Marshal(runRecord{Op: "up", Stack: "fault", PID: exitedPID(t), Host: hostname(), Started: time.Now()})
+	b, _ := json.Marshal(state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now()})
 	os.WriteFile(filepath.Join(dir, "up-old.json"), b, 0o600)
 	dead, err := e.deadRuns("fault")
 	if err != nil || len(dead) != 1 {
@@ -312,7 +314,7 @@ func TestFinishRunFindsRunsThatDiedWhileItWaited(t *testing.T) {
 	var out strings.Builder
 	e := New(Options{Backend: "file://" + t.TempDir(), Out: &out})
 	p := &model.Platform{Name: "fault"} // no kubeconfig: nothing to prune beside Pulumi
-	other := writeRecord(t, e, "fault", runRecord{Op: "destroy", Stack: "fault", PID: 4242, Host: "another-host.example", Started: time.Now()})
+	other := writeRecord(t, e, "fault", state.Run{Op: "destroy", Stack: "fault", PID: 4242, Host: "another-host.example", Started: time.Now()})
 	dead, self, err := e.startRun("up", "fault", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +323,7 @@ func TestFinishRunFindsRunsThatDiedWhileItWaited(t *testing.T) {
 		t.Fatalf("a live run of another host was taken for dead at the start: %v", dead)
 	}
 	// Its lease runs out while this run waits.
-	expired := time.Now().Add(-2 * leaseExpiry)
+	expired := time.Now().Add(-2 * state.LeaseExpiry)
 	if err := os.Chtimes(other, expired, expired); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
 // This file is how an update recovers from the one before it dying: a lock
@@ -137,7 +138,7 @@ func (e *Engine) checkState(name string) ([]PendingOperation, error) {
 // the backend is one Paddock does not read.
 func (e *Engine) stackCheckpoint(name string) (*checkpoint, error) {
 	data, where, err := e.readStackState(name)
-	var noReader *noReaderError
+	var noReader *state.NoReaderError
 	if errors.As(err, &noReader) {
 		return nil, nil
 	}
@@ -201,10 +202,10 @@ func (e *Engine) removeStaleLocks(op, name string) bool {
 	if err != nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
 	for _, l := range locks {
-		if err := store.removeLock(ctx, l.File); err != nil {
+		if err := store.RemoveLock(ctx, l.File); err != nil {
 			fmt.Fprintf(e.opts.Out, "paddock %s: cannot remove the lock of a dead update (%s): %v\n", op, l, err)
 			return false
 		}

@@ -1,23 +1,19 @@
 package engine
 
 import (
-	"github.com/paddock-platform/paddock/internal/procfs"
+	"github.com/paddock-platform/paddock/internal/state"
 	"slices"
 
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -107,7 +103,7 @@ func redactURL(raw string) string {
 	query, _ := url.ParseQuery(u.RawQuery) // what parses is judged; the rest is left as written
 	masked := false
 	for key, values := range query {
-		if !secretParam(key) {
+		if !state.SecretParam(key) {
 			continue
 		}
 		for i, v := range values {
@@ -156,38 +152,16 @@ func URLHoldsSecret(raw string) bool {
 	}
 	query, _ := url.ParseQuery(u.RawQuery)
 	for key, values := range query {
-		if secretParam(key) && slices.ContainsFunc(values, func(v string) bool { return v != "" }) {
+		if state.SecretParam(key) && slices.ContainsFunc(values, func(v string) bool { return v != "" }) {
 			return true
 		}
 	}
 	return false
 }
 
-// secretParam says whether a URL query parameter carries a credential.
-func secretParam(name string) bool {
-	n := strings.ToLower(name)
-	return strings.Contains(n, "password") || strings.Contains(n, "secret") || strings.Contains(n, "token")
-}
-
-// Lock is one update lock held on a stack.
-type Lock struct {
-	// File is where the lock is: a file, or a key of the PostgreSQL backend.
-	File      string    `json:"file"`
-	PID       int       `json:"pid"`
-	Username  string    `json:"username"`
-	Hostname  string    `json:"hostname"`
-	Timestamp time.Time `json:"timestamp"`
-	// Stale is set when the holder is known to be gone (see Locks).
-	Stale bool `json:"stale"`
-}
-
-func (l Lock) String() string {
-	s := fmt.Sprintf("pid %d on %s (%s) since %s", l.PID, l.Hostname, l.Username, l.Timestamp.Local().Format(time.RFC3339))
-	if l.Stale {
-		s += " — that process is gone"
-	}
-	return s
-}
+// Lock is one update lock held on a stack; its format is the backend's
+// (package state), and callers of Locks and Cancel name it here.
+type Lock = state.Lock
 
 // Locks lists the update locks held on the stack called name, on a file or
 // PostgreSQL backend; others return nil. A holder on this host is stale
@@ -199,19 +173,19 @@ func (e *Engine) Locks(name string) ([]Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
 	project, stack := e.stackRef(name)
-	out, err := s.locks(ctx, project, stack)
+	out, err := s.Locks(ctx, project, stack)
 	if err != nil || len(out) == 0 {
 		return nil, err
 	}
-	host := hostname()
+	host := state.Hostname()
 	var runs []*runRecord
 	for i := range out {
 		l := &out[i]
 		if l.Hostname == host {
-			l.Stale = l.PID > 0 && !holderAlive(l.PID, l.Timestamp)
+			l.Stale = l.PID > 0 && !state.HolderAlive(l.PID, l.Timestamp)
 			continue
 		}
 		if runs == nil {
@@ -244,18 +218,6 @@ func diedOnHost(runs []*runRecord, host string, since time.Time) bool {
 	}
 	return dead
 }
-
-// parseLock reads a lock in Pulumi's format.
-func parseLock(b []byte) (Lock, bool) {
-	var l Lock
-	if err := json.Unmarshal(b, &l); err != nil {
-		return Lock{}, false
-	}
-	return l, true
-}
-
-// newLockID names a lock as Pulumi does: a random UUID.
-func newLockID() string { return uuid.NewString() }
 
 // fileBackend is the root directory of the stack's file backend and the
 // project name its paths use; root is "" for any other backend.
@@ -295,42 +257,6 @@ func bareStack(name string) string {
 	return name
 }
 
-// holderAlive reports whether the process pid that took a lock at since
-// still runs on this host. A pid now used by a process that started after
-// the lock was taken is another process: the holder is gone.
-func holderAlive(pid int, since time.Time) bool {
-	err := syscall.Kill(pid, 0)
-	if err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	st, err := procfs.ReadStat(pid)
-	if err != nil {
-		return true // no /proc to ask: the process exists
-	}
-	// A killed process is signalled fine until it is reaped, and an orphan
-	// is reaped by PID 1, which in a container may take its time (or never
-	// come): a zombie holds nothing.
-	if st.Exited() {
-		return false
-	}
-	// The margin absorbs clock steps and tick rounding: a pid reused within
-	// it still counts as the holder, which errs on the safe side.
-	if started, err := st.StartTime(); err == nil && !since.IsZero() && started.After(since.Add(10*time.Second)) {
-		return false
-	}
-	return true
-}
-
-// processStart is when process pid started (Linux /proc only).
-func processStart(pid int) (time.Time, bool) {
-	st, err := procfs.ReadStat(pid)
-	if err != nil {
-		return time.Time{}, false
-	}
-	t, err := st.StartTime()
-	return t, err == nil
-}
-
 // Cancel removes the update locks of the stack called name, after the
 // process holding them died. It refuses while a holder on this host is still
 // running, unless force is set: two updates of one stack at once can corrupt
@@ -342,7 +268,7 @@ func (e *Engine) Cancel(ctx context.Context, name string, force bool) ([]Lock, e
 	}
 	if !force {
 		for _, l := range locks {
-			if !l.Stale && l.Hostname == hostname() {
+			if !l.Stale && l.Hostname == state.Hostname() {
 				return locks, fmt.Errorf("stack %q is locked by a running update (%s): wait for it, or stop it first (--force removes the lock anyway)", name, l)
 			}
 		}
@@ -355,11 +281,6 @@ func (e *Engine) Cancel(ctx context.Context, name string, force bool) ([]Lock, e
 		return locks, fmt.Errorf("cancel of stack %q: %w", name, err)
 	}
 	return locks, nil
-}
-
-func hostname() string {
-	h, _ := os.Hostname()
-	return h
 }
 
 // isLockError reports whether err says another update holds the stack.

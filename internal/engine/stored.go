@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
 // The whole-object comparison (drift.Compare) needs each desired object as
@@ -53,7 +54,7 @@ func (e *Engine) loadStoredForms(name, server string, fresh, prune bool) *stored
 	if err != nil {
 		return s
 	}
-	s.file = filepath.Join(paths.Home(), "stored", backendKey(backend), url.PathEscape(name)+".json")
+	s.file = filepath.Join(paths.Home(), "stored", state.BackendKey(backend), url.PathEscape(name)+".json")
 	b, err := os.ReadFile(s.file)
 	if err != nil {
 		return s

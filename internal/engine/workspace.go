@@ -1,7 +1,8 @@
 // Package engine runs a platform's stack through the Pulumi Automation API with
 // an inline program and the pinned CLI Paddock built. It owns the backend (a
-// local file state by default), the secrets passphrase and progress reporting;
-// it knows the components only through package program.
+// local file state by default; what Paddock reads there itself is package
+// state's), the secrets passphrase and progress reporting; it knows the
+// components only through package program.
 package engine
 
 import (
@@ -24,6 +25,8 @@ import (
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pins"
 	"github.com/paddock-platform/paddock/internal/program"
+	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
 // ProjectName is the Pulumi project every Paddock stack belongs to.
@@ -111,7 +114,7 @@ type Engine struct {
 	// in the cluster (KeepShared).
 	shared map[string]bool
 	opened map[string]auto.Stack
-	stores map[string]stateStore // by backend URL (store)
+	stores map[string]state.Store // by backend URL (store)
 }
 
 // New returns an engine with opts.
@@ -239,8 +242,8 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 		return auto.Stack{}, err
 	}
 	if st, err := e.store(); err == nil {
-		if fs, ok := st.(*fileStore); ok {
-			for _, p := range fs.repairSidecars() {
+		if fs, ok := st.(*filestate.Store); ok {
+			for _, p := range fs.RepairSidecars() {
 				fmt.Fprintf(e.opts.Out, "state: removed %s, a metadata file a killed run left half written (it held only its blob's content type and checksum; the blob is whole)\n", p)
 			}
 		}

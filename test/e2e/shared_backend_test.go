@@ -43,7 +43,7 @@ const (
 	// runnerAHost is the hostname runner A runs under, in a UTS namespace of
 	// its own: to runner B it is another host.
 	runnerAHost = "paddock-e2e-runner-a"
-	// sharedLease is the engine's lease (internal/engine/backend.go leaseExpiry): a
+	// sharedLease is the engine's lease (internal/state/state.go LeaseExpiry): a
 	// record of another host not renewed for this long belongs to a dead run.
 	sharedLease = 60 * time.Second
 )

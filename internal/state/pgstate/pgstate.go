@@ -1,4 +1,14 @@
-package engine
+// Package pgstate is Pulumi's PostgreSQL DIY backend (postgres://, Pulumi
+// v3.177+) as Paddock reads it. Pulumi keeps every object of a DIY backend as
+// one row of its state table (?table=, default pulumi_state): key is the
+// object's path (the same paths as on file://, after the URL's path: the
+// database name and a slash), data is JSON {"data": <base64 of the object's
+// bytes>}, updated_at when it was last written. Paddock reads the checkpoint
+// and the update locks from those rows and writes a lock the same way, so
+// Pulumi and Paddock see each other's locks. Paddock's run journal is a table
+// of its own beside it (paddock_runs), created on first use; its leases are
+// timed by the database's clock.
+package pgstate
 
 import (
 	"context"
@@ -14,18 +24,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-)
 
-// This file is Pulumi's PostgreSQL DIY backend (postgres://, Pulumi v3.177+)
-// as Paddock reads it. Pulumi keeps every object of a DIY backend as one row
-// of its state table (?table=, default pulumi_state): key is the object's
-// path (the same paths as on file://, after the URL's path: the database
-// name and a slash), data is JSON {"data": <base64 of the
-// object's bytes>}, updated_at when it was last written. Paddock reads the
-// checkpoint and the update locks from those rows and writes a lock the same
-// way, so Pulumi and Paddock see each other's locks. Paddock's run journal is
-// a table of its own beside it (paddock_runs), created on first use; its
-// leases are timed by the database's clock.
+	"github.com/paddock-platform/paddock/internal/state"
+)
 
 const runsTableName = "paddock_runs"
 
@@ -34,20 +35,21 @@ const runsTableName = "paddock_runs"
 // quoting would name another table than Pulumi's.
 var pgIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$`)
 
-type postgresStore struct {
+// Store is a postgres:// backend.
+type Store struct {
 	pool      *pgxpool.Pool
 	table     string // Pulumi's state table
 	runsTable string
 	where     string // the database, without credentials
-	secretText
+	state.SecretText
 	// prefix is what Pulumi puts before every key of a bucket-like backend:
 	// the URL's path (here the database name) and a slash.
 	prefix string
 }
 
-// openPostgresStore connects to the database of a postgres:// backend URL.
-// Its errors never hold the URL's password.
-func openPostgresStore(ctx context.Context, backend string) (stateStore, error) {
+// Open connects to the database of a postgres:// backend URL. Its errors
+// never hold the URL's password.
+func Open(ctx context.Context, backend string) (*Store, error) {
 	u, err := url.Parse(backend)
 	if err != nil {
 		return nil, errors.New("the postgres:// backend URL does not parse")
@@ -68,7 +70,7 @@ func openPostgresStore(ctx context.Context, backend string) (stateStore, error) 
 	}
 	q.Del("table") // Pulumi's own parameter, unknown to the server
 	for key, values := range q {
-		if !secretParam(key) { // ?password=, ?sslpassword=, in any case
+		if !state.SecretParam(key) { // ?password=, ?sslpassword=, in any case
 			continue
 		}
 		for _, v := range values {
@@ -82,54 +84,30 @@ func openPostgresStore(ctx context.Context, backend string) (stateStore, error) 
 	if schema, _, ok := strings.Cut(table, "."); ok {
 		runsTable = schema + "." + runsTableName
 	}
-	s := &postgresStore{table: table, runsTable: runsTable, secretText: secrets}
+	s := &Store{table: table, runsTable: runsTable, SecretText: secrets}
 	if sub := strings.TrimLeft(u.Path, "/"); sub != "" {
 		s.prefix = strings.TrimSuffix(sub, "/") + "/"
 	}
-	s.where = s.scrubText(fmt.Sprintf("postgres://%s%s (table %s)", u.Host, u.Path, table))
+	s.where = s.ScrubText(fmt.Sprintf("postgres://%s%s (table %s)", u.Host, u.Path, table))
 
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("the postgres:// backend URL: %w", s.scrub(err))
+		return nil, fmt.Errorf("the postgres:// backend URL: %w", s.Scrub(err))
 	}
 	cfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", s.where, s.scrub(err))
+		return nil, fmt.Errorf("connecting to %s: %w", s.where, s.Scrub(err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connecting to %s: %w", s.where, s.scrub(err))
+		return nil, fmt.Errorf("connecting to %s: %w", s.where, s.Scrub(err))
 	}
 	s.pool = pool
 	return s, nil
 }
 
-// secretText is every spelling of a backend's secrets (a password, a
-// secret key): scrub and scrubText replace each, even where a malformed URL
-// repeats one (in its path, say), so no message shows it.
-type secretText []string
-
-// scrub hides the secrets in an error from a driver or SDK.
-func (secrets secretText) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := secrets.scrubText(err.Error())
-	if msg == err.Error() {
-		return err
-	}
-	return errors.New(msg)
-}
-
-func (secrets secretText) scrubText(text string) string {
-	for _, secret := range secrets {
-		text = strings.ReplaceAll(text, secret, "****")
-	}
-	return text
-}
-
-func (s *postgresStore) close() { s.pool.Close() }
+func (s *Store) Close() { s.pool.Close() }
 
 // missingTable reports whether err is a table that does not exist: no stack
 // (Pulumi creates its table at login) or no run recorded yet.
@@ -149,11 +127,11 @@ func blob(data string) ([]byte, error) {
 	return base64.StdEncoding.DecodeString(d.Data)
 }
 
-func (s *postgresStore) checkpoint(ctx context.Context, project, stack string) ([]byte, string, bool, error) {
+func (s *Store) Checkpoint(ctx context.Context, project, stack string) ([]byte, string, bool, error) {
 	// Like Pulumi: of the variants present, the most recently written (on a
 	// tie the later key, as its listing in key order keeps the last).
 	var key, data string
-	keys := checkpointVariants(project, stack)
+	keys := state.CheckpointVariants(project, stack)
 	for i := range keys {
 		keys[i] = s.prefix + keys[i]
 	}
@@ -164,31 +142,31 @@ func (s *postgresStore) checkpoint(ctx context.Context, project, stack string) (
 		return nil, "", false, nil
 	}
 	if err != nil {
-		return nil, "", false, fmt.Errorf("reading the state from %s: %w", s.where, s.scrub(err))
+		return nil, "", false, fmt.Errorf("reading the state from %s: %w", s.where, s.Scrub(err))
 	}
 	where := s.where + " key " + key
 	raw, err := blob(data)
 	if err != nil {
 		return nil, where, true, err
 	}
-	out, err := decodeCompressed(key, raw)
+	out, err := state.DecodeCompressed(key, raw)
 	return out, where, true, err
 }
 
-func (s *postgresStore) locks(ctx context.Context, project, stack string) ([]Lock, error) {
-	rows, err := s.pool.Query(ctx, "SELECT key, data::text FROM "+s.table+" WHERE starts_with(key, $1) ORDER BY key", s.prefix+lockPrefix(project, stack))
+func (s *Store) Locks(ctx context.Context, project, stack string) ([]state.Lock, error) {
+	rows, err := s.pool.Query(ctx, "SELECT key, data::text FROM "+s.table+" WHERE starts_with(key, $1) ORDER BY key", s.prefix+state.LockPrefix(project, stack))
 	if missingTable(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the stack's locks from %s: %w", s.where, s.scrub(err))
+		return nil, fmt.Errorf("reading the stack's locks from %s: %w", s.where, s.Scrub(err))
 	}
 	defer rows.Close()
-	var out []Lock
+	var out []state.Lock
 	for rows.Next() {
 		var key, data string
 		if err := rows.Scan(&key, &data); err != nil {
-			return nil, s.scrub(err)
+			return nil, s.Scrub(err)
 		}
 		if !strings.HasSuffix(key, ".json") {
 			continue
@@ -197,7 +175,7 @@ func (s *postgresStore) locks(ctx context.Context, project, stack string) ([]Loc
 		if err != nil {
 			continue
 		}
-		l, ok := parseLock(b)
+		l, ok := state.ParseLock(b)
 		if !ok {
 			continue
 		}
@@ -205,13 +183,13 @@ func (s *postgresStore) locks(ctx context.Context, project, stack string) ([]Loc
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil && !missingTable(err) {
-		return nil, fmt.Errorf("reading the stack's locks from %s: %w", s.where, s.scrub(err))
+		return nil, fmt.Errorf("reading the stack's locks from %s: %w", s.where, s.Scrub(err))
 	}
 	return out, nil
 }
 
-func (s *postgresStore) addLock(ctx context.Context, project, stack string, body []byte) (string, error) {
-	key := s.prefix + lockPrefix(project, stack) + newLockID() + ".json"
+func (s *Store) AddLock(ctx context.Context, project, stack string, body []byte) (string, error) {
+	key := s.prefix + state.LockPrefix(project, stack) + state.NewLockID() + ".json"
 	data, err := json.Marshal(struct {
 		Data string `json:"data"`
 	}{base64.StdEncoding.EncodeToString(body)})
@@ -219,29 +197,29 @@ func (s *postgresStore) addLock(ctx context.Context, project, stack string, body
 		return "", err
 	}
 	if _, err := s.pool.Exec(ctx, "INSERT INTO "+s.table+" (key, data) VALUES ($1, $2::json)", key, string(data)); err != nil {
-		return "", fmt.Errorf("writing the stack's lock to %s: %w", s.where, s.scrub(err))
+		return "", fmt.Errorf("writing the stack's lock to %s: %w", s.where, s.Scrub(err))
 	}
 	return key, nil
 }
 
-func (s *postgresStore) removeLock(ctx context.Context, key string) error {
+func (s *Store) RemoveLock(ctx context.Context, key string) error {
 	if _, err := s.pool.Exec(ctx, "DELETE FROM "+s.table+" WHERE key = $1", key); err != nil {
-		return fmt.Errorf("removing the lock %s from %s: %w", key, s.where, s.scrub(err))
+		return fmt.Errorf("removing the lock %s from %s: %w", key, s.where, s.Scrub(err))
 	}
 	return nil
 }
 
-func (s *postgresStore) journalWhere(project, stack string) string {
+func (s *Store) JournalWhere(project, stack string) string {
 	return fmt.Sprintf("%s table %s, stack %s/%s", strings.TrimSuffix(s.where, " (table "+s.table+")"), s.runsTable, project, stack)
 }
 
 // ensureRunsTable creates the journal's table when it is missing. Checking
 // first lets a role without CREATE use a table that exists; two runners
 // creating it at once leave one table, and the loser finds it there.
-func (s *postgresStore) ensureRunsTable(ctx context.Context) error {
+func (s *Store) ensureRunsTable(ctx context.Context) error {
 	var exists *string
 	if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1)::text", s.runsTable).Scan(&exists); err != nil {
-		return s.scrub(err)
+		return s.Scrub(err)
 	}
 	if exists != nil {
 		return nil
@@ -260,27 +238,27 @@ func (s *postgresStore) ensureRunsTable(ctx context.Context) error {
 		if s.pool.QueryRow(ctx, "SELECT to_regclass($1)::text", s.runsTable).Scan(&exists) == nil && exists != nil {
 			return nil
 		}
-		return s.scrub(err)
+		return s.Scrub(err)
 	}
 	return nil
 }
 
-func (s *postgresStore) putRun(ctx context.Context, project, stack, id string, body []byte) (string, error) {
+func (s *Store) PutRun(ctx context.Context, project, stack, id string, body []byte) (string, error) {
 	if err := s.ensureRunsTable(ctx); err != nil {
-		return "", fmt.Errorf("creating the run journal %s: %w", s.journalWhere(project, stack), err)
+		return "", fmt.Errorf("creating the run journal %s: %w", s.JournalWhere(project, stack), err)
 	}
 	key := project + "/" + stack + "/" + id
 	_, err := s.pool.Exec(ctx, "INSERT INTO "+s.runsTable+" (key, project, stack, record) VALUES ($1, $2, $3, $4::jsonb)", key, project, stack, string(body))
 	if err != nil {
-		return "", fmt.Errorf("writing the run record to %s: %w", s.journalWhere(project, stack), s.scrub(err))
+		return "", fmt.Errorf("writing the run record to %s: %w", s.JournalWhere(project, stack), s.Scrub(err))
 	}
 	return key, nil
 }
 
-func (s *postgresStore) renewRun(ctx context.Context, key string) error {
+func (s *Store) RenewRun(ctx context.Context, key string) error {
 	tag, err := s.pool.Exec(ctx, "UPDATE "+s.runsTable+" SET renewed_at = now() WHERE key = $1", key)
 	if err != nil {
-		return fmt.Errorf("renewing the run record %s: %w", key, s.scrub(err))
+		return fmt.Errorf("renewing the run record %s: %w", key, s.Scrub(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("the run record %s is gone", key)
@@ -288,7 +266,7 @@ func (s *postgresStore) renewRun(ctx context.Context, key string) error {
 	return nil
 }
 
-func (s *postgresStore) listRuns(ctx context.Context, project, stack string) ([]storedRun, error) {
+func (s *Store) ListRuns(ctx context.Context, project, stack string) ([]state.StoredRun, error) {
 	rows, err := s.pool.Query(ctx,
 		"SELECT key, record::text, extract(epoch FROM now() - renewed_at)::float8 FROM "+s.runsTable+" WHERE project = $1 AND stack = $2 ORDER BY key",
 		project, stack)
@@ -296,28 +274,28 @@ func (s *postgresStore) listRuns(ctx context.Context, project, stack string) ([]
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the run journal %s: %w", s.journalWhere(project, stack), s.scrub(err))
+		return nil, fmt.Errorf("reading the run journal %s: %w", s.JournalWhere(project, stack), s.Scrub(err))
 	}
 	defer rows.Close()
-	var out []storedRun
+	var out []state.StoredRun
 	for rows.Next() {
 		var key, body string
 		var age float64
 		if err := rows.Scan(&key, &body, &age); err != nil {
-			return nil, s.scrub(err)
+			return nil, s.Scrub(err)
 		}
-		out = append(out, storedRun{key: key, body: []byte(body), age: time.Duration(age * float64(time.Second))})
+		out = append(out, state.StoredRun{Key: key, Body: []byte(body), Age: time.Duration(age * float64(time.Second))})
 	}
 	if err := rows.Err(); err != nil && !missingTable(err) {
-		return nil, fmt.Errorf("reading the run journal %s: %w", s.journalWhere(project, stack), s.scrub(err))
+		return nil, fmt.Errorf("reading the run journal %s: %w", s.JournalWhere(project, stack), s.Scrub(err))
 	}
 	return out, nil
 }
 
-func (s *postgresStore) deleteRun(ctx context.Context, key string) error {
+func (s *Store) DeleteRun(ctx context.Context, key string) error {
 	_, err := s.pool.Exec(ctx, "DELETE FROM "+s.runsTable+" WHERE key = $1", key)
 	if err != nil && !missingTable(err) {
-		return fmt.Errorf("removing the run record %s: %w", key, s.scrub(err))
+		return fmt.Errorf("removing the run record %s: %w", key, s.Scrub(err))
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,80 +16,15 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/s3test"
+	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
+	"github.com/paddock-platform/paddock/internal/state/s3state"
 )
 
-// These tests run against a real S3 server started on loopback
-// (internal/s3test: SeaweedFS) and, for the checkpoint and the locks, the
-// pinned Pulumi CLI writing to it.
-
-func TestS3URLsOpenAsPulumiOpensThem(t *testing.T) {
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "s3cret-key-never-shown")
-	t.Setenv("AWS_REQUEST_CHECKSUM_CALCULATION", "")
-	ctx := context.Background()
-	for _, tc := range []struct{ url, prefix string }{
-		{"s3://b?region=us-east-1", ""},
-		{"s3://b/?region=us-east-1", ""},
-		{"s3://b/team/a?region=us-east-1&endpoint=http://127.0.0.1:9&s3ForcePathStyle=true", "team/a/"},
-		{"s3://b/team/a/?region=us-east-1&use_path_style=true", "team/a/"},
-		// gocloud.dev's own prefix parameter goes first, then Pulumi's path.
-		{"s3://b/x?region=us-east-1&prefix=p/", "p/x/"},
-	} {
-		st, err := openStore(ctx, tc.url)
-		if err != nil {
-			t.Errorf("%s: %v", tc.url, err)
-			continue
-		}
-		s := st.(*s3Store)
-		if s.prefix != tc.prefix || s.name != "b" {
-			t.Errorf("%s: bucket %q prefix %q, want b and %q", tc.url, s.name, s.prefix, tc.prefix)
-		}
-		if want := "s3://b/" + tc.prefix + ".paddock/runs/p/s/"; s.journalWhere("p", "s") != want {
-			t.Errorf("%s: journal at %q, want %q", tc.url, s.journalWhere("p", "s"), want)
-		}
-		st.close()
-	}
-	// The rewrites Pulumi makes of URLs written for the older SDK.
-	for in, want := range map[string]string{
-		"s3://b?endpoint=minio:9000&disableSSL=true":                           "disable_https=true&endpoint=http%3A%2F%2Fminio%3A9000&request_checksum_calculation=when_required",
-		"s3://b?endpoint=minio:9000":                                           "endpoint=https%3A%2F%2Fminio%3A9000&request_checksum_calculation=when_required",
-		"s3://b?endpoint=http://m:9000&disableSSL=true":                        "endpoint=http%3A%2F%2Fm%3A9000&request_checksum_calculation=when_required",
-		"s3://b?region=eu-west-1":                                              "region=eu-west-1",
-		"s3://b?endpoint=http://m&request_checksum_calculation=when_supported": "endpoint=http%3A%2F%2Fm&request_checksum_calculation=when_supported",
-	} {
-		u, _ := url.Parse(in)
-		if err := s3LegacyParams(u); err != nil || u.RawQuery != want {
-			t.Errorf("%s: %q %v, want %q", in, u.RawQuery, err, want)
-		}
-	}
-	if _, err := openStore(ctx, "s3:///nobucket"); err == nil {
-		t.Error("a URL without a bucket opened")
-	}
-	if _, err := openStore(ctx, "s3://b?region=us-east-1&no_such_param=1"); err == nil {
-		t.Error("a parameter gocloud.dev refuses was accepted")
-	}
-}
-
-func TestS3LeaseAgeIsNeverForever(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
-	written := now.Add(-90 * time.Second)
-	if got := leaseAge(&written, now); got != 90*time.Second {
-		t.Errorf("age %s", got)
-	}
-	if got := leaseAge(nil, now); got < leaseExpiry {
-		t.Errorf("a record without a LastModified is alive: age %s", got)
-	}
-	// No Date from the server: this runner's clock, still finite.
-	old := time.Now().Add(-2 * leaseExpiry)
-	if got := leaseAge(&old, time.Time{}); got < leaseExpiry {
-		t.Errorf("without a Date the age is %s", got)
-	}
-	future := now.Add(time.Hour)
-	if got := leaseAge(&future, now); got != 0 {
-		t.Errorf("a record from the future: age %s", got)
-	}
-}
+// These are the engine's tests on an s3:// backend (package s3state): its
+// journal, leases, locks and fast path against a real S3 server started on
+// loopback (internal/s3test: SeaweedFS) and, for the checkpoint and the
+// locks, the pinned Pulumi CLI writing to it.
 
 func TestS3JournalTwoRunners(t *testing.T) {
 	srv := s3test.Shared(t)
@@ -111,9 +45,9 @@ func TestS3Leases(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The server's clock counts whole seconds: leases of a few.
-	oldRenew, oldExpiry := leaseRenewEvery, leaseExpiry
-	leaseRenewEvery, leaseExpiry = 500*time.Millisecond, 6*time.Second
-	t.Cleanup(func() { leaseRenewEvery, leaseExpiry = oldRenew, oldExpiry })
+	oldRenew, oldExpiry := state.LeaseRenewEvery, state.LeaseExpiry
+	state.LeaseRenewEvery, state.LeaseExpiry = 500*time.Millisecond, 6*time.Second
+	t.Cleanup(func() { state.LeaseRenewEvery, state.LeaseExpiry = oldRenew, oldExpiry })
 
 	var said strings.Builder
 	e := New(Options{Backend: backend, Out: &said})
@@ -126,15 +60,15 @@ func TestS3Leases(t *testing.T) {
 
 	// A run on another host, whose pid means nothing here, and the Pulumi
 	// lock it took.
-	other := runRecord{Op: "up", Stack: "s", PID: 4242, Host: "runner-a.example", Started: time.Now(),
+	other := state.Run{Op: "up", Stack: "s", PID: 4242, Host: "runner-a.example", Started: time.Now(),
 		Declared: []ObjectRef{{APIVersion: "v1", Kind: "Namespace", Name: "agents-t1"}}}
 	body, _ := json.Marshal(other)
-	otherKey, err := store.putRun(ctx, "paddock", "s", "up-runner-a", body)
+	otherKey, err := store.PutRun(ctx, "paddock", "s", "up-runner-a", body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lock, _ := json.Marshal(Lock{PID: 4343, Username: "ci", Hostname: "runner-a.example", Timestamp: time.Now()})
-	if _, err := store.addLock(ctx, "paddock", "s", lock); err != nil {
+	if _, err := store.AddLock(ctx, "paddock", "s", lock); err != nil {
 		t.Fatal(err)
 	}
 	// Our own run, renewed by its heartbeat.
@@ -168,7 +102,7 @@ func TestS3Leases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer self.end()
-	time.Sleep(leaseExpiry + 1500*time.Millisecond)
+	time.Sleep(state.LeaseExpiry + 1500*time.Millisecond)
 	dead, err := e.deadRuns("s")
 	if err != nil {
 		t.Fatal(err)
@@ -177,10 +111,10 @@ func TestS3Leases(t *testing.T) {
 		t.Fatalf("dead runs after the lease expired = %+v", dead)
 	}
 	// Our own record was renewed meanwhile, by the server's clock.
-	runs, _ := store.listRuns(ctx, "paddock", "s")
+	runs, _ := store.ListRuns(ctx, "paddock", "s")
 	for _, r := range runs {
-		if r.key == self.key && r.age >= leaseExpiry/2 {
-			t.Errorf("this run's lease was not renewed: age %s", r.age)
+		if r.Key == self.key && r.Age >= state.LeaseExpiry/2 {
+			t.Errorf("this run's lease was not renewed: age %s", r.Age)
 		}
 	}
 	if !e.removeStaleLocks("up", "s") {
@@ -192,9 +126,9 @@ func TestS3Leases(t *testing.T) {
 
 	// A record this runner kept before Paddock read buckets is still
 	// found, and removed from the runner.
-	oldRun := runRecord{Op: "destroy", Stack: "s", PID: 4444, Host: "runner-old.example", Started: time.Now()}
+	oldRun := state.Run{Op: "destroy", Stack: "s", PID: 4444, Host: "runner-old.example", Started: time.Now()}
 	oldBody, _ := json.Marshal(oldRun)
-	dir := filepath.Join(legacyRunsRoot(backend), "paddock", "s")
+	dir := filepath.Join(filestate.LegacyRunsRoot(backend), "paddock", "s")
 	os.MkdirAll(dir, 0o700)
 	os.WriteFile(filepath.Join(dir, "destroy-old.json"), oldBody, 0o600)
 	os.Chtimes(filepath.Join(dir, "destroy-old.json"), time.Now().Add(-time.Hour), time.Now().Add(-time.Hour))
@@ -217,24 +151,24 @@ func TestS3Leases(t *testing.T) {
 
 	// A record removed as dead is not brought back by its run's renewal:
 	// the renewal fails, and says so.
-	if err := store.deleteRun(ctx, otherKey); err != nil {
+	if err := store.DeleteRun(ctx, otherKey); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.renewRun(ctx, otherKey); err == nil || !strings.Contains(err.Error(), "is gone") {
+	if err := store.RenewRun(ctx, otherKey); err == nil || !strings.Contains(err.Error(), "is gone") {
 		t.Errorf("renewing a removed record: %v", err)
 	}
 	// Nor one rewritten by another runner meanwhile (If-Match on its ETag).
-	key, err := store.putRun(ctx, "paddock", "s", "up-renewed-elsewhere", body)
+	key, err := store.PutRun(ctx, "paddock", "s", "up-renewed-elsewhere", body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &store.(*s3Store).name, Key: aws.String(key), Body: strings.NewReader(`{"op":"up"}`)}); err != nil {
+	if _, err := srv.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(key), Body: strings.NewReader(`{"op":"up"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.renewRun(ctx, key); err == nil {
+	if err := store.RenewRun(ctx, key); err == nil {
 		t.Error("a renewal overwrote a record it did not write last")
 	}
-	if runs, _ := store.listRuns(ctx, "paddock", "s"); len(runs) != 2 {
+	if runs, _ := store.ListRuns(ctx, "paddock", "s"); len(runs) != 2 {
 		t.Errorf("records: %+v", runs)
 	}
 }
@@ -380,7 +314,7 @@ func TestS3ErrorsHideTheSecretKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrapped := s.(*s3Store).scrub(errors.New("signature by wrong-s3cret-key-of-the-test failed"))
+	wrapped := s.(*s3state.Store).Scrub(errors.New("signature by wrong-s3cret-key-of-the-test failed"))
 	if strings.Contains(wrapped.Error(), "wrong-s3cret-key-of-the-test") {
 		t.Errorf("scrub: %v", wrapped)
 	}

@@ -1,4 +1,18 @@
-package engine
+// Package s3state is Pulumi's DIY backend in an S3 bucket (s3://) as Paddock
+// reads it. The bucket is opened the way Pulumi opens it: through gocloud.dev's
+// s3blob (the version Pulumi's CLI is built with, checked by pins' tests), so
+// every query parameter means what it means to Pulumi (region, endpoint,
+// profile, use_path_style or s3ForcePathStyle, disable_https, prefix, the
+// checksum settings...) and credentials come from the same AWS SDK chain
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE,
+// AWS_REGION...). Before that, the URL gets the rewrites Pulumi gives it
+// (s3LegacyParams), and after it the URL's path becomes a key prefix, as
+// Pulumi adds it: s3://bucket/team/a keeps the checkpoint at
+// team/a/.pulumi/stacks/<project>/<stack>.json.
+//
+// The run journal is beside it under <prefix>.paddock/runs/, where Pulumi
+// never looks, one object per run.
+package s3state
 
 import (
 	"bytes"
@@ -24,25 +38,13 @@ import (
 	gcblob "gocloud.dev/blob"
 	_ "gocloud.dev/blob/s3blob" // s3:// in gcblob.DefaultURLMux, as in Pulumi
 	"gocloud.dev/gcerrors"
+
+	"github.com/paddock-platform/paddock/internal/state"
+	"github.com/paddock-platform/paddock/internal/state/filestate"
 )
 
-// This file is Pulumi's DIY backend in an S3 bucket (s3://) as Paddock reads
-// it. The bucket is opened the way Pulumi opens it: through gocloud.dev's
-// s3blob (the version Pulumi's CLI is built with, checked by pins' tests), so
-// every query parameter means what it means to Pulumi (region, endpoint,
-// profile, use_path_style or s3ForcePathStyle, disable_https, prefix, the
-// checksum settings...) and credentials come from the same AWS SDK chain
-// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE,
-// AWS_REGION...). Before that, the URL gets the rewrites Pulumi gives it
-// (s3LegacyParams), and after it the URL's path becomes a key prefix, as
-// Pulumi adds it: s3://bucket/team/a keeps the checkpoint at
-// team/a/.pulumi/stacks/<project>/<stack>.json.
-//
-// The run journal is beside it under <prefix>.paddock/runs/, where Pulumi
-// never looks, one object per run.
-
-// s3Store is an s3:// backend.
-type s3Store struct {
+// Store is an s3:// backend.
+type Store struct {
 	// bucket is Pulumi's view of the bucket: its keys are Pulumi's paths.
 	bucket *gcblob.Bucket
 	// client, name and prefix reach the same objects directly, for the
@@ -53,12 +55,12 @@ type s3Store struct {
 	name   string
 	prefix string
 	where  string // the bucket and path, without the query
-	secretText
+	state.SecretText
 
 	// onRunner is where this runner kept the bucket's run records before
 	// Paddock read buckets ($PADDOCK_HOME/runs): still read, and removed once
 	// dealt with, so a run that died before an upgrade is found.
-	onRunner fileStore
+	onRunner *filestate.Store
 
 	mu sync.Mutex
 	// runs is this store's own records: the body and ETag last written,
@@ -108,27 +110,26 @@ func s3LegacyParams(u *url.URL) error {
 	return nil
 }
 
-// openS3Store opens the bucket of an s3:// backend URL. Nothing is sent to
-// the server until the first read.
-func openS3Store(ctx context.Context, backend string) (stateStore, error) {
+// Open opens the bucket of an s3:// backend URL. Nothing is sent to the
+// server until the first read.
+func Open(ctx context.Context, backend string) (*Store, error) {
 	u, err := url.Parse(backend)
 	if err != nil {
 		return nil, errors.New("the s3:// backend URL does not parse")
 	}
-	local := legacyRunsRoot(backend)
-	s := &s3Store{name: u.Host, runs: map[string]s3Run{}, onRunner: fileStore{runsRoot: local, legacyRoot: local}}
+	s := &Store{name: u.Host, runs: map[string]s3Run{}, onRunner: filestate.OnRunner(backend)}
 	// The keys the SDK may hold: never in a message.
 	for _, env := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"} {
 		if v := os.Getenv(env); len(v) >= 4 {
-			s.secretText = append(s.secretText, v)
+			s.SecretText = append(s.SecretText, v)
 		}
 	}
 	if u.User != nil {
 		if pw, ok := u.User.Password(); ok && pw != "" {
-			s.secretText = append(s.secretText, pw, url.QueryEscape(pw), url.PathEscape(pw))
+			s.SecretText = append(s.SecretText, pw, url.QueryEscape(pw), url.PathEscape(pw))
 		}
 	}
-	s.where = s.scrubText("s3://" + u.Host + u.Path)
+	s.where = s.ScrubText("s3://" + u.Host + u.Path)
 	if u.Host == "" {
 		return nil, fmt.Errorf("the s3:// backend URL names no bucket (s3://BUCKET[/PATH]?region=...)")
 	}
@@ -144,7 +145,7 @@ func openS3Store(ctx context.Context, backend string) (stateStore, error) {
 	opened.Path, opened.RawPath, opened.User = "", "", nil
 	bucket, err := gcblob.DefaultURLMux().OpenBucket(ctx, opened.String())
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", s.where, s.scrub(err))
+		return nil, fmt.Errorf("opening %s: %w", s.where, s.Scrub(err))
 	}
 	if !bucket.As(&s.client) {
 		bucket.Close()
@@ -157,21 +158,21 @@ func openS3Store(ctx context.Context, backend string) (stateStore, error) {
 	return s, nil
 }
 
-func (s *s3Store) close() { s.bucket.Close() }
+func (s *Store) Close() { s.bucket.Close() }
 
-func (s *s3Store) at(key string) string { return s.where + " key " + key }
+func (s *Store) at(key string) string { return s.where + " key " + key }
 
-func (s *s3Store) checkpoint(ctx context.Context, project, stack string) ([]byte, string, bool, error) {
+func (s *Store) Checkpoint(ctx context.Context, project, stack string) ([]byte, string, bool, error) {
 	// Like Pulumi: of the variants present, the most recently written (on a
 	// tie the later one, as with the other backends).
 	best, bestTime := "", time.Time{}
-	for _, key := range checkpointVariants(project, stack) {
+	for _, key := range state.CheckpointVariants(project, stack) {
 		attrs, err := s.bucket.Attributes(ctx, key)
 		if gcerrors.Code(err) == gcerrors.NotFound {
 			continue
 		}
 		if err != nil {
-			return nil, "", false, fmt.Errorf("reading the state from %s: %w", s.where, s.scrub(err))
+			return nil, "", false, fmt.Errorf("reading the state from %s: %w", s.where, s.Scrub(err))
 		}
 		if best == "" || !attrs.ModTime.Before(bestTime) {
 			best, bestTime = key, attrs.ModTime
@@ -185,23 +186,23 @@ func (s *s3Store) checkpoint(ctx context.Context, project, stack string) ([]byte
 		return nil, "", false, nil // removed meanwhile
 	}
 	if err != nil {
-		return nil, "", false, fmt.Errorf("reading the state from %s: %w", s.at(best), s.scrub(err))
+		return nil, "", false, fmt.Errorf("reading the state from %s: %w", s.at(best), s.Scrub(err))
 	}
-	data, err := decodeCompressed(best, raw)
+	data, err := state.DecodeCompressed(best, raw)
 	return data, s.at(best), true, err
 }
 
-func (s *s3Store) locks(ctx context.Context, project, stack string) ([]Lock, error) {
+func (s *Store) Locks(ctx context.Context, project, stack string) ([]state.Lock, error) {
 	// .pulumi/locks/<org>/<project>/<stack>/<lock id>.json, any org.
 	it := s.bucket.List(&gcblob.ListOptions{Prefix: ".pulumi/locks/"})
-	var out []Lock
+	var out []state.Lock
 	for {
 		obj, err := it.Next(ctx)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading the stack's locks from %s: %w", s.where, s.scrub(err))
+			return nil, fmt.Errorf("reading the stack's locks from %s: %w", s.where, s.Scrub(err))
 		}
 		parts := strings.Split(obj.Key, "/")
 		if obj.IsDir || len(parts) != 6 || parts[3] != project || parts[4] != stack || !strings.HasSuffix(parts[5], ".json") {
@@ -211,7 +212,7 @@ func (s *s3Store) locks(ctx context.Context, project, stack string) ([]Lock, err
 		if err != nil {
 			continue // released meanwhile
 		}
-		l, ok := parseLock(b)
+		l, ok := state.ParseLock(b)
 		if !ok {
 			continue
 		}
@@ -222,17 +223,17 @@ func (s *s3Store) locks(ctx context.Context, project, stack string) ([]Lock, err
 	return out, nil
 }
 
-func (s *s3Store) addLock(ctx context.Context, project, stack string, body []byte) (string, error) {
-	key := lockPrefix(project, stack) + newLockID() + ".json"
+func (s *Store) AddLock(ctx context.Context, project, stack string, body []byte) (string, error) {
+	key := state.LockPrefix(project, stack) + state.NewLockID() + ".json"
 	if err := s.bucket.WriteAll(ctx, key, body, nil); err != nil {
-		return "", fmt.Errorf("writing the stack's lock to %s: %w", s.where, s.scrub(err))
+		return "", fmt.Errorf("writing the stack's lock to %s: %w", s.where, s.Scrub(err))
 	}
 	return key, nil
 }
 
-func (s *s3Store) removeLock(ctx context.Context, key string) error {
+func (s *Store) RemoveLock(ctx context.Context, key string) error {
 	if err := s.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return fmt.Errorf("removing the lock %s from %s: %w", key, s.where, s.scrub(err))
+		return fmt.Errorf("removing the lock %s from %s: %w", key, s.where, s.Scrub(err))
 	}
 	return nil
 }
@@ -252,34 +253,34 @@ func (s *s3Store) removeLock(ctx context.Context, key string) error {
 // judged by this runner's clock, and a record without a LastModified is
 // taken as expired: never alive forever.
 
-func (s *s3Store) runsPrefix(project, stack string) string {
+func (s *Store) runsPrefix(project, stack string) string {
 	return s.prefix + ".paddock/runs/" + url.PathEscape(project) + "/" + url.PathEscape(stack) + "/"
 }
 
-func (s *s3Store) journalWhere(project, stack string) string {
-	return "s3://" + s.name + "/" + s.scrubText(s.runsPrefix(project, stack))
+func (s *Store) JournalWhere(project, stack string) string {
+	return "s3://" + s.name + "/" + s.ScrubText(s.runsPrefix(project, stack))
 }
 
-func (s *s3Store) putRun(ctx context.Context, project, stack, id string, body []byte) (string, error) {
+func (s *Store) PutRun(ctx context.Context, project, stack, id string, body []byte) (string, error) {
 	key := s.runsPrefix(project, stack) + id + ".json"
 	out, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &s.name, Key: &key, Body: bytes.NewReader(body), ContentType: ptr("application/json"),
 	})
 	if err != nil {
-		return "", fmt.Errorf("writing the run record to %s: %w", s.journalWhere(project, stack), s.scrub(err))
+		return "", fmt.Errorf("writing the run record to %s: %w", s.JournalWhere(project, stack), s.Scrub(err))
 	}
 	s.remember(key, body, out.ETag)
 	return key, nil
 }
 
-func (s *s3Store) remember(key string, body []byte, etag *string) {
+func (s *Store) remember(key string, body []byte, etag *string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.runs[key] = s3Run{body: body, etag: deref(etag)}
 }
 
-func (s *s3Store) renewRun(ctx context.Context, key string) error {
-	gone := fmt.Errorf("the run record s3://%s/%s is gone", s.name, s.scrubText(key))
+func (s *Store) RenewRun(ctx context.Context, key string) error {
+	gone := fmt.Errorf("the run record s3://%s/%s is gone", s.name, s.ScrubText(key))
 	s.mu.Lock()
 	run, ok := s.runs[key]
 	s.mu.Unlock()
@@ -290,12 +291,12 @@ func (s *s3Store) renewRun(ctx context.Context, key string) error {
 			return gone
 		}
 		if err != nil {
-			return fmt.Errorf("renewing the run record %s: %w", key, s.scrub(err))
+			return fmt.Errorf("renewing the run record %s: %w", key, s.Scrub(err))
 		}
 		body, err := io.ReadAll(got.Body)
 		got.Body.Close()
 		if err != nil {
-			return fmt.Errorf("renewing the run record %s: %w", key, s.scrub(err))
+			return fmt.Errorf("renewing the run record %s: %w", key, s.Scrub(err))
 		}
 		run = s3Run{body: body, etag: deref(got.ETag)}
 	} else {
@@ -304,7 +305,7 @@ func (s *s3Store) renewRun(ctx context.Context, key string) error {
 			return gone
 		}
 		if err != nil {
-			return fmt.Errorf("renewing the run record %s: %w", key, s.scrub(err))
+			return fmt.Errorf("renewing the run record %s: %w", key, s.Scrub(err))
 		}
 	}
 	in := &s3.PutObjectInput{Bucket: &s.name, Key: &key, Body: bytes.NewReader(run.body), ContentType: ptr("application/json")}
@@ -319,20 +320,20 @@ func (s *s3Store) renewRun(ctx context.Context, key string) error {
 		return gone
 	}
 	if err != nil {
-		return fmt.Errorf("renewing the run record %s: %w", key, s.scrub(err))
+		return fmt.Errorf("renewing the run record %s: %w", key, s.Scrub(err))
 	}
 	s.remember(key, run.body, out.ETag)
 	return nil
 }
 
-func (s *s3Store) listRuns(ctx context.Context, project, stack string) ([]storedRun, error) {
+func (s *Store) ListRuns(ctx context.Context, project, stack string) ([]state.StoredRun, error) {
 	prefix := s.runsPrefix(project, stack)
 	var keys []string
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.name, Prefix: &prefix})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reading the run journal %s: %w", s.journalWhere(project, stack), s.scrub(err))
+			return nil, fmt.Errorf("reading the run journal %s: %w", s.JournalWhere(project, stack), s.Scrub(err))
 		}
 		for _, obj := range page.Contents {
 			k := deref(obj.Key)
@@ -343,36 +344,36 @@ func (s *s3Store) listRuns(ctx context.Context, project, stack string) ([]stored
 		}
 	}
 	sort.Strings(keys)
-	var out []storedRun
+	var out []state.StoredRun
 	for _, key := range keys {
 		got, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.name, Key: &key})
 		if s3NotFound(err) {
 			continue // its run ended meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading the run record %s: %w", key, s.scrub(err))
+			return nil, fmt.Errorf("reading the run record %s: %w", key, s.Scrub(err))
 		}
 		body, err := io.ReadAll(got.Body)
 		got.Body.Close()
 		if err != nil {
 			body = nil // read as damaged
 		}
-		out = append(out, storedRun{key: key, body: body, age: leaseAge(got.LastModified, serverDate(got.ResultMetadata))})
+		out = append(out, state.StoredRun{Key: key, Body: body, Age: leaseAge(got.LastModified, serverDate(got.ResultMetadata))})
 	}
-	local, err := s.onRunner.listRuns(ctx, project, stack)
+	local, err := s.onRunner.ListRuns(ctx, project, stack)
 	return append(out, local...), err
 }
 
 // runnerKey reports whether key is a record kept on this runner.
-func (s *s3Store) runnerKey(key string) bool {
-	return filepath.IsAbs(key) && strings.HasPrefix(key, s.onRunner.runsRoot+string(filepath.Separator))
+func (s *Store) runnerKey(key string) bool {
+	return filepath.IsAbs(key) && strings.HasPrefix(key, s.onRunner.RunsRoot()+string(filepath.Separator))
 }
 
 // leaseAge is how long before now (the server's) the record was last
 // written; see the journal's comment above.
 func leaseAge(written *time.Time, now time.Time) time.Duration {
 	if written == nil || written.IsZero() {
-		return leaseExpiry
+		return state.LeaseExpiry
 	}
 	if now.IsZero() {
 		now = time.Now()
@@ -396,13 +397,13 @@ func serverDate(md middleware.Metadata) time.Time {
 	return t
 }
 
-func (s *s3Store) deleteRun(ctx context.Context, key string) error {
+func (s *Store) DeleteRun(ctx context.Context, key string) error {
 	if s.runnerKey(key) {
-		return s.onRunner.deleteRun(ctx, key)
+		return s.onRunner.DeleteRun(ctx, key)
 	}
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.name, Key: &key})
 	if err != nil && !s3NotFound(err) {
-		return fmt.Errorf("removing the run record %s: %w", key, s.scrub(err))
+		return fmt.Errorf("removing the run record %s: %w", key, s.Scrub(err))
 	}
 	s.mu.Lock()
 	delete(s.runs, key)

@@ -13,14 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pgtest"
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
-// These tests run against a real PostgreSQL server started on loopback
-// (internal/pgtest) and, for the checkpoint, the pinned Pulumi CLI writing
-// to it.
+// These are the engine's tests on a postgres:// backend (package pgstate):
+// its journal, leases, locks and fast path against a real PostgreSQL server
+// started on loopback (internal/pgtest) and, for the checkpoint, the pinned
+// Pulumi CLI writing to it.
 
 func TestPostgresJournalTwoRunners(t *testing.T) {
 	journalTwoRunners(t, pgtest.Start(t).NewDatabase(t), "")
@@ -30,9 +34,9 @@ func TestPostgresLeases(t *testing.T) {
 	srv := pgtest.Start(t)
 	backend := srv.NewDatabase(t)
 	t.Setenv("PADDOCK_HOME", t.TempDir())
-	oldRenew, oldExpiry := leaseRenewEvery, leaseExpiry
-	leaseRenewEvery, leaseExpiry = 200*time.Millisecond, 2*time.Second
-	t.Cleanup(func() { leaseRenewEvery, leaseExpiry = oldRenew, oldExpiry })
+	oldRenew, oldExpiry := state.LeaseRenewEvery, state.LeaseExpiry
+	state.LeaseRenewEvery, state.LeaseExpiry = 200*time.Millisecond, 2*time.Second
+	t.Cleanup(func() { state.LeaseRenewEvery, state.LeaseExpiry = oldRenew, oldExpiry })
 
 	var said strings.Builder
 	e := New(Options{Backend: backend, Out: &said})
@@ -42,21 +46,27 @@ func TestPostgresLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	// Pulumi's table, as its login creates it (no CLI in this test).
-	if _, err := store.(*postgresStore).pool.Exec(ctx, "CREATE TABLE pulumi_state (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())"); err != nil {
+	// Pulumi's table, as its login creates it (no CLI in this test), over a
+	// connection of the test's own: the store's pool is pgstate's.
+	conn, err := pgx.Connect(ctx, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE pulumi_state (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())"); err != nil {
 		t.Fatal(err)
 	}
 
 	// A run on another host, whose pid means nothing here, and the Pulumi
 	// lock it took.
-	other := runRecord{Op: "up", Stack: "s", PID: 4242, Host: "runner-a.example", Started: time.Now(),
+	other := state.Run{Op: "up", Stack: "s", PID: 4242, Host: "runner-a.example", Started: time.Now(),
 		Declared: []ObjectRef{{APIVersion: "v1", Kind: "Namespace", Name: "agents-t1"}}}
 	body, _ := json.Marshal(other)
-	if _, err := store.putRun(ctx, "paddock", "s", "up-runner-a", body); err != nil {
+	if _, err := store.PutRun(ctx, "paddock", "s", "up-runner-a", body); err != nil {
 		t.Fatal(err)
 	}
 	lock, _ := json.Marshal(Lock{PID: 4343, Username: "ci", Hostname: "runner-a.example", Timestamp: time.Now()})
-	if _, err := store.addLock(ctx, "paddock", "s", lock); err != nil {
+	if _, err := store.AddLock(ctx, "paddock", "s", lock); err != nil {
 		t.Fatal(err)
 	}
 	// Our own run, renewed by its heartbeat.
@@ -90,7 +100,7 @@ func TestPostgresLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer self.end()
-	time.Sleep(leaseExpiry + 500*time.Millisecond)
+	time.Sleep(state.LeaseExpiry + 500*time.Millisecond)
 	dead, err := e.deadRuns("s")
 	if err != nil {
 		t.Fatal(err)
@@ -99,10 +109,10 @@ func TestPostgresLeases(t *testing.T) {
 		t.Fatalf("dead runs after the lease expired = %+v", dead)
 	}
 	// Our own record was renewed meanwhile.
-	runs, _ := store.listRuns(ctx, "paddock", "s")
+	runs, _ := store.ListRuns(ctx, "paddock", "s")
 	for _, r := range runs {
-		if r.key == self.key && r.age >= leaseExpiry/2 {
-			t.Errorf("this run's lease was not renewed: age %s", r.age)
+		if r.Key == self.key && r.Age >= state.LeaseExpiry/2 {
+			t.Errorf("this run's lease was not renewed: age %s", r.Age)
 		}
 	}
 	if !e.removeStaleLocks("up", "s") {

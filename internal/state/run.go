@@ -1,0 +1,107 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/paddock-platform/paddock/internal/drift"
+	"github.com/paddock-platform/paddock/internal/procfs"
+)
+
+// Run is one run's record in the journal, as every backend stores it. It is
+// a lease: its run renews it every LeaseRenewEvery (Heartbeat). On the host
+// that wrote it the run's process is asked; elsewhere a record not renewed
+// for LeaseExpiry is dead, so no record is alive forever (Alive).
+type Run struct {
+	Op       string    `json:"op"`
+	Stack    string    `json:"stack"`
+	Platform string    `json:"platform,omitempty"`
+	PID      int       `json:"pid"`
+	Host     string    `json:"host"`
+	Started  time.Time `json:"started"`
+	// ProcessStart is when process PID started: a pid reused by a later
+	// process starts at another time.
+	ProcessStart time.Time         `json:"processStart,omitzero"`
+	Declared     []drift.ObjectRef `json:"declared,omitempty"`
+}
+
+// Alive reports whether the run still goes on, its lease last renewed age
+// ago. On the host that wrote the record its process is asked; a record of
+// another host is alive while its lease is renewed.
+func (r *Run) Alive(age time.Duration) bool {
+	if r.Host != Hostname() {
+		return age < LeaseExpiry
+	}
+	if r.PID <= 0 {
+		return false
+	}
+	if err := syscall.Kill(r.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	st, err := procfs.ReadStat(r.PID)
+	if err != nil {
+		// No /proc to ask: the process exists, so it counts as the run's.
+		return !errors.Is(err, procfs.ErrNoProcess)
+	}
+	if st.Exited() {
+		return false // killed, and not yet reaped by its parent
+	}
+	started, err := st.StartTime()
+	if err != nil {
+		return true
+	}
+	if !r.ProcessStart.IsZero() {
+		// Boot time is read in whole seconds: allow for it.
+		d := started.Sub(r.ProcessStart)
+		return d > -2*time.Second && d < 2*time.Second
+	}
+	return !started.After(r.Started.Add(10 * time.Second))
+}
+
+// Heartbeat renews the lease of record key every LeaseRenewEvery until the
+// returned function is called. A renewal that fails is said once: the run
+// goes on, and other runners may take it for dead after LeaseExpiry.
+func Heartbeat(j Journal, key string, out io.Writer, op string) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(LeaseRenewEvery)
+		defer t.Stop()
+		failing := false
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), LeaseRenewEvery)
+				err := j.RenewRun(ctx, key)
+				cancel()
+				if err != nil && !failing {
+					fmt.Fprintf(out, "paddock %s: renewing this run's record failed (%s); other runners take the run for dead after %s without a renewal\n", op, firstLine(err), LeaseExpiry)
+				}
+				failing = err != nil
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done); <-stopped })
+	}
+}
+
+// firstLine is err's message up to its first line break, for a one-line
+// report (the engine's oneLine, which this package cannot import).
+func firstLine(err error) string {
+	s := strings.TrimSpace(err.Error())
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

@@ -184,7 +184,13 @@ func (e *Engine) compareWhole(ctx context.Context, c *clusterClients, p *model.P
 	if err != nil {
 		return nil, fmt.Errorf("the API server's version: %w", err)
 	}
-	forms := e.loadStoredForms(name, v.GitVersion, use == formsRecompute, use != formsSubset)
+	// A stored form is what admission made of an object: the cache holds only
+	// while the cluster's mutating admission is what it was when it was kept.
+	admission, err := drift.AdmissionFingerprint(ctx, c.kube)
+	if err != nil {
+		return nil, err
+	}
+	forms := e.loadStoredForms(name, v.GitVersion+" mutating admission "+admission, use == formsRecompute, use != formsSubset)
 	res, err := compareLive(ctx, c.dyn, p.Name, objs, forms, p.SensitiveValues())
 	if err != nil {
 		return nil, err

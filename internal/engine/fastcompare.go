@@ -242,26 +242,33 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 			continue
 		}
 		g.Go(func() error {
+			// immutableOr: the live object can no longer take the desired one
+			// in place (an immutable field was changed by recreating it, a
+			// RuntimeClass's handler say): compare with the desired object as
+			// built and say so; never an error, whichever answer it came from.
+			immutableOr := func(expected map[string]any, err error) (map[string]any, error) {
+				if apierrors.IsInvalid(err) {
+					o.immutable = oneLine(err)
+					return o.desired.Object, nil
+				}
+				if err != nil {
+					return nil, fmt.Errorf("the stored form of %s %s (a dry-run update): %w", o.desired.GetKind(), objectKey(o.desired), err)
+				}
+				return expected, nil
+			}
 			expected, asked, err := forms.get(gctx, dyn, o, sensitive)
 			if asked {
 				count(&res.DryRuns)
 			}
-			if apierrors.IsInvalid(err) {
-				// The live object can no longer take the desired one in
-				// place (an immutable field was changed by recreating it):
-				// compare with the desired object as built, and say so.
-				o.immutable = oneLine(err)
-				expected, err = o.desired.Object, nil
-			}
-			if err != nil {
-				return fmt.Errorf("the stored form of %s %s (a dry-run update): %w", o.desired.GetKind(), objectKey(o.desired), err)
+			if expected, err = immutableOr(expected, err); err != nil {
+				return err
 			}
 			diffs := drift.Compare(expected, o.live, drift.Options{})
 			if len(diffs) > 0 && !asked && o.immutable == "" {
 				// A cached form is believed only when it agrees.
 				count(&res.DryRuns)
-				if expected, err = forms.refresh(gctx, dyn, o, sensitive); err != nil {
-					return fmt.Errorf("the stored form of %s %s (a dry-run update): %w", o.desired.GetKind(), objectKey(o.desired), err)
+				if expected, err = immutableOr(forms.refresh(gctx, dyn, o, sensitive)); err != nil {
+					return err
 				}
 				diffs = drift.Compare(expected, o.live, drift.Options{})
 			}

@@ -31,8 +31,11 @@ import (
 // (replaceable); anything else stops `up` with what to do.
 
 // replaceable are the kinds a repair may delete and create again: deleting
-// one only takes rights away.
-var replaceable = map[string]bool{"RoleBinding": true, "ClusterRoleBinding": true, "Role": true, "ClusterRole": true}
+// one only takes rights away, or fails closed. A RuntimeClass swapped to
+// another handler (runc: the host kernel) is one: while it is gone the API
+// server refuses every pod that names it, so none is admitted onto the
+// wrong handler in between.
+var replaceable = map[string]bool{"RoleBinding": true, "ClusterRoleBinding": true, "Role": true, "ClusterRole": true, "RuntimeClass": true}
 
 // repairLive puts every drifted object of res back as Paddock applies it,
 // says what it changed, and confirms with a second comparison that the

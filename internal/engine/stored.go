@@ -26,7 +26,8 @@ import (
 // and the server, so it is kept per stack, keyed by a hash of the desired
 // object, and a no-op `up` or `drift` asks the server nothing more than its
 // lists. A full `up` recomputes every entry (a release upgrade may change a
-// CRD's defaults); a server of another version discards them all.
+// CRD's defaults); a server of another version, or whose mutating admission
+// changed (drift.AdmissionFingerprint), discards them all.
 
 // storedForms answers the stored form of desired objects, from the cache
 // or a dry-run.

@@ -91,7 +91,12 @@ func (e *Engine) secretsProvider(name string) string {
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return raw
+		// What does not parse cannot be masked field by field: keep its
+		// scheme, which says which backend it was, and nothing else.
+		if i := strings.Index(raw, "://"); i > 0 && !strings.ContainsAny(raw[:i], "@:/?") {
+			return raw[:i] + "://****"
+		}
+		return "****"
 	}
 	var secrets []string
 	if u.User != nil {

@@ -42,6 +42,8 @@ func TestBackendURL(t *testing.T) {
 		"postgres://u@h/db?sslmode=disable&password=s3cr3t",
 		"postgres://h/db?PassWord=p%40ss%2Fw&sslpassword=secret",
 		"postgres://h/db?p%61ssword=s3cr3t",
+		// A URL that does not parse (a bad escape) is masked whole.
+		"postgres://u:s3cr3t%zz@h/db",
 	} {
 		if got := redactURL(raw); strings.Contains(got, "secret") || strings.Contains(got, "s3cr3t") || strings.Contains(got, "p%40ss") || strings.Contains(got, "p@ss") {
 			t.Errorf("redactURL kept the secret: %s", got)

@@ -407,13 +407,20 @@ func TestGuardrailsHoldAfterPaddockExits(t *testing.T) {
 		}
 	}
 	// The max_ttl rules read the policy's variables: they must be registered too.
-	wantString(t, claims, "spec.variables.0.name", "shutdownTime")
-	wantString(t, claims, "spec.variables.2.expression", "oldObject == null || variables.shutdownTime != variables.previousShutdownTime")
+	wantString(t, claims, "spec.variables.0.name", "ttl")
+	wantString(t, claims, "spec.variables.4.name", "shutdownTime")
+	wantString(t, claims, "spec.variables.6.expression", "oldObject == null || variables.shutdownTime != variables.previousShutdownTime")
+	// A Sandbox opened without a claim is held to max_ttl too.
+	lifetime := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "paddock-demo-team-a-sandbox-lifetime")
+	wantString(t, lifetime, "spec.variables.0.name", "owned")
+	if exprs := fmt.Sprint(get(t, lifetime, "spec.validations").Mappable()); !strings.Contains(exprs, "+ duration('14400s')") {
+		t.Errorf("sandbox-lifetime policy lacks the max_ttl bound: %s", exprs)
+	}
 	rt := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "paddock-demo-team-a-pod-runtime")
 	wantString(t, rt, "spec.validations.0.expression", "has(object.spec.runtimeClassName) && object.spec.runtimeClassName in ['gvisor']")
 	wp := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "paddock-demo-team-a-warmpools")
 	wantString(t, wp, "spec.validations.0.expression", "object.spec.sandboxTemplateRef.name in ['python']")
-	for _, name := range []string{"claims", "pod-runtime", "sandbox-runtime", "warmpools"} {
+	for _, name := range []string{"claims", "sandbox-lifetime", "pod-runtime", "sandbox-runtime", "warmpools"} {
 		b := m.find(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "paddock-demo-team-a-"+name)
 		wantString(t, b, "spec.validationActions.0", "Deny")
 		wantString(t, b, "spec.matchResources.namespaceSelector.matchLabels[kubernetes.io/metadata.name]", "agents-team-a")

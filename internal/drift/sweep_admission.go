@@ -135,9 +135,8 @@ func servedResources(kube kubernetes.Interface) (map[schema.GroupKind]metav1.API
 	return out, nil
 }
 
-// sweepMutatingAdmission is S09: every mutating webhook that can change an
-// object Paddock guards.
-func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLabels map[string]labels.Set, kube kubernetes.Interface) ([]Finding, error) {
+// mutatingWebhooks lists every MutatingWebhookConfiguration, page by page.
+func mutatingWebhooks(ctx context.Context, kube kubernetes.Interface) ([]admissionv1.MutatingWebhookConfiguration, error) {
 	configs, err := pages(ctx, func(ctx context.Context, o metav1.ListOptions) ([]admissionv1.MutatingWebhookConfiguration, string, error) {
 		l, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, o)
 		if err != nil {
@@ -147,6 +146,16 @@ func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLab
 	}, func(*admissionv1.MutatingWebhookConfiguration) bool { return true })
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("listing mutating webhook configurations: %w", err)
+	}
+	return configs, nil
+}
+
+// sweepMutatingAdmission is S09: every mutating webhook that can change an
+// object Paddock guards.
+func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLabels map[string]labels.Set, kube kubernetes.Interface) ([]Finding, error) {
+	configs, err := mutatingWebhooks(ctx, kube)
+	if err != nil {
+		return nil, err
 	}
 	var cached []*guardedTarget
 	targets := func() ([]*guardedTarget, error) {
@@ -445,15 +454,9 @@ func webhookTarget(c admissionv1.WebhookClientConfig) string {
 // forms is only good while this stays the same.
 func AdmissionFingerprint(ctx context.Context, kube kubernetes.Interface) (string, error) {
 	var parts []string
-	configs, err := pages(ctx, func(ctx context.Context, o metav1.ListOptions) ([]admissionv1.MutatingWebhookConfiguration, string, error) {
-		l, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
-	}, func(*admissionv1.MutatingWebhookConfiguration) bool { return true })
-	if err != nil && !apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("listing mutating webhook configurations: %w", err)
+	configs, err := mutatingWebhooks(ctx, kube)
+	if err != nil {
+		return "", err
 	}
 	for _, c := range configs {
 		// Webhook configurations keep no generation: their content is hashed.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/paddock-platform/paddock/internal/manifests"
+	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/schemas"
 	"github.com/paddock-platform/paddock/schemas/specgen"
 )
@@ -28,16 +29,7 @@ func TestClaimMaxTTLEnforced(t *testing.T) {
 	e := live
 	// A generated spec (max_ttl = "2h") with a platform and tenant of its
 	// own, so that no other test's namespace is in the way.
-	spec := strings.Replace(specgen.Generate(specgen.Options{Platform: "claims-ttl", Tenants: 1}),
-		fmt.Sprintf("tenant %q", specgen.TenantName(0)), `tenant "ttl"`, 1)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, diags := schemas.LoadSource("platform.hcl", []byte(spec), schemas.LoadOptions{Environ: []string{}})
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
+	_, dir, p := oneTenantSpec(t, "claims-ttl", "ttl")
 	tn := p.Tenants[0]
 	if tn.Name != "ttl" || tn.Claims.MaxTTL != 2*time.Hour || len(tn.WarmPools) == 0 {
 		t.Fatalf("the generated spec changed shape: tenant %s, max_ttl %s, %d pools", tn.Name, tn.Claims.MaxTTL, len(tn.WarmPools))
@@ -116,4 +108,22 @@ func TestClaimMaxTTLEnforced(t *testing.T) {
 			t.Errorf("shutdownTime is %q after the refused update, was %q", got, stored)
 		}
 	})
+}
+
+// oneTenantSpec writes a generated spec (one tenant, max_ttl = "2h") whose
+// platform and tenant are the test's own, so that no other test's namespace
+// is in the way: its text, its directory and the platform it loads to.
+func oneTenantSpec(t *testing.T, platform, tenant string) (string, string, *model.Platform) {
+	t.Helper()
+	spec := strings.Replace(specgen.Generate(specgen.Options{Platform: platform, Tenants: 1}),
+		fmt.Sprintf("tenant %q", specgen.TenantName(0)), fmt.Sprintf("tenant %q", tenant), 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, diags := schemas.LoadSource("platform.hcl", []byte(spec), schemas.LoadOptions{Environ: []string{}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return spec, dir, p
 }

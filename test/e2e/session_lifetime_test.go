@@ -20,8 +20,6 @@ import (
 	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/verify"
-	"github.com/paddock-platform/paddock/schemas"
-	"github.com/paddock-platform/paddock/schemas/specgen"
 )
 
 // TestSessionLifetimeAfterAdmission: a session's maximum holds after
@@ -36,22 +34,15 @@ import (
 //     earlier shutdownTime are admitted, so deleting it does not hang.
 func TestSessionLifetimeAfterAdmission(t *testing.T) {
 	e := live
-	spec := strings.Replace(specgen.Generate(specgen.Options{Platform: "lifetime", Tenants: 1}),
-		fmt.Sprintf("tenant %q", specgen.TenantName(0)), `tenant "life"`, 1)
+	spec, dir, p := oneTenantSpec(t, "lifetime", "life")
 	if !strings.Contains(spec, `max_ttl = "2h"`) {
 		t.Fatal(`the generated spec no longer sets max_ttl = "2h"`)
 	}
-	dir := t.TempDir()
 	file := filepath.Join(dir, "platform.hcl")
 	write := func(text string) {
 		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	write(spec)
-	p, diags := schemas.LoadSource("platform.hcl", []byte(spec), schemas.LoadOptions{Environ: []string{}})
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
 	}
 	tn := p.Tenants[0]
 	ns, pool := tn.Namespace, tn.WarmPools[0].Name

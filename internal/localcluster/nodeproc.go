@@ -310,10 +310,11 @@ func (n *nodeRunner) runOnce(stop context.Context, s nodeProcSpec) error {
 	cmd.Dir = n.c.nodeDirs().root
 	cmd.Env = s.Env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	release, err := startTiedToThread(cmd)
+	if err != nil {
 		return err
 	}
+	defer release()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	if err := joinNodeCgroup(n.c.name, cmd.Process.Pid); err != nil {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -195,4 +197,24 @@ func waitGone(owned func() bool, d time.Duration) bool {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startTiedToThread starts cmd so that the kernel sends it SIGTERM should this
+// process die without stopping it. The kernel sends that signal when the
+// thread that forked the child exits, not the process, and Go retires a
+// thread whenever a goroutine locked to it ends (the world hosts' listeners
+// do): a child forked on such a thread was killed moments after it started.
+// So the calling goroutine is locked to its thread until release is called,
+// which must be after the child has exited, from the same goroutine.
+func startTiedToThread(cmd *exec.Cmd) (release func(), err error) {
+	runtime.LockOSThread()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	if err := cmd.Start(); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	return runtime.UnlockOSThread, nil
 }

@@ -311,10 +311,11 @@ func (s *supervisor) runController(ctx context.Context, dc dynamic.Interface) er
 	cmd.Stderr = logf
 	// Should the supervisor die without stopping it (SIGKILL), the kernel sends
 	// the controller SIGTERM.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	release, err := startTiedToThread(cmd)
+	if err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}
+	defer release()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 

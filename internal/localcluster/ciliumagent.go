@@ -374,6 +374,9 @@ func (c *cluster) cleanupCilium(rec hostRecord) error {
 	if c.state != nil {
 		dbg = c.state.Binaries["cilium-dbg"]
 	}
+	if err := removeStaleAgentPidfile(ciliumPidfile, c.state.Binaries["cilium-agent"]); err != nil {
+		errs = append(errs, err)
+	}
 	if dbg != "" {
 		if out, err := exec.Command(dbg, "post-uninstall-cleanup", "--all-state", "--force").CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("cilium-dbg post-uninstall-cleanup: %v: %s", err, strings.TrimSpace(string(out))))
@@ -396,12 +399,39 @@ func (c *cluster) cleanupCilium(rec hostRecord) error {
 			}
 		}
 	}
-	if rec.BPFMounted {
+	// A `local down` run again after a failure finds it unmounted already.
+	if rec.BPFMounted && mountedAt(bpffsRoot, "bpf") {
 		if _, err := run("umount", bpffsRoot); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ciliumPidfile is where the agent records its pid; it removes the file as it
+// stops, but not when it dies (a crash loop the supervisor ended).
+const ciliumPidfile = "/var/run/cilium/cilium.pid"
+
+// removeStaleAgentPidfile removes the agent's pidfile when no agent of this
+// build runs under that pid: cilium-dbg's cleanup refuses to run while the
+// file exists, and `local down` stops the agent before it gets here.
+func removeStaleAgentPidfile(pidfile, agentBin string) error {
+	b, err := os.ReadFile(pidfile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		if info, err := inspect(pid); err == nil && info.State != 'Z' && (agentBin == "" || info.Exe == resolveExe(agentBin)) {
+			return fmt.Errorf("a Cilium agent still runs as pid %d (%s): stop it, then run `paddock local down` again", pid, pidfile)
+		}
+	}
+	if err := os.Remove(pidfile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the stale Cilium agent pidfile: %w", err)
+	}
+	return nil
 }
 
 // syncCNIConf brings containerd's copy of the agent's CNI configuration to the

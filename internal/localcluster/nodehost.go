@@ -172,6 +172,16 @@ func mounts() []mount {
 	return out
 }
 
+// mountedAt reports whether a filesystem of type fstype is mounted at point.
+func mountedAt(point, fstype string) bool {
+	for _, m := range mounts() {
+		if m.point == point && m.fstype == fstype {
+			return true
+		}
+	}
+	return false
+}
+
 // cgroupMounts returns the mount points of every cgroup hierarchy (v1 controllers,
 // named hierarchies and the v2 unified one).
 func cgroupMounts() []string {

@@ -5,7 +5,8 @@
 # chains, the pod guard, and `local down`, which removes what the node created),
 # busybox-static (the rootfs of the images the node imports; nothing is pulled
 # from a registry), clang-19 (the Cilium agent compiles its BPF programs at run
-# time; LLVM 19 is what upstream's image ships) and nftables (`local down` removes
+# time; LLVM 19 is what upstream's image ships), ccache (keeps those objects, so an
+# up after the first compiles nothing) and nftables (`local down` removes
 # the empty tables iptables-nft leaves). Only missing packages are installed; with
 # all of them present this touches nothing and needs no network.
 #
@@ -15,7 +16,7 @@
 # the real node).
 set -euo pipefail
 
-packages=(runc containernetworking-plugins iptables ipset busybox-static clang-19 nftables)
+packages=(runc containernetworking-plugins iptables ipset busybox-static clang-19 ccache nftables)
 
 missing=()
 for p in "${packages[@]}"; do

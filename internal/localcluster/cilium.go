@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/paddock-platform/paddock/internal/pins"
 )
@@ -53,6 +54,10 @@ func (c *cluster) installCiliumCRDs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The API server warns about Cilium's own schemas (a string format it does
+	// not know, a deprecated kind); they are the pinned release's, nothing a
+	// user of `local up` can act on, so they are not printed.
+	cfg.WarningHandler = rest.NoWarnings{}
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err

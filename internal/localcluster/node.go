@@ -475,5 +475,8 @@ func (c *cluster) writeNodeFiles() error {
 			return err
 		}
 	}
+	if err := c.writeClangShim(); err != nil {
+		return err
+	}
 	return writeNodeImages(d.images(), busyboxBinary, c.state.Binaries)
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 )
 
 const nodeReportFile = "node.json"
@@ -65,7 +66,7 @@ func (c *cluster) nodeSpecs() []nodeProcSpec {
 	// containerd finds its shims (containerd-shim-runsc-v1, -runc-v2) on PATH.
 	path := filepath.Dir(bins["containerd-shim-runsc-v1"]) + ":" + filepath.Dir(bins["containerd-shim-runc-v2"]) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	env := []string{"PATH=" + path, "HOME=" + d.root, "LANG=C"}
-	agentEnv := []string{"PATH=" + ciliumClangDir + ":" + path, "HOME=" + d.root, "LANG=C", "K8S_NODE_NAME=" + nodeName(c.name, 0)}
+	agentEnv := []string{"PATH=" + d.ciliumCompilerDir() + ":" + ciliumClangDir + ":" + path, "HOME=" + d.root, "LANG=C", "K8S_NODE_NAME=" + nodeName(c.name, 0)}
 	args := ciliumAgentArgs(d, c.logsDir(), c.kubeconfig(), cgroup2Mount(), nn)
 	specs := []nodeProcSpec{
 		{Name: "containerd", Bin: bins["containerd"], Args: containerdArgs(d), Env: env},
@@ -249,7 +250,7 @@ func (n *nodeRunner) afterContainerd(ctx context.Context) error {
 }
 
 // waitNodeRegistered waits (up to 2 minutes) until the kubelet has registered its
-// Node.
+// Node, then seeds the agent's CiliumNode (seedCiliumNode).
 func (n *nodeRunner) waitNodeRegistered(ctx context.Context) error {
 	cs, err := n.c.clientset(5 * time.Second)
 	if err != nil {
@@ -259,7 +260,7 @@ func (n *nodeRunner) waitNodeRegistered(ctx context.Context) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if _, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil {
-			return nil
+			break
 		} else if time.Now().After(deadline) {
 			return fmt.Errorf("node %s not registered after 2m (%v); starting the Cilium agent anyway", name, err)
 		}
@@ -269,6 +270,18 @@ func (n *nodeRunner) waitNodeRegistered(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	cfg, err := restConfig(n.c.kubeconfig(), 5*time.Second)
+	if err != nil {
+		return err
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := seedCiliumNode(ctx, dc, name, ciliumRouterIP(n.c.state.NodeNet), time.Minute); err != nil {
+		return fmt.Errorf("%w; starting the Cilium agent anyway (its router address, and so its compiled datapath, will be new)", err)
+	}
+	return nil
 }
 
 // keep runs one process until stop is done, restarting it with backoff. Only

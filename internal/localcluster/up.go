@@ -223,7 +223,9 @@ func (c *cluster) bringUp(ctx context.Context) error {
 func (c *cluster) finishUp(ctx context.Context, cs kubernetes.Interface) error {
 	agent := c.state.real()
 	if agent {
-		// The agent reads its CRDs as it starts.
+		// The agent reads its CRDs as it starts, and its CiliumNode is seeded
+		// before that (seedCiliumNode). Installing them beside the node's
+		// start gained nothing on two cores: every step there is CPU-bound.
 		done := c.step("installing Cilium " + pins.Cilium + "'s CRDs (the node's dataplane)")
 		err := c.installCiliumCRDs(ctx)
 		done(err)

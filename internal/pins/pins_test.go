@@ -40,6 +40,7 @@ func TestModulesAgreeWithVersionsEnv(t *testing.T) {
 	}{
 		{"../../tools/pulumi/go.mod", "github.com/pulumi/pulumi/pkg/v3", Pulumi},
 		{"../../tools/pulumi/go.mod", "github.com/pulumi/pulumi/sdk/v3", Pulumi},
+		{"../../tools/pulumi-language-go/go.mod", "github.com/pulumi/pulumi/sdk/v3", Get("PULUMI_LANGUAGE_GO_VERSION")},
 		{"../../tools/pulumi-kubernetes/go.mod", "github.com/pulumi/pulumi-kubernetes/provider/v4", Get("PULUMI_KUBERNETES_PROVIDER_MODULE")},
 		{"../../tools/kubernetes/go.mod", "k8s.io/kubernetes", Kubernetes},
 		{"../../tools/kubernetes/go.mod", "k8s.io/api", Get("KUBERNETES_STAGING_VERSION")},

@@ -641,6 +641,18 @@ func TestDriftStacks(t *testing.T) {
 		}
 	})
 
+	t.Run("the standard pulumi CLI runs the project's own program: no change", func(t *testing.T) {
+		// `pulumi preview --stack team-a` from this repository, its
+		// Pulumi.yaml naming cmd/paddock-pulumi, built by the language host.
+		copyModuleSource(t, e.repo, dir)
+		p := newPulumiCLI(t, e, dir, "team-a", backend, "PULUMI_CONFIG_PASSPHRASE="+teamPassphrase)
+		out, ok := p.run(t, "preview", "--expect-no-changes")
+		if !ok || !strings.Contains(out, "unchanged") {
+			t.Fatalf("pulumi preview --stack team-a --expect-no-changes:\n%s", tail(out, 40))
+		}
+		t.Logf("pulumi preview: %s", pulumiResources(out))
+	})
+
 	t.Run("two updates of one stack at once", func(t *testing.T) {
 		upArgs := append([]string{"up"}, stackArgs...)
 		lockDir := filepath.Join(state, ".pulumi", "locks", "organization", "paddock", "team-a")

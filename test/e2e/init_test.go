@@ -25,7 +25,8 @@ const initName = "e2e-init"
 // this checkout with the module cache alone, and from inside which
 // `paddock up --stack dev` provisions the local platform and
 // `paddock drift --stack dev` (and the workflow's `drift --all`) find it as
-// the stack says.
+// the stack says; then the standard Pulumi CLI runs the repository's program
+// (pulumiCLIOnTheScaffold).
 func TestInit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "platform")
 	r := live.runPaddock(t, nil, "init", dir, "--replace", live.repo, "--name", initName)
@@ -129,6 +130,8 @@ func TestInit(t *testing.T) {
 		t.Errorf("paddock drift --all: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr, 20))
 	}
 	t.Logf("paddock drift --all --format markdown:\n%s", r.stdout)
+
+	pulumiCLIOnTheScaffold(t, &in, dir, state, namespace, stackArgs)
 }
 
 // assertBuildPinnedByPaddock: every module the scaffold's build reads has

@@ -106,7 +106,7 @@ func (e *Engine) beginRecord(op, name, platform string, declared []ObjectRef) (*
 	if err != nil {
 		return nil, err
 	}
-	r := &runRecord{Run: state.Run{Op: op, Stack: name, Platform: platform, PID: os.Getpid(), Host: state.Hostname(), Started: time.Now(), Declared: declared}, journal: s}
+	r := &runRecord{Run: state.Run{Op: op, Stack: name, Platform: platform, PID: os.Getpid(), Host: state.Hostname(), HostID: state.HostID(), Started: time.Now(), Declared: declared}, journal: s}
 	if t, ok := state.ProcessStart(r.PID); ok {
 		r.ProcessStart = t
 	}

@@ -62,11 +62,11 @@ func TestJournalDeadAndAliveRuns(t *testing.T) {
 	}
 	// A process that has ended: dead, with what it declared.
 	gone := exitedPID(t)
-	writeRecord(t, e, "fault", state.Run{Op: "up", Stack: "fault", PID: gone, Host: state.Hostname(), Started: time.Now().Add(-time.Minute), Declared: declared})
+	writeRecord(t, e, "fault", state.Run{Op: "up", Stack: "fault", PID: gone, Host: state.Hostname(), HostID: state.HostID(), Started: time.Now().Add(-time.Minute), Declared: declared})
 	// This process's pid, but a start time that is not this process's: the
 	// pid was reused, so the run that wrote it is gone.
 	reusedStart := time.Now().Add(-time.Hour)
-	writeRecord(t, e, "fault", state.Run{Op: "destroy", Stack: "fault", PID: os.Getpid(), Host: state.Hostname(), Started: reusedStart, ProcessStart: reusedStart})
+	writeRecord(t, e, "fault", state.Run{Op: "destroy", Stack: "fault", PID: os.Getpid(), Host: state.Hostname(), HostID: state.HostID(), Started: reusedStart, ProcessStart: reusedStart})
 	// A run of another host whose pid means nothing here: never taken for dead.
 	writeRecord(t, e, "fault", state.Run{Op: "up", Stack: "fault", PID: gone, Host: "another-host.example", Started: time.Now()})
 
@@ -150,8 +150,8 @@ func TestJournalSeparateBackendsAndStacks(t *testing.T) {
 	t.Setenv("PADDOCK_HOME", t.TempDir())
 	a := journalEngine(t, "file://"+t.TempDir())
 	b := journalEngine(t, "file://"+t.TempDir())
-	writeRecord(t, a, "fault", state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now()})
-	writeRecord(t, a, "org/proj/other", state.Run{Op: "up", Stack: "org/proj/other", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now()})
+	writeRecord(t, a, "fault", state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), HostID: state.HostID(), Started: time.Now()})
+	writeRecord(t, a, "org/proj/other", state.Run{Op: "up", Stack: "org/proj/other", PID: exitedPID(t), Host: state.Hostname(), HostID: state.HostID(), Started: time.Now()})
 
 	for _, c := range []struct {
 		e     *Engine
@@ -229,7 +229,7 @@ func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
 	e := New(Options{Backend: "file://" + t.TempDir(), Out: &out})
 	p := &model.Platform{Name: "fault"} // no kubeconfig: nothing to reach beside Pulumi
 	declared := []ObjectRef{{APIVersion: "v1", Kind: "Namespace", Name: "agents-t1"}}
-	writeRecord(t, e, "fault", state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now(), Declared: declared})
+	writeRecord(t, e, "fault", state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), HostID: state.HostID(), Started: time.Now(), Declared: declared})
 	self, err := e.beginRun("up", "fault", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func TestRecoverDeadRunsWaitsForOtherRuns(t *testing.T) {
 	// A dead run that declared nothing (a destroy) leaves nothing to look
 	// for: its record goes.
 	e.clearRuns(dead)
-	writeRecord(t, e, "fault", state.Run{Op: "destroy", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now()})
+	writeRecord(t, e, "fault", state.Run{Op: "destroy", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), HostID: state.HostID(), Started: time.Now()})
 	dead, _ = e.deadRuns("fault")
 	self, _ = e.beginRun("destroy", "fault", nil)
 	if err := e.finishRun(context.Background(), "destroy", p, "fault", self, dead); err != nil {
@@ -292,7 +292,7 @@ func TestJournalReadsRecordsFromBeforeTheMove(t *testing.T) {
 	e := journalEngine(t, backend)
 	dir := filepath.Join(filestate.LegacyRunsRoot(backend), "fault")
 	os.MkdirAll(dir, 0o700)
-	b, _ := json.Marshal(state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), Started: time.Now()})
+	b, _ := json.Marshal(state.Run{Op: "up", Stack: "fault", PID: exitedPID(t), Host: state.Hostname(), HostID: state.HostID(), Started: time.Now()})
 	os.WriteFile(filepath.Join(dir, "up-old.json"), b, 0o600)
 	dead, err := e.deadRuns("fault")
 	if err != nil || len(dead) != 1 {

@@ -169,10 +169,8 @@ func URLHoldsSecret(raw string) bool {
 type Lock = state.Lock
 
 // Locks lists the update locks held on the stack called name, on a file or
-// PostgreSQL backend; others return nil. A holder on this host is stale
-// when its process is gone; one on another host only when the run journal
-// says that host's run of the stack died (its lease expired) and none of its
-// runs goes on: a lock no journaled run explains is never second-guessed.
+// PostgreSQL backend; others return nil. Each is judged by the journaled
+// runs that explain it (lockStale): a lock no run explains is never stale.
 func (e *Engine) Locks(name string) ([]Lock, error) {
 	s, err := e.store()
 	if err != nil {
@@ -185,43 +183,49 @@ func (e *Engine) Locks(name string) ([]Lock, error) {
 	if err != nil || len(out) == 0 {
 		return nil, err
 	}
-	host := state.Hostname()
-	var runs []*runRecord
+	runs, _, err := e.readRuns(name)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
 	for i := range out {
-		l := &out[i]
-		if l.Hostname == host {
-			l.Stale = l.PID > 0 && !state.HolderAlive(l.PID, l.Timestamp)
-			continue
-		}
-		if runs == nil {
-			if runs, _, err = e.readRuns(name); err != nil {
-				return nil, err
-			}
-		}
-		l.Stale = diedOnHost(runs, l.Hostname, l.Timestamp)
+		out[i].Stale, out[i].Unexplained = judgeLock(out[i], runs, now)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Timestamp.Before(out[j].Timestamp) })
 	return out, nil
 }
 
-// diedOnHost reports whether a lock host took at since belongs to a dead
-// run: a run of host started by then has expired and none of host's runs is
-// alive.
-func diedOnHost(runs []*runRecord, host string, since time.Time) bool {
-	dead := false
+// judgeLock reports whether the update that holds lock l is known to be
+// gone, and whether no journaled run explains the lock. Only a journaled run can say so: one of the lock's host that was
+// going on when the lock was taken (it started before, and its lease was
+// renewed after, a minute either way for clocks). When such a run was
+// written on this very host (state.Run.SameHost), the lock's pid is asked;
+// otherwise the lock is stale when every such run's lease expired and no run
+// of that host goes on. A lock no run explains (a hand-run `pulumi up`, a
+// runner in another PID namespace under the same hostname) is never stale:
+// only `paddock cancel`, which a person runs, removes it.
+func judgeLock(l state.Lock, runs []*runRecord, now time.Time) (stale, unexplained bool) {
+	var explaining []*runRecord
 	for _, r := range runs {
-		if r.Host != host {
-			continue
-		}
-		if r.alive() {
-			return false
-		}
-		// The lock is taken after the record is written; allow for clocks.
-		if !r.Started.After(since.Add(time.Minute)) {
-			dead = true
+		renewed := now.Add(-r.age)
+		if r.Host == l.Hostname && !l.Timestamp.Before(r.Started.Add(-time.Minute)) && !l.Timestamp.After(renewed.Add(time.Minute)) {
+			explaining = append(explaining, r)
 		}
 	}
-	return dead
+	if len(explaining) == 0 {
+		return false, true
+	}
+	for _, r := range explaining {
+		if r.SameHost() {
+			return l.PID > 0 && !state.HolderAlive(l.PID, l.Timestamp), false
+		}
+	}
+	for _, r := range runs {
+		if r.Host == l.Hostname && r.alive() {
+			return false, false
+		}
+	}
+	return true, false
 }
 
 // fileBackend is the root directory of the stack's file backend and the
@@ -273,7 +277,9 @@ func (e *Engine) Cancel(ctx context.Context, name string, force bool) ([]Lock, e
 	}
 	if !force {
 		for _, l := range locks {
-			if !l.Stale && l.Hostname == state.Hostname() {
+			// A process of that pid alive here may be the holder: a person
+			// decides (--force), never a guess.
+			if !l.Stale && l.Hostname == state.Hostname() && l.PID > 0 && state.HolderAlive(l.PID, l.Timestamp) {
 				return locks, fmt.Errorf("stack %q is locked by a running update (%s): wait for it, or stop it first (--force removes the lock anyway)", name, l)
 			}
 		}

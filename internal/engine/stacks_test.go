@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
 func TestBackendURL(t *testing.T) {
@@ -81,16 +83,36 @@ func TestLocks(t *testing.T) {
 		t.Fatalf("cancel of a live lock: %v", err)
 	}
 	os.Remove(filepath.Join(dir, "a.json"))
-	write("b.json", 1<<22+12345) // no such process
+	write("b.json", 1<<22+12345) // no such process, and no run of Paddock's explains it
 	locks, _ = e.Locks("team-a")
-	if len(locks) != 1 || !locks[0].Stale {
-		t.Fatalf("dead holder not stale: %+v", locks)
+	if len(locks) != 1 || locks[0].Stale || !locks[0].Unexplained {
+		t.Fatalf("a lock no run explains must never be stale: %+v", locks)
+	}
+	if e.removeStaleLocks("up", "team-a") {
+		t.Fatal("removeStaleLocks removed a lock no run explains")
 	}
 	msg := e.lockError("up", "team-a", errors.New("the stack is currently locked by 1 lock(s)")).Error()
-	for _, want := range []string{"another update is running", "that process is gone", "paddock cancel --stack team-a"} {
+	for _, want := range []string{"another update is running", "no Paddock run explains it", "if it died, run `paddock cancel --stack team-a`"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("lock error lacks %q:\n%s", want, msg)
 		}
+	}
+	// A person can still cancel it: its pid is not alive here.
+	if _, err := e.Cancel(t.Context(), "team-a", false); err != nil {
+		t.Fatalf("cancel of an unexplained lock whose pid is gone: %v", err)
+	}
+
+	// The same lock explained by a run this very host journaled, now dead:
+	// its pid is asked, and it is stale.
+	write("c.json", 1<<22+12345)
+	writeRecord(t, e, "team-a", stateRun("up", "team-a", exitedPID(t), host, true, time.Now().Add(-time.Minute)))
+	locks, _ = e.Locks("team-a")
+	if len(locks) != 1 || !locks[0].Stale || locks[0].Unexplained {
+		t.Fatalf("a lock explained by a dead run of this host: %+v", locks)
+	}
+	msg = e.lockError("up", "team-a", errors.New("the stack is currently locked by 1 lock(s)")).Error()
+	if !strings.Contains(msg, "that process is gone") || !strings.Contains(msg, "the update that held it died") {
+		t.Errorf("lock error of a dead update:\n%s", msg)
 	}
 	if !isLockError(errors.New("error: the stack is currently locked by 1 lock(s). Either wait")) {
 		t.Error("file backend lock error not recognised")
@@ -113,5 +135,56 @@ func TestScratchProjectKeepsNoPassword(t *testing.T) {
 	}
 	if p := scratchProject("file:///state"); p.Backend == nil || p.Backend.URL != "file:///state" {
 		t.Errorf("scratch Pulumi.yaml lost a plain backend URL: %+v", p.Backend)
+	}
+}
+
+// stateRun is a run record of op on stack, by pid on host; sameHost gives it
+// this process's HostID (its pid is then asked), else another's.
+func stateRun(op, stack string, pid int, host string, sameHost bool, started time.Time) state.Run {
+	id := "boot another, pid:[1]"
+	if sameHost {
+		id = state.HostID()
+	}
+	return state.Run{Op: op, Stack: stack, PID: pid, Host: host, HostID: id, Started: started}
+}
+
+// judgeLock is what decides whether a lock may be removed without a person.
+func TestJudgeLock(t *testing.T) {
+	now := time.Now()
+	host, _ := os.Hostname()
+	dead := 1<<22 + 4242
+	lock := state.Lock{PID: dead, Hostname: host, Timestamp: now.Add(-3 * time.Minute)}
+	began := now.Add(-5 * time.Minute)
+	rec := func(r state.Run, age time.Duration) *runRecord { return &runRecord{Run: r, age: age} }
+	for _, tc := range []struct {
+		name               string
+		runs               []*runRecord
+		stale, unexplained bool
+	}{
+		{"no run explains it", nil, false, true},
+		{"a run of this very host, dead, and the lock's pid gone",
+			[]*runRecord{rec(stateRun("up", "s", dead, host, true, began), 0)}, true, false},
+		{"a runner with this hostname in another PID namespace, its lease fresh: the pid means nothing here",
+			[]*runRecord{rec(stateRun("up", "s", os.Getpid(), host, false, began), 5*time.Second)}, false, false},
+		{"that runner's lease expired",
+			[]*runRecord{rec(stateRun("up", "s", os.Getpid(), host, false, began), 2*time.Minute)}, true, false},
+		{"a dead run that ended before the lock was taken explains nothing (a hand-run pulumi up took it)",
+			[]*runRecord{rec(stateRun("up", "s", dead, host, false, now.Add(-time.Hour)), 50*time.Minute)}, false, true},
+		{"a run that started after the lock was taken explains nothing",
+			[]*runRecord{rec(stateRun("up", "s", dead, host, true, now.Add(time.Minute)), 0)}, false, true},
+		{"another host's run explains nothing",
+			[]*runRecord{rec(stateRun("up", "s", dead, "elsewhere", false, began), 2*time.Minute)}, false, true},
+		{"an expired run explains it, but another run of that host goes on",
+			[]*runRecord{
+				rec(stateRun("up", "s", os.Getpid(), host, false, began), 2*time.Minute),
+				rec(stateRun("up", "s", os.Getpid(), host, false, now), time.Second),
+			}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stale, unexplained := judgeLock(lock, tc.runs, now)
+			if stale != tc.stale || unexplained != tc.unexplained {
+				t.Fatalf("judgeLock = stale %v, unexplained %v; want %v, %v", stale, unexplained, tc.stale, tc.unexplained)
+			}
+		})
 	}
 }

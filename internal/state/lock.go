@@ -24,12 +24,19 @@ type Lock struct {
 	// Stale is set when the holder is known to be gone (the engine's Locks
 	// judges it).
 	Stale bool `json:"stale"`
+	// Unexplained is set when no journaled run explains the lock (a hand-run
+	// `pulumi up`, a runner without Paddock's journal): it is never taken
+	// for stale, since nothing here can tell whether its holder lives.
+	Unexplained bool `json:"unexplained,omitempty"`
 }
 
 func (l Lock) String() string {
 	s := fmt.Sprintf("pid %d on %s (%s) since %s", l.PID, l.Hostname, l.Username, l.Timestamp.Local().Format(time.RFC3339))
-	if l.Stale {
+	switch {
+	case l.Stale:
 		s += " — that process is gone"
+	case l.Unexplained:
+		s += " — no Paddock run explains it, so it is never removed by itself"
 	}
 	return s
 }

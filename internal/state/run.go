@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,16 +16,19 @@ import (
 )
 
 // Run is one run's record in the journal, as every backend stores it. It is
-// a lease: its run renews it every LeaseRenewEvery (Heartbeat). On the host
-// that wrote it the run's process is asked; elsewhere a record not renewed
-// for LeaseExpiry is dead, so no record is alive forever (Alive).
+// a lease: its run renews it every LeaseRenewEvery (Heartbeat). On the very
+// host that wrote it (SameHost: its boot and PID namespace, not its name) the
+// run's process is asked; anywhere else a record not renewed for LeaseExpiry
+// is dead, so no record is alive forever (Alive).
 type Run struct {
 	Op       string    `json:"op"`
 	Stack    string    `json:"stack"`
 	Platform string    `json:"platform,omitempty"`
 	PID      int       `json:"pid"`
-	Host     string    `json:"host"`
-	Started  time.Time `json:"started"`
+	Host     string    `json:"host"` // the hostname, for people; SameHost judges by HostID
+	// HostID is HostID() of the writer: where its PID means something.
+	HostID  string    `json:"hostID,omitempty"`
+	Started time.Time `json:"started"`
 	// ProcessStart is when process PID started: a pid reused by a later
 	// process starts at another time.
 	ProcessStart time.Time         `json:"processStart,omitzero"`
@@ -35,7 +39,7 @@ type Run struct {
 // ago. On the host that wrote the record its process is asked; a record of
 // another host is alive while its lease is renewed.
 func (r *Run) Alive(age time.Duration) bool {
-	if r.Host != Hostname() {
+	if !r.SameHost() {
 		return age < LeaseExpiry
 	}
 	if r.PID <= 0 {
@@ -63,6 +67,31 @@ func (r *Run) Alive(age time.Duration) bool {
 	}
 	return !started.After(r.Started.Add(10 * time.Second))
 }
+
+// SameHost reports whether the record was written in this kernel's boot and
+// this PID namespace, where its PID names the same process it named for its
+// writer. Two CI containers can share a hostname and not a PID namespace; a
+// record from before HostID was kept is another host's.
+func (r *Run) SameHost() bool {
+	id := HostID()
+	return id != "" && r.HostID == id
+}
+
+// HostID names where a PID means one process: this kernel's boot (its
+// boot_id) and this process's PID namespace. "" where /proc cannot say.
+func HostID() string { return hostID() }
+
+var hostID = sync.OnceValue(func() string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return "boot " + strings.TrimSpace(string(boot)) + ", " + ns
+})
 
 // Heartbeat renews the lease of record key every LeaseRenewEvery until the
 // returned function is called. A renewal that fails is said once: the run

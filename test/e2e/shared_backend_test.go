@@ -40,9 +40,13 @@ const (
 	// sharedFirstTenant numbers the tenants t0026... (issue 26): no other
 	// test's namespaces.
 	sharedFirstTenant = 26
-	// runnerAHost is the hostname runner A runs under, in a UTS namespace of
-	// its own: to runner B it is another host.
+	// runnerAHost is the hostname runner A runs under, in UTS and PID
+	// namespaces of its own (a CI container): to runner B it is another
+	// host. A hostname alone is not: state.Run.SameHost.
 	runnerAHost = "paddock-e2e-runner-a"
+	// runnerAPID is runner A's pid in its own PID namespace, as its records
+	// and locks give it: the namespace's first process.
+	runnerAPID = 1
 	// sharedLease is the engine's lease (internal/state/state.go LeaseExpiry): a
 	// record of another host not renewed for this long belongs to a dead run.
 	sharedLease = 60 * time.Second
@@ -102,13 +106,14 @@ func newRunner(t *testing.T, e *env, name, host string, backend sharedBackend) r
 
 // command is paddock run by r: its home, the team's passphrase, the backend
 // by the environment (as a CI secret: its password never shows in a logged
-// command line) and, for a runner of another host, a UTS namespace whose hostname is r.host (the
-// shell sets it and execs paddock, so the pid is paddock's).
+// command line) and, for a runner of another host, UTS, PID and mount
+// namespaces of its own with /proc mounted for it, as in a container: the
+// hostname is r.host (the shell sets it and execs paddock, which is the
+// namespace's pid 1, runnerAPID).
 func (r runner) command(e *env, args ...string) *exec.Cmd {
 	cmd := exec.Command(e.bin, args...)
 	if r.host != "" {
-		cmd = exec.Command("/bin/sh", append([]string{"-c", `hostname "$0" && exec "$@"`, r.host, e.bin}, args...)...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUTS}
+		cmd = exec.Command("unshare", append([]string{"--uts", "--pid", "--fork", "--mount-proc", "--", "/bin/sh", "-c", `hostname "$0" && exec "$@"`, r.host, e.bin}, args...)...)
 	}
 	cmd.Dir = e.repo
 	cmd.Env = append(os.Environ(), r.env()...)
@@ -180,24 +185,23 @@ func (r runner) keepsNothingOnDisk(t *testing.T) {
 	}
 }
 
-// requireOtherHost checks that a process can be run under another hostname
-// (a UTS namespace needs root): otherwise the test is skipped off root, as
-// the suite's real node and pgtest are.
+// requireOtherHost checks that a process can be run as another host (UTS and
+// PID namespaces need root): otherwise the test is skipped off root, as the
+// suite's real node and pgtest are.
 func requireOtherHost(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", `hostname "$0" && hostname`, runnerAHost)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUTS}
+	cmd := exec.Command("unshare", "--uts", "--pid", "--fork", "--mount-proc", "--", "/bin/sh", "-c", `hostname "$0" && echo "$(hostname) $$"`, runnerAHost)
 	out, err := cmd.CombinedOutput()
-	if err == nil && strings.TrimSpace(string(out)) == runnerAHost {
+	if err == nil && strings.TrimSpace(string(out)) == fmt.Sprintf("%s %d", runnerAHost, runnerAPID) {
 		if h, _ := os.Hostname(); h == runnerAHost {
 			t.Fatalf("this host is called %s already: runner A would not be another host", runnerAHost)
 		}
 		return
 	}
 	if os.Geteuid() != 0 {
-		t.Skipf("running runner A under another hostname needs a UTS namespace, so root: %v %s", err, out)
+		t.Skipf("running runner A as another host needs UTS and PID namespaces, so root: %v %s", err, out)
 	}
-	t.Fatalf("running a process in a UTS namespace as %s: %v %s", runnerAHost, err, out)
+	t.Fatalf("running a process in UTS and PID namespaces as %s: %v %s", runnerAHost, err, out)
 }
 
 // sharedBackend is one backend the runners share: its URL, what its
@@ -496,8 +500,10 @@ func sharedBackendOtherHost(t *testing.T, e *env, db sharedBackend) {
 		t.Fatalf("after runner A's up succeeded the backend holds run records %+v and locks %v, want none", runs, locks)
 	}
 
-	// A grows the platform and is killed mid-update.
-	pidA := killMidRun(t, e, a, large, namespaces[2])
+	// A grows the platform and is killed mid-update (its namespace's pid 1,
+	// and so everything in it).
+	killMidRun(t, e, a, large, namespaces[2])
+	pidA := runnerAPID
 	killed := time.Now()
 
 	// What A left is in the database: its run record, under its own host,

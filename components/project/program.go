@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -38,7 +39,10 @@ func Program(errOut io.Writer) pulumi.RunFunc {
 
 // ProgramAt is Program for a project at dir, for inline runs: the Automation
 // API does not report the project root to an inline program. An empty dir
-// means the root the engine reports, else the working directory.
+// means the root the engine reports, else the nearest directory holding a
+// Pulumi.yaml at or above the working directory (ProjectRootAbove): a
+// language host older than the engine reports no root and runs the program
+// in its `main` directory (cmd/paddock-pulumi for this repository's project).
 func ProgramAt(dir string, errOut io.Writer) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
 		c, err := FromContext(ctx)
@@ -50,14 +54,32 @@ func ProgramAt(dir string, errOut io.Writer) pulumi.RunFunc {
 			root = dir
 		}
 		if root == "" {
-			if root, err = os.Getwd(); err != nil {
+			wd, err := os.Getwd()
+			if err != nil {
 				return err
 			}
+			root = ProjectRootAbove(wd)
 		}
 		p, err := c.Load(ctx.Context(), root, errOut)
 		if err != nil {
 			return err
 		}
 		return program.New(p)(ctx)
+	}
+}
+
+// ProjectRootAbove is the nearest directory at or above dir that holds a
+// Pulumi project file (Pulumi.yaml or Pulumi.yml), as Pulumi finds a project;
+// dir itself when none does.
+func ProjectRootAbove(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		for _, name := range []string{"Pulumi.yaml", "Pulumi.yml"} {
+			if st, err := os.Stat(filepath.Join(d, name)); err == nil && st.Mode().IsRegular() {
+				return d
+			}
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
 	}
 }

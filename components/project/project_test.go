@@ -292,3 +292,32 @@ func TestStacksListsTheStackConfigDir(t *testing.T) {
 		t.Fatalf("Stacks = %v", got)
 	}
 }
+
+// A language host older than the engine reports no project root and runs
+// the program in its `main` directory: the root is then the nearest
+// Pulumi.yaml above (cmd/paddock-pulumi of this repository's project).
+func TestProjectRootAbove(t *testing.T) {
+	root := t.TempDir()
+	main := filepath.Join(root, "cmd", "paddock-pulumi")
+	if err := os.MkdirAll(main, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := ProjectRootAbove(main); got != main {
+		t.Errorf("no Pulumi.yaml anywhere: ProjectRootAbove = %s, want the directory itself", got)
+	}
+	if err := os.WriteFile(filepath.Join(root, "Pulumi.yaml"), []byte("name: x\nruntime: go\nmain: ./cmd/paddock-pulumi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{main, filepath.Join(root, "cmd"), root} {
+		if got := ProjectRootAbove(from); got != root {
+			t.Errorf("ProjectRootAbove(%s) = %s, want %s", from, got, root)
+		}
+	}
+	// A nearer project wins, as Pulumi finds it.
+	if err := os.WriteFile(filepath.Join(main, "Pulumi.yml"), []byte("name: y\nruntime: go\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := ProjectRootAbove(main); got != main {
+		t.Errorf("with cmd/paddock-pulumi/Pulumi.yml: ProjectRootAbove = %s, want %s", got, main)
+	}
+}

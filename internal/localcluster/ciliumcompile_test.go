@@ -60,6 +60,7 @@ exec "$@"
 	writeScript(t, shim, clangShim(clang, filepath.Join(dir, "cache")))
 	return dir, func(args ...string) (string, string, int) {
 		cmd := exec.Command(shim, args...)
+		cmd.Dir = dir // where an -o file lands
 		cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + dir}
 		var so, se strings.Builder
 		cmd.Stdout, cmd.Stderr = &so, &se

@@ -121,7 +121,7 @@ func pulumiCLIOnTheScaffold(t *testing.T, in *env, dir, state, namespace string,
 	})
 
 	t.Run("a change applied by pulumi up is the graph paddock would make", func(t *testing.T) {
-		spec := filepath.Join(dir, "platform.hcl")
+		spec := filepath.Join(dir, "spec", "platform.hcl") // the scaffold's paddock:spec
 		b, err := os.ReadFile(spec)
 		if err != nil {
 			t.Fatal(err)

@@ -170,7 +170,7 @@ type Lock = state.Lock
 
 // Locks lists the update locks held on the stack called name, on a file or
 // PostgreSQL backend; others return nil. Each is judged by the journaled
-// runs that explain it (lockStale): a lock no run explains is never stale.
+// runs that explain it (judgeLock): a lock no run explains is never stale.
 func (e *Engine) Locks(name string) ([]Lock, error) {
 	s, err := e.store()
 	if err != nil {
@@ -196,8 +196,9 @@ func (e *Engine) Locks(name string) ([]Lock, error) {
 }
 
 // judgeLock reports whether the update that holds lock l is known to be
-// gone, and whether no journaled run explains the lock. Only a journaled run can say so: one of the lock's host that was
-// going on when the lock was taken (it started before, and its lease was
+// gone, and whether no journaled run explains the lock. Only a journaled run
+// can say it is gone: one of the lock's host that was going on when the lock
+// was taken (it started before, and its lease was
 // renewed after, a minute either way for clocks). When such a run was
 // written on this very host (state.Run.SameHost), the lock's pid is asked;
 // otherwise the lock is stale when every such run's lease expired and no run

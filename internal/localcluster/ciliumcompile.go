@@ -22,7 +22,7 @@ import (
 // (two templates, ~3 s of both cores on the 2-core machine: the largest part of
 // `local up` after the API server). Its inputs are the pinned release's BPF
 // sources and headers the agent writes, the same on every up of a cluster once
-// the router's address is pinned (routerIPAnnotation), so the objects are
+// the router's address is pinned (seedCiliumNode), so the objects are
 // cached with Debian's ccache. The agent compiles to stdout (`-o -`), which
 // ccache cannot cache: the agent's `clang` is a shim that compiles to a file
 // through ccache and prints it. Without ccache, or with a cache it cannot
@@ -100,8 +100,8 @@ func ciliumRouterIP(nn nodeNet) string {
 
 // seedCiliumNode creates the agent's CiliumNode, naming ip as the router
 // address, before the agent first starts; the agent fills in the rest. An
-// existing one (a restarted agent's) is left alone. The CRD may still be on
-// its way (it is installed while the node starts), so this waits for it up to
+// existing one (a restarted agent's) is left alone. An API server that does
+// not serve the CRD yet (it was applied moments ago) is waited for, up to
 // wait.
 func seedCiliumNode(ctx context.Context, dc dynamic.Interface, node, ip string, wait time.Duration) error {
 	if ip == "" {

@@ -21,11 +21,11 @@ import (
 // run's process is asked; anywhere else a record not renewed for LeaseExpiry
 // is dead, so no record is alive forever (Alive).
 type Run struct {
-	Op       string    `json:"op"`
-	Stack    string    `json:"stack"`
-	Platform string    `json:"platform,omitempty"`
-	PID      int       `json:"pid"`
-	Host     string    `json:"host"` // the hostname, for people; SameHost judges by HostID
+	Op       string `json:"op"`
+	Stack    string `json:"stack"`
+	Platform string `json:"platform,omitempty"`
+	PID      int    `json:"pid"`
+	Host     string `json:"host"` // the hostname, for people; SameHost judges by HostID
 	// HostID is HostID() of the writer: where its PID means something.
 	HostID  string    `json:"hostID,omitempty"`
 	Started time.Time `json:"started"`

@@ -27,6 +27,10 @@ func (e *exitError) Error() string { return e.err.Error() }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Before anything can start a process: the backend's credentials leave
+	// the environment every child would inherit, and are masked in output.
+	engine.CaptureBackendEnv()
+	outputRedaction.addValues(engine.CapturedBackendSecrets())
 	root := newRootCmd()
 	stdout, stderr := newRedactingWriter(os.Stdout, outputRedaction), newRedactingWriter(os.Stderr, outputRedaction)
 	root.SetOut(stdout)

@@ -33,6 +33,17 @@ func (r *redactor) add(p *model.Platform) {
 	r.values = append(r.values, p.SensitiveValues()...)
 }
 
+// addValues registers values (a backend's credentials), masked from now on.
+func (r *redactor) addValues(values []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range values {
+		if v != "" {
+			r.values = append(r.values, v)
+		}
+	}
+}
+
 func (r *redactor) redact(b []byte) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -30,6 +30,16 @@ func openStore(ctx context.Context, backend string) (state.Store, error) {
 	case "file":
 		return filestate.Open(u, backend), nil
 	case "postgres", "postgresql":
+		// PGPASSWORD left the environment (CaptureBackendEnv): Paddock's own
+		// connection takes it in the URL, which stays in this process.
+		if pw := backendEnv.pgPassword; pw != "" && (u.User == nil || !hasPassword(u.User)) && !strings.Contains(strings.ToLower(u.RawQuery), "password") {
+			user := ""
+			if u.User != nil {
+				user = u.User.Username()
+			}
+			u.User = url.UserPassword(user, pw)
+			backend = u.String()
+		}
 		s, err := pgstate.Open(ctx, backend)
 		if err != nil {
 			return nil, err
@@ -47,6 +57,11 @@ func openStore(ctx context.Context, backend string) (state.Store, error) {
 		reason = "the Pulumi Cloud keeps the state behind its API, which only the engine reads; Paddock falls back to Pulumi's refresh"
 	}
 	return filestate.NewLocalJournal(backend, reason), nil
+}
+
+func hasPassword(u *url.Userinfo) bool {
+	pw, ok := u.Password()
+	return ok && pw != ""
 }
 
 // store is the engine's store of its backend, opened once.
@@ -77,6 +92,22 @@ func (e *Engine) Close() {
 		s.Close()
 		delete(e.stores, k)
 	}
+	e.pgpass.Close()
+	e.pgpass = nil
+}
+
+// passfile is the engine's in-memory pgpass file for password, made once.
+func (e *Engine) passfile(password string) (*passfile, error) {
+	if e.pgpass != nil && e.pgpass.password == password {
+		return e.pgpass, nil
+	}
+	pf, err := newPassfile(password)
+	if err != nil {
+		return nil, err
+	}
+	e.pgpass.Close()
+	e.pgpass = pf
+	return pf, nil
 }
 
 // projectName is the Pulumi project the engine's stacks belong to.
@@ -129,15 +160,14 @@ func (e *Engine) hideBackendPassword(err error) error {
 	if berr != nil {
 		return err
 	}
-	u, perr := url.Parse(backend)
-	if perr != nil || u.User == nil {
+	msg := err.Error()
+	for _, secret := range backendSecrets(backend) {
+		msg = strings.ReplaceAll(msg, secret, "****")
+	}
+	if msg == err.Error() {
 		return err
 	}
-	pw, ok := u.User.Password()
-	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
-		return err
-	}
-	return &redactedError{msg: strings.ReplaceAll(err.Error(), pw, "****"), err: err}
+	return &redactedError{msg: msg, err: err}
 }
 
 // redactedError keeps the error chain (errors.Is/As) under a message

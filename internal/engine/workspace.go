@@ -115,6 +115,9 @@ type Engine struct {
 	shared map[string]bool
 	opened map[string]auto.Stack
 	stores map[string]state.Store // by backend URL (store)
+	// pgpass holds a PostgreSQL backend's password for the Pulumi CLI
+	// (backendsecret.go), from the first stack opened until Close.
+	pgpass *passfile
 }
 
 // New returns an engine with opts.
@@ -138,6 +141,11 @@ func (e *Engine) backendURL() (string, error) {
 		if proj.Backend != nil {
 			projectURL = proj.Backend.URL
 		}
+		// The Pulumi CLI reads backend.url from the file itself, past any
+		// URL Paddock hands it, and would pass the credential to its plugins.
+		if URLHoldsSecret(projectURL) {
+			return "", fmt.Errorf("backend.url in %s holds a credential: the Pulumi CLI reads it from there and hands it to every plugin it starts, and the file is easily committed; write the URL without it and set PGPASSWORD (postgres://, which Paddock passes to the CLI in memory) or the backend SDK's own variables", filepath.Join(e.opts.ProjectDir, "Pulumi.yaml"))
+		}
 	}
 	switch {
 	case e.opts.Backend != "" && projectURL != "" && e.opts.Backend != projectURL:
@@ -146,8 +154,8 @@ func (e *Engine) backendURL() (string, error) {
 		return e.opts.Backend, nil
 	case projectURL != "":
 		return projectURL, nil
-	case os.Getenv("PULUMI_BACKEND_URL") != "":
-		return os.Getenv("PULUMI_BACKEND_URL"), nil
+	case envBackendURL() != "":
+		return envBackendURL(), nil
 	}
 	dir := paths.StateDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -269,7 +277,18 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 	}
 	env["TMPDIR"] = tmp
 	env["PULUMI_HOME"] = paths.PulumiHome()
-	env["PULUMI_BACKEND_URL"] = backend
+	pulumiURL, password, err := pulumiBackend(backend)
+	if err != nil {
+		return auto.Stack{}, err
+	}
+	env["PULUMI_BACKEND_URL"] = pulumiURL
+	if password != "" {
+		pf, err := e.passfile(password)
+		if err != nil {
+			return auto.Stack{}, err
+		}
+		env["PGPASSFILE"] = pf.path
+	}
 	env["PULUMI_SKIP_UPDATE_CHECK"] = "true"
 	env["PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK"] = "true"
 	// Never reach for a plugin or language host we did not build.
@@ -314,7 +333,7 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 	} else {
 		// The inline program's workspace: in the scratch directory, so it
 		// goes with it.
-		opts = append(opts, auto.WorkDir(tmp), auto.Project(scratchProject(backend)))
+		opts = append(opts, auto.WorkDir(tmp), auto.Project(scratchProject(pulumiURL)))
 	}
 	var s auto.Stack
 	if create {

@@ -108,6 +108,7 @@ func (b *builder) build(cfg *config) *model.Platform {
 	for _, wc := range cfg.Waivers {
 		p.Waivers = append(p.Waivers, b.waiver(wc))
 	}
+	b.trustAdmission(cfg.TrustAdmission)
 	for s := range b.sensitive {
 		p.MarkSensitive(s)
 	}

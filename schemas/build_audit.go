@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/paddock-platform/paddock/internal/model"
 )
 
@@ -108,4 +110,44 @@ func firstOr(list []string, fallback string) string {
 		return list[0]
 	}
 	return fallback
+}
+
+// trustAdmission builds the trust_admission blocks: each names one mutating
+// admission object by its exact kind and name, with the reason, and one
+// object is trusted once.
+func (b *builder) trustAdmission(nodes []*node) {
+	seen := map[string]hcl.Range{}
+	for _, n := range nodes {
+		t := model.TrustedAdmission{Name: n.Label, Src: n.src()}
+		ok := true
+		if problem := dnsSubdomainProblem(n.Label); problem != "" {
+			b.errorf(n.LabelRange, "Invalid trusted admission object name",
+				"%q %s Write the object's name exactly as `kubectl get mutatingwebhookconfigurations` (or mutatingadmissionpolicies) lists it.", n.Label, problem)
+			ok = false
+		}
+		kind, st := b.enum(n.attr(argKind), model.AdmissionKinds, "admission kind")
+		if b.required(st, n.attr(argKind), n.blockMeta, argKind, "the kind of the object it trusts", `kind = "MutatingWebhookConfiguration" (or "MutatingAdmissionPolicy")`) != set {
+			ok = false
+		}
+		t.Kind = kind
+		reason, st := b.str(n.attr(argReason))
+		if b.required(st, n.attr(argReason), n.blockMeta, argReason, "a reason", `reason = "why this object may rewrite sandboxes and their templates"`) == set {
+			if strings.TrimSpace(reason) == "" {
+				b.errorf(n.attr(argReason).Expr.Range(), "Invalid trust reason",
+					"reason is empty. Trusting a mutating admission object lets it rewrite what the platform guards: say why that is acceptable.")
+			}
+			t.Reason = reason
+		}
+		if !ok || kind == "" {
+			continue
+		}
+		key := t.Ref()
+		if first, dup := seen[key]; dup {
+			b.errorf(n.LabelRange, "Duplicate trust_admission",
+				"%s %q is already trusted at %s. Trust each object once: remove one of the blocks.", kind, n.Label, pos(first))
+			continue
+		}
+		seen[key] = n.DefRange
+		b.p.TrustedAdmission = append(b.p.TrustedAdmission, t)
+	}
 }

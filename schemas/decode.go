@@ -123,7 +123,7 @@ type config struct {
 
 	Platform, Target, Cluster, AgentSandbox, Observability *node
 
-	NodePools, RuntimeClasses, Tenants, AuditSinks, Waivers []*node
+	NodePools, RuntimeClasses, Tenants, AuditSinks, Waivers, TrustAdmission []*node
 }
 
 // decoder accumulates diagnostics while decoding.
@@ -194,6 +194,9 @@ func decode(files []*hcl.File) (*config, hcl.Diagnostics) {
 				}
 			case blockWaiver:
 				cfg.Waivers = append(cfg.Waivers, n)
+			case blockTrustAdmission:
+				// Unique by kind and name, which only the builder knows.
+				cfg.TrustAdmission = append(cfg.TrustAdmission, n)
 			}
 		}
 	}

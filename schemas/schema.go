@@ -47,6 +47,7 @@ const (
 	blockAuditSink        = "audit_sink"
 	blockObservability    = "observability"
 	blockWaiver           = "waiver"
+	blockTrustAdmission   = "trust_admission"
 )
 
 // Target kinds, the label of a target block.
@@ -493,6 +494,17 @@ var waiverSpec = &blockSpec{
 	},
 }
 
+var trustAdmissionSpec = &blockSpec{
+	Type: blockTrustAdmission, Label: "name", What: "trusted admission object", Repeat: true,
+	Doc: "Trusts one mutating admission object, by its exact kind and name, to rewrite what the platform guards (a service mesh's sidecar injector, say): " +
+		"the drift sweep's S09 no longer reports it, and what it adds to an object Paddock applies is not drift. Like a waiver it is shown in every report, with its reason; " +
+		"one that no longer exists in the cluster is reported. Trust is by name: the object's rules and selectors are not pinned, so whoever can edit it can widen what it rewrites (S09 and `paddock drift` say what it reaches).",
+	Attrs: []attrSpec{
+		{Name: argKind, Kind: kString, Enum: model.AdmissionKinds, Doc: "\"MutatingWebhookConfiguration\" or \"MutatingAdmissionPolicy\"."},
+		{Name: argReason, Kind: kString, Doc: "Why the object may rewrite what the platform guards."},
+	},
+}
+
 var variableSpec = &blockSpec{
 	Type: blockVariable, Label: "name", Name: nameIdentifier, What: "variable", Repeat: true,
 	Doc: "An input of the spec, referenced as var.<name>. Values come from -var, --var-file, *.auto.pvars.hcl files and PADDOCK_VAR_<name>.",
@@ -528,6 +540,7 @@ var rootSpec = &blockSpec{
 	Blocks: []*blockSpec{
 		variableSpec, localsSpec, platformSpec, targetSpec, clusterSpec, nodePoolSpec,
 		agentSandboxSpec, runtimeClassSpec, tenantSpec, auditSinkSpec, observabilitySpec, waiverSpec,
+		trustAdmissionSpec,
 	},
 }
 

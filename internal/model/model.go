@@ -5,6 +5,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,9 @@ type Platform struct {
 	RuntimeClasses []RuntimeClass
 	Tenants        []Tenant
 	Waivers        []Waiver
+	// TrustedAdmission are the mutating admission objects the spec trusts to
+	// rewrite what the platform guards (trust_admission blocks).
+	TrustedAdmission []TrustedAdmission
 
 	// Cluster holds the settings of the cluster Paddock creates (TargetGKE only;
 	// nil for every other target).
@@ -424,6 +428,45 @@ type Waiver struct {
 	// ("tenant.team-a", "tenant.team-a.template.python"); "" for the whole
 	// platform.
 	Scope string
+}
+
+// Mutating admission kinds a trust_admission block may name.
+const (
+	AdmissionWebhook = "MutatingWebhookConfiguration"
+	AdmissionPolicy  = "MutatingAdmissionPolicy"
+)
+
+// AdmissionKinds are the kinds a trust_admission block may name.
+var AdmissionKinds = []string{AdmissionWebhook, AdmissionPolicy}
+
+// TrustedAdmission is a mutating admission object the spec trusts, by exact
+// kind and name, with the reason: the drift sweep (S09) does not report it,
+// and what it adds to an object Paddock applies is not drift. Like a waiver
+// it is shown in every report.
+type TrustedAdmission struct {
+	Kind   string // AdmissionWebhook or AdmissionPolicy
+	Name   string
+	Reason string
+	Src    Range
+}
+
+// Ref is the object as kubectl names it: "mutatingwebhookconfiguration/x".
+func (t TrustedAdmission) Ref() string { return AdmissionRef(t.Kind, t.Name) }
+
+// AdmissionRef names a mutating admission object as kubectl does.
+func AdmissionRef(kind, name string) string {
+	return strings.ToLower(kind) + "/" + name
+}
+
+// TrustOf returns the spec's trust of the admission object of kind and
+// name, or nil.
+func (p *Platform) TrustOf(kind, name string) *TrustedAdmission {
+	for i := range p.TrustedAdmission {
+		if t := &p.TrustedAdmission[i]; t.Kind == kind && t.Name == name {
+			return t
+		}
+	}
+	return nil
 }
 
 // Cluster are the settings of a cluster Paddock creates (GKE).

@@ -84,4 +84,3 @@ func TestTrustAdmissionErrors(t *testing.T) {
 		})
 	}
 }
-

@@ -32,7 +32,7 @@ func openStore(ctx context.Context, backend string) (state.Store, error) {
 	case "postgres", "postgresql":
 		// PGPASSWORD left the environment (CaptureBackendEnv): Paddock's own
 		// connection takes it in the URL, which stays in this process.
-		if pw := backendEnv.pgPassword; pw != "" && (u.User == nil || !hasPassword(u.User)) && !strings.Contains(strings.ToLower(u.RawQuery), "password") {
+		if pw := envPGPassword(); pw != "" && (u.User == nil || !hasPassword(u.User)) && !strings.Contains(strings.ToLower(u.RawQuery), "password") {
 			user := ""
 			if u.User != nil {
 				user = u.User.Username()

@@ -54,10 +54,24 @@ func CapturedBackendSecrets() []string {
 	return backendSecrets(backendEnv.url)
 }
 
-// envBackendURL is PULUMI_BACKEND_URL as the process started with it.
+// envBackendURL is PULUMI_BACKEND_URL: as set now, else as captured (a
+// value set after the capture, by a test or a program embedding the engine,
+// is taken as it stands).
 func envBackendURL() string {
 	CaptureBackendEnv()
+	if v := os.Getenv("PULUMI_BACKEND_URL"); v != "" {
+		return v
+	}
 	return backendEnv.url
+}
+
+// envPGPassword is PGPASSWORD, as set now, else as captured.
+func envPGPassword() string {
+	CaptureBackendEnv()
+	if v, ok := os.LookupEnv("PGPASSWORD"); ok {
+		return v
+	}
+	return backendEnv.pgPassword
 }
 
 // pulumiBackend is the backend URL the Pulumi CLI is given and, for a
@@ -79,7 +93,7 @@ func pulumiBackend(backend string) (clean, password string, err error) {
 		}
 		return backend, "", nil
 	}
-	password = backendEnv.pgPassword
+	password = envPGPassword()
 	if u.User != nil {
 		if pw, ok := u.User.Password(); ok {
 			if pw != "" {
@@ -188,9 +202,7 @@ func backendSecrets(raw string) []string {
 			}
 		}
 	}
-	if backendEnv.pgPassword != "" {
-		add(backendEnv.pgPassword)
-	}
+	add(envPGPassword())
 	// Longest first, so a secret that contains another is replaced whole.
 	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out

@@ -264,6 +264,11 @@ type Difference struct {
 	// that holds it), Paddock's own last; empty for a field nobody owns,
 	// such as one removed.
 	Writers []Writer
+	// AddedBy are the mutating admission objects that could have added the
+	// live value (model.AdmissionRef names), when the reference noted it as
+	// admission's (Admission.Reference); Can says what they rewrite.
+	AddedBy []string
+	Can     string
 }
 
 // RepairManager is the field manager Paddock's own repairs write under.
@@ -290,11 +295,21 @@ type Options struct {
 // removed or changed anywhere, with who wrote them.
 func Compare(expected map[string]any, live *unstructured.Unstructured, o Options) []Difference {
 	e := Comparable(expected)
+	notes := takeAdmission(e)
 	l := Comparable(live.Object)
 	var out []Difference
 	diffValue(nil, e, l, &out)
 	if len(out) == 0 {
 		return nil
+	}
+	for i := range out {
+		p := out[i].Path.String()
+		for _, n := range notes {
+			if under(p, n.path) {
+				out[i].AddedBy, out[i].Can = n.by, n.can
+				break
+			}
+		}
 	}
 	ours := o.Ours
 	if ours == nil {
@@ -311,7 +326,10 @@ func Compare(expected map[string]any, live *unstructured.Unstructured, o Options
 func Fields(diffs []Difference, sensitive []string) []Field {
 	out := make([]Field, 0, len(diffs))
 	for _, d := range diffs {
-		f := Field{Path: d.Path.String(), Cause: CauseCluster, Declared: redact(d.Expected, sensitive), Live: redact(d.Live, sensitive), Writers: d.Writers}
+		f := Field{Path: d.Path.String(), Cause: CauseCluster, Declared: redact(d.Expected, sensitive), Live: redact(d.Live, sensitive), Writers: d.Writers, AddedBy: d.AddedBy}
+		if len(d.AddedBy) > 0 {
+			f.Admission = strings.Join(d.AddedBy, ", ") + " can rewrite " + d.Can
+		}
 		out = append(out, f)
 	}
 	return out

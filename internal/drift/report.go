@@ -62,6 +62,21 @@ type Field struct {
 	// other managers first, newest first, then Paddock's own. Empty where
 	// nobody owns the live value (a field removed, or one only the server set).
 	Writers []Writer `json:"writers,omitempty"`
+	// AddedBy are the mutating admission objects that could have added the
+	// live value ("mutatingwebhookconfiguration/inject-keys"): the API
+	// server stores it whenever Paddock writes the object, and no defaulting
+	// explains it. Admission says what they rewrite.
+	AddedBy   []string `json:"addedBy,omitempty"`
+	Admission string   `json:"admission,omitempty"`
+}
+
+// AdmissionText is "added by admission (mutatingwebhookconfiguration/x can
+// rewrite sandboxtemplates.agents.x-k8s.io in agents-a)", or "".
+func (f Field) AdmissionText() string {
+	if f.Admission == "" {
+		return ""
+	}
+	return "added by admission (" + f.Admission + ")"
 }
 
 // By is "kubectl-edit (update at 2026-12-02T06:00:00Z)", the writers that
@@ -231,6 +246,9 @@ func (r *Report) WriteText(w io.Writer) error {
 				if by := f.By(); by != "" {
 					line += "  by " + by
 				}
+				if a := f.AdmissionText(); a != "" {
+					line += "  " + a
+				}
 				b.WriteString(termtext.Wrap(line, detail, detail+"  "))
 			}
 			b.WriteString(termtext.Wrap("repair: "+res.Repair, detail, detail+"  "))
@@ -291,7 +309,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				if f.Cause == CauseSpec {
 					ch = strings.TrimSpace(ch + " (spec changed)")
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", title, ch, mdCode(f.Path), mdCode(Value(f.Declared)), mdCode(Value(f.Live)), mdEscape(f.By()))
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", title, ch, mdCode(f.Path), mdCode(Value(f.Declared)), mdCode(Value(f.Live)), mdEscape(strings.TrimSpace(f.By()+" "+f.AdmissionText())))
 			}
 		}
 		b.WriteString("\n`paddock up` puts each of these back to what the stack declares.\n")

@@ -476,7 +476,15 @@ func AdmissionFingerprint(ctx context.Context, kube kubernetes.Interface) (strin
 	for _, b := range bindings {
 		parts = append(parts, fmt.Sprintf("binding %s %s %d", b.Name, b.UID, b.Generation))
 	}
+	return fingerprintOf(parts), nil
+}
+
+func fingerprintOf(parts []string) string {
 	sort.Strings(parts)
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\n")))
-	return hex.EncodeToString(sum[:8]), nil
+	return hex.EncodeToString(sum[:8])
 }
+
+// NoAdmission is the AdmissionFingerprint of a cluster without any mutating
+// webhook configuration or admission policy: nothing rewrites a write.
+var NoAdmission = fingerprintOf(nil)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +29,14 @@ import (
 // lists. A full `up` recomputes every entry (a release upgrade may change a
 // CRD's defaults); a server of another version, or whose mutating admission
 // changed (drift.AdmissionFingerprint), discards them all.
+//
+// The dry-run passes through the cluster's mutating admission like any
+// write, so what a webhook adds is in its answer as in the live object, and
+// the two would agree. Each answer is split (drift.Admission.Reference):
+// what the API server's defaulting does not explain, where a mutating
+// admission object can rewrite the object, is taken out of the reference
+// and noted with those objects, so Compare reports it as drift naming them.
+// The cache keeps the reference so split.
 
 // storedForms answers the stored form of desired objects, from the cache
 // or a dry-run.
@@ -40,6 +49,9 @@ type storedForms struct {
 	fresh   bool // ignore cached entries (recompute all)
 	prune   bool // keep only the entries used: the run compared every declared object
 	dirty   bool
+	// admission attributes what the dry-runs added, read from the cluster
+	// on the first dry-run.
+	admission *drift.Admission
 }
 
 type storedFile struct {
@@ -113,6 +125,17 @@ func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *fa
 	if err != nil {
 		return nil, true, err
 	}
+	if !s.noAdmission() {
+		s.mu.Lock()
+		if s.admission == nil {
+			s.admission = drift.NewAdmission(dyn)
+		}
+		admission := s.admission
+		s.mu.Unlock()
+		if obj, err = admission.Reference(ctx, o.gvr, o.desired, obj); err != nil {
+			return nil, true, fmt.Errorf("what mutating admission added to it: %w", err)
+		}
+	}
 	if drift.HoldsSensitive(o.desired.Object, sensitive) || drift.HoldsSensitive(obj, sensitive) {
 		return obj, true, nil
 	}
@@ -123,6 +146,18 @@ func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *fa
 		s.mu.Unlock()
 	}
 	return obj, true, nil
+}
+
+// noAdmission reports whether the server's key says the cluster has no
+// mutating admission object at all (compareWhole keys the cache by
+// "<version> mutating admission <drift.AdmissionFingerprint>"): then no
+// dry-run answer holds anything of admission's, and nothing more is read.
+// A key without a fingerprint (a caller that did not read the cluster's
+// admission) splits nothing either; TestCompareWholeSplitsAdmission holds
+// compareWhole to the form.
+func (s *storedForms) noAdmission() bool {
+	_, fp, ok := strings.Cut(s.server, " mutating admission ")
+	return !ok || fp == drift.NoAdmission
 }
 
 // save writes the cache when it changed, owner-only. After a comparison of

@@ -640,6 +640,9 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 	}
 	d := &directDeleter{client: client, mapper: mapper, out: e.opts.Out, workers: directDestroyWorkers, timeout: directDestroyTimeout, poll: 100 * time.Millisecond}
 	fmt.Fprintf(e.opts.Out, "  %s: state exported and read\n", time.Since(start).Round(10*time.Millisecond))
+	if err := rec.check(); err != nil {
+		return nil, false, err
+	}
 	if err := d.run(ctx, plan); err != nil {
 		return nil, false, fmt.Errorf("destroy of stack %q: %w", name, err)
 	}
@@ -657,6 +660,9 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 	}
 	if after != before {
 		return nil, false, fmt.Errorf("destroy of stack %q: every object is deleted, but another run changed the state meanwhile, so it was left as that run wrote it: run destroy again", name)
+	}
+	if err := rec.check(); err != nil {
+		return nil, false, err
 	}
 	if err := s.Import(ctx, empty); err != nil {
 		return nil, false, fmt.Errorf("destroy of stack %q: every object is deleted, but emptying the state failed (run destroy again: it finds them gone): %w", name, err)

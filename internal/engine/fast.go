@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
@@ -42,6 +44,9 @@ type fastResult struct {
 
 	objs    []*fastObject
 	clients *clusterClients
+	// stateDigest is the digest of the checkpoint the comparison read
+	// (stateDigest), to tell a state written since.
+	stateDigest string
 }
 
 // fastUp answers an up whose spec is what the stack last applied without
@@ -80,6 +85,14 @@ func (e *Engine) fastUp(ctx context.Context, p *model.Platform) (*Result, error)
 			return nil, nil
 		}
 		defer release()
+		// The comparison was made before the lock: another run may have
+		// applied another spec since, and repairing from this comparison
+		// would write this spec's objects back over it. The engine's run
+		// then applies this spec under Pulumi's lock, as any up does.
+		if now, err := e.stateDigest(e.stackName(p)); err != nil || now != res.stateDigest {
+			fmt.Fprintf(e.opts.Out, "paddock up: full run: the stack's state changed after it was compared with the cluster (another run wrote it)\n")
+			return nil, nil
+		}
 	}
 	repaired, err := e.repairLive(ctx, "up", res)
 	if err == nil && repaired > 0 {
@@ -146,10 +159,11 @@ type fastObject struct {
 func (e *Engine) fastCheck(ctx context.Context, p *model.Platform) (*fastResult, string, error) {
 	start := time.Now()
 	name := e.stackName(p)
-	objs, outputs, reason := e.fastPlan(ctx, p, name)
+	plan, reason := e.fastObjectPlan(ctx, p, name)
 	if reason != "" {
 		return nil, reason, ctx.Err()
 	}
+	objs, outputs := plan.objs, plan.outputs
 	c, err := clientsFor(p)
 	if err != nil {
 		return nil, "the cluster's kubeconfig does not load: " + oneLine(err), nil
@@ -164,6 +178,7 @@ func (e *Engine) fastCheck(ctx context.Context, p *model.Platform) (*fastResult,
 	res.Report.Platform, res.Report.Stack, res.Report.Target = p.Name, name, string(p.Target.Kind)
 	res.Report.Compare = time.Since(start)
 	res.Outputs = outputs
+	res.stateDigest = plan.digest
 	return res, "", nil
 }
 
@@ -206,17 +221,23 @@ func (e *Engine) compareWhole(ctx context.Context, c *clusterClients, p *model.P
 // pairs each declared object with its state. reason is "" when the fast path
 // may go on.
 func (e *Engine) fastPlan(ctx context.Context, p *model.Platform, name string) ([]*fastObject, map[string]any, string) {
-	switch {
-	case p.Target.Kind == model.TargetGKE:
-		return nil, nil, "the target is GKE, whose cloud resources only the engine reads"
-	case p.Target.Kubeconfig == "":
-		return nil, nil, "the target has no kubeconfig"
-	}
-	plan, reason := e.planObjects(ctx, p, name, false)
+	plan, reason := e.fastObjectPlan(ctx, p, name)
 	if reason != "" {
 		return nil, nil, reason
 	}
 	return plan.objs, plan.outputs, ""
+}
+
+// fastObjectPlan is fastPlan's plan whole, with the digest of the state it
+// read.
+func (e *Engine) fastObjectPlan(ctx context.Context, p *model.Platform, name string) (*objectPlan, string) {
+	switch {
+	case p.Target.Kind == model.TargetGKE:
+		return nil, "the target is GKE, whose cloud resources only the engine reads"
+	case p.Target.Kubeconfig == "":
+		return nil, "the target has no kubeconfig"
+	}
+	return e.planObjects(ctx, p, name, false)
 }
 
 // objectPlan is the declared objects paired with their state.
@@ -226,6 +247,8 @@ type objectPlan struct {
 	// kubeconfig is the one the stack's kubernetes provider recorded, read
 	// for a cluster the stack creates (stackCluster); never printed.
 	kubeconfig string
+	// digest is the checkpoint's, as stateDigest gives it.
+	digest string
 }
 
 // stackClusterPlan is planObjects for the engine's path on a cluster the
@@ -382,7 +405,8 @@ func (e *Engine) planObjects(ctx context.Context, p *model.Platform, name string
 			return fail("the spec changed " + describeKey(key) + " since the last up")
 		}
 	}
-	return &objectPlan{objs: order, outputs: outputs, kubeconfig: kubeconfig}, ""
+	sum := sha256.Sum256(data)
+	return &objectPlan{objs: order, outputs: outputs, kubeconfig: kubeconfig, digest: hex.EncodeToString(sum[:])}, ""
 }
 
 // stateCrypter decrypts the secrets of a checkpoint with the stack's

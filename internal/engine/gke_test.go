@@ -569,7 +569,7 @@ func TestGKEWholeObjectDriftAndRepair(t *testing.T) {
 		}
 	}
 
-	n, err := e.repairAfterUp(ctx, p, "s")
+	n, err := e.repairAfterUp(ctx, p, "s", nil)
 	if err != nil || n != 2 {
 		t.Fatalf("repaired %d (%v), want 2\n%s", n, err, out.String())
 	}
@@ -613,7 +613,7 @@ func TestGKEWholeObjectNotCompared(t *testing.T) {
 	e.opts.Out = &out
 	rep := &drift.Report{Resources: []drift.Resource{{Kind: "Namespace", Name: "agents-builds", Change: drift.Modified}}}
 	e.addWholeObjectDrift(ctx, p, "s", rep)
-	if n, err := e.repairAfterUp(ctx, p, "s"); n != 0 || err != nil {
+	if n, err := e.repairAfterUp(ctx, p, "s", nil); n != 0 || err != nil {
 		t.Fatalf("repair without a cluster: %d, %v", n, err)
 	}
 	want := "paddock drift: fields outside the spec not compared: the stack's kubernetes provider records no kubeconfig yet\n" +

@@ -67,7 +67,11 @@ type runRecord struct {
 	key     string
 	age     time.Duration // since the lease was last renewed
 	journal state.Journal
-	stop    func() // stops the heartbeat
+	// lease is this process's hold on its own record (nil on a record
+	// read back): every write of the run asks it first (check).
+	lease *state.Lease
+	// token is the run's fence token on a backend that checks one.
+	token string
 }
 
 // runsDir is the journal directory of stack name on a file backend (or on
@@ -118,25 +122,48 @@ func (e *Engine) beginRecord(op, name, platform string, declared []ObjectRef) (*
 	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
 	project, stack := e.stackRef(name)
+	// The lease counts from before the write: others may count from the
+	// moment it lands.
+	written := time.Now()
 	if r.key, err = s.PutRun(ctx, project, stack, id, b); err != nil {
 		return nil, err
 	}
-	r.stop = state.Heartbeat(s, r.key, e.opts.Out, op)
+	r.token = newFenceToken()
+	cli := e.cli()
+	cli.reset() // a run before this one may have lapsed: this one holds its own lease
+	// A lapse kills the run's Pulumi CLI at once, from the heartbeat: the
+	// run's own goroutine may be waiting on that very CLI.
+	r.lease = state.Heartbeat(s, r.key, e.opts.Out, op, name, written, cli.lapse)
 	return r, nil
 }
 
 // abandon stops renewing the record and keeps it: the run failed, and the
 // next run takes it for dead once its lease expires (or this process ends).
 func (r *runRecord) abandon() {
-	if r != nil && r.stop != nil {
-		r.stop()
+	if r != nil {
+		r.lease.Stop()
 	}
 }
 
-// end removes the record: the run finished, or never started.
+// check is nil while the run holds its lease; once it lapsed, the error
+// every write of the run refuses with (state.LapsedError).
+func (r *runRecord) check() error {
+	if r == nil {
+		return nil
+	}
+	return r.lease.Check()
+}
+
+// end removes the record: the run finished, or never started. A run whose
+// lease lapsed keeps it: another runner may have taken it for dead, and the
+// record is what tells that runner what the run may have created.
 func (r *runRecord) end() error {
 	if r == nil {
 		return nil
+	}
+	if err := r.check(); err != nil {
+		r.abandon()
+		return err
 	}
 	r.abandon()
 	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)

@@ -52,15 +52,28 @@ func (e *Engine) startRun(op, name string, p *model.Platform) ([]DeadRun, *runRe
 // journaled runs update under the stack's lock (withLock). A run that never
 // got the lock changed nothing: its record goes. Any other end keeps it
 // until finishRun, so a run that failed or was killed is found dead.
+//
+// Each attempt first takes the stack's fence for the run (takeFence: on a
+// backend that checks one, the CLI's checkpoint carries the run's token). A
+// run whose lease lapses meanwhile has its CLI killed (fence.go) and ends
+// with the lapse, never with the CLI's own error.
 func (e *Engine) journaled(ctx context.Context, op, name string, rec *runRecord, update func() error) error {
 	ran := false
-	err := e.withLock(ctx, op, name, func() error {
-		err := update()
+	err := e.withLock(ctx, op, name, rec.check, func() error {
+		unfence, err := e.takeFence(name, rec)
+		defer unfence()
+		if err == nil {
+			err = update()
+		}
 		if !isLockError(err) {
 			ran = true
 		}
 		return err
 	})
+	if lapsed := rec.check(); lapsed != nil {
+		rec.abandon()
+		return lapsed
+	}
 	if !ran {
 		if endErr := rec.end(); endErr != nil {
 			fmt.Fprintf(e.opts.Out, "paddock %s: %v\n", op, endErr)
@@ -75,6 +88,9 @@ func (e *Engine) journaled(ctx context.Context, op, name string, rec *runRecord,
 // it left, then removes their records and its own. declared are the objects
 // the spec now declares (none after a destroy).
 func (e *Engine) finishRun(ctx context.Context, op string, p *model.Platform, name string, rec *runRecord, dead []DeadRun) error {
+	if err := rec.check(); err != nil {
+		return err
+	}
 	dead, err := e.deadRunsSince(op, name, dead)
 	if err != nil {
 		return err
@@ -131,8 +147,11 @@ func (e *Engine) recoverDeadRuns(ctx context.Context, op string, p *model.Platfo
 	if op == "up" && self != nil {
 		declared = self.Declared
 	}
-	done, err := e.pruneLeftovers(ctx, op, p, name, dead, declared)
+	done, err := e.pruneLeftovers(ctx, op, p, name, self, dead, declared)
 	if err != nil || !done {
+		return err
+	}
+	if err := self.check(); err != nil {
 		return err
 	}
 	return e.clearRuns(dead)
@@ -142,7 +161,7 @@ func (e *Engine) recoverDeadRuns(ctx context.Context, op string, p *model.Platfo
 // declared, no state holds and declared does not name, and waits for them to
 // go. done is false when the cluster cannot be reached beside Pulumi (no
 // kubeconfig): the dead runs' records stay for a later run.
-func (e *Engine) pruneLeftovers(ctx context.Context, op string, p *model.Platform, name string, dead []DeadRun, declared []ObjectRef) (done bool, err error) {
+func (e *Engine) pruneLeftovers(ctx context.Context, op string, p *model.Platform, name string, self *runRecord, dead []DeadRun, declared []ObjectRef) (done bool, err error) {
 	var candidates []ObjectRef
 	for _, d := range dead {
 		if d.Damaged != "" {
@@ -172,6 +191,9 @@ func (e *Engine) pruneLeftovers(ctx context.Context, op string, p *model.Platfor
 	prune := pruneSelection(labelled, candidates, inState, declared)
 	if len(prune) == 0 {
 		return true, nil
+	}
+	if err := self.check(); err != nil {
+		return false, err
 	}
 	start := time.Now()
 	fmt.Fprintf(e.opts.Out, "paddock %s: deleting %d object(s) a dead run created that no state holds and the spec does not declare: %s\n", op, len(prune), firstRefs(prune, 3))

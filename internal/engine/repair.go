@@ -190,7 +190,7 @@ func declaredFastObjects(p *model.Platform) ([]*fastObject, error) {
 // fields other managers own. On a cluster the stack creates (GKE) it
 // reaches the cluster through the kubeconfig the stack's kubernetes provider
 // recorded, and says so when it cannot.
-func (e *Engine) repairAfterUp(ctx context.Context, p *model.Platform, name string) (int, error) {
+func (e *Engine) repairAfterUp(ctx context.Context, p *model.Platform, name string, rec *runRecord) (int, error) {
 	var c *clusterClients
 	var err error
 	switch {
@@ -220,6 +220,9 @@ func (e *Engine) repairAfterUp(ctx context.Context, p *model.Platform, name stri
 	}
 	res, err := e.compareWhole(ctx, c, p, name, objs, formsRecompute)
 	if err != nil {
+		return 0, err
+	}
+	if err := rec.check(); err != nil {
 		return 0, err
 	}
 	n, err := e.repairLive(ctx, "up", res)

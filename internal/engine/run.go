@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"sort"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 
 	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
 // Result summarises one engine operation.
@@ -113,6 +116,8 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	}
 	defer rec.abandon() // however the run ends, its lease stops with it
 	var res auto.UpResult
+	var applied string // the digest of the checkpoint this run's update left
+	var appliedErr error
 	err = e.journaled(ctx, "up", s.Name(), rec, func() error {
 		if err := e.clearPending(ctx, "up", s); err != nil {
 			return err
@@ -123,17 +128,23 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		var err error
 		res, err = s.Up(ctx, optup.Refresh(), optup.Parallel(e.parallel()), optup.EventStreams(ch), optup.SuppressProgress())
 		pr.waitAfter(err)
+		if err == nil {
+			// Read as soon as the CLI let go of the stack: another run's
+			// update cannot have begun and finished since.
+			applied, appliedErr = e.stateDigest(s.Name())
+		}
 		return err
 	})
+	var lapsed *state.LapsedError
+	if errors.As(err, &lapsed) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, opError("up", s.Name(), e.hideBackendPassword(err))
 	}
-	if err := e.finishRun(ctx, "up", p, s.Name(), rec, dead); err != nil {
-		return nil, err
-	}
-	repaired, err := e.repairAfterUp(ctx, p, s.Name())
+	repaired, err := e.settleUp(ctx, p, s.Name(), rec, dead, applied, appliedErr)
 	if err != nil {
-		return nil, fmt.Errorf("up of stack %q applied the spec, but an object changed out of band was not put back: %w", s.Name(), err)
+		return nil, err
 	}
 	out := &Result{Stack: s.Name(), Changes: changes(res.Summary.ResourceChanges), Duration: time.Since(start), Outputs: map[string]any{}}
 	if repaired > 0 {
@@ -147,6 +158,97 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		}
 	}
 	return e.afterUp(ctx, p, since, out, nil)
+}
+
+// ErrSuperseded is an up whose update succeeded, but another run changed
+// the stack before this one could prune and repair (settleUp).
+var ErrSuperseded = errors.New("superseded by another run")
+
+// settleUp is what an up does after Pulumi's update: deleting what dead
+// runs left (finishRun) and putting back what other managers changed
+// (repairAfterUp). Both judge from this run's spec and the state its update
+// left, so they run under the stack's lock (holdStack), after the state is
+// read again: a run on spec v1 finishing after another applied v2 would
+// otherwise delete v2's new objects and write v1's objects back over v2's.
+//
+// When the state is no longer what this run's update left, the run neither
+// prunes nor repairs and fails (ErrSuperseded). Skipping quietly would let a
+// pipeline report success for a spec that is not what runs: the other run
+// may have applied an older spec. The person reading the failure knows which
+// spec should win; Paddock cannot. The run's record goes (its update
+// finished), and what dead runs left stays for the next run.
+func (e *Engine) settleUp(ctx context.Context, p *model.Platform, name string, rec *runRecord, dead []DeadRun, applied string, appliedErr error) (int, error) {
+	release, err := e.holdStack(ctx, "up", name, rec)
+	var noReader *state.NoReaderError
+	switch {
+	case errors.As(err, &noReader) || errors.As(appliedErr, &noReader):
+		// A backend Paddock does not read: no lock to take, no state to
+		// read again; pruning and repairing go on as they always did.
+	case err != nil:
+		return 0, fmt.Errorf("up of stack %q applied the spec, but %w", name, err)
+	case appliedErr != nil:
+		release()
+		return 0, fmt.Errorf("up of stack %q applied the spec, but reading the state it left failed, so nothing was pruned or repaired: %w; run up again", name, appliedErr)
+	default:
+		defer release()
+		now, err := e.stateDigest(name)
+		if err != nil {
+			return 0, fmt.Errorf("up of stack %q applied the spec, but reading the state again failed, so nothing was pruned or repaired: %w; run up again", name, err)
+		}
+		if now != applied {
+			if err := rec.end(); err != nil {
+				fmt.Fprintf(e.opts.Out, "paddock up: %v\n", err)
+			}
+			return 0, fmt.Errorf("up of stack %q applied this spec, but another run changed the stack after it (%w), so this run neither pruned nor repaired: that would undo the other run's spec with this one's. "+
+				"The stack now holds what the other run applied; if this run's spec is the one that should run, run `paddock up` with it again", name, ErrSuperseded)
+		}
+	}
+	if err := e.finishRun(ctx, "up", p, name, rec, dead); err != nil {
+		return 0, err
+	}
+	repaired, err := e.repairAfterUp(ctx, p, name, rec)
+	if err != nil {
+		var lapsed *state.LapsedError
+		if errors.As(err, &lapsed) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("up of stack %q applied the spec, but an object changed out of band was not put back: %w", name, err)
+	}
+	return repaired, nil
+}
+
+// holdStack takes the stack's lock (lockForRepair: Pulumi's format, so
+// Pulumi's own runs wait on it) for what a run does beside Pulumi, waiting
+// for another holder as withLock does (Options.LockWait).
+func (e *Engine) holdStack(ctx context.Context, op, name string, rec *runRecord) (func(), error) {
+	deadline := time.Now().Add(e.opts.LockWait)
+	for attempt := 0; ; attempt++ {
+		if err := rec.check(); err != nil {
+			return nil, err
+		}
+		release, holder, err := e.lockForRepair(name)
+		if err != nil {
+			return nil, err
+		}
+		if release != nil {
+			return release, nil
+		}
+		if e.removeStaleLocks(op, name) {
+			continue
+		}
+		if attempt >= 1 && time.Now().After(deadline) {
+			return nil, fmt.Errorf("another update holds the stack's lock (%s), so nothing a dead run left was pruned and nothing changed out of band was repaired: wait for it (--lock-wait), then run %s again", holder, op)
+		}
+		wait := time.Duration(200+rand.IntN(800)) * time.Millisecond
+		if attempt >= 1 {
+			wait = 2 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Preview shows what Up would change, touching nothing.
@@ -218,6 +320,10 @@ func (e *Engine) Destroy(ctx context.Context, p *model.Platform) (*Result, error
 		pr.waitAfter(err)
 		return err
 	})
+	var lapsed *state.LapsedError
+	if errors.As(err, &lapsed) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, opError("destroy", s.Name(), e.hideBackendPassword(err))
 	}

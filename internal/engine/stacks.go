@@ -300,20 +300,27 @@ func isLockError(err error) bool {
 	if err == nil {
 		return false
 	}
-	return auto.IsConcurrentUpdateError(err) || strings.Contains(err.Error(), "the stack is currently locked")
+	var held *state.FenceHeldError
+	return auto.IsConcurrentUpdateError(err) || errors.As(err, &held) || strings.Contains(err.Error(), "the stack is currently locked")
 }
 
 // withLock runs an update, retrying while another update holds the stack,
 // for up to Options.LockWait. Without a wait it still retries once after a
 // short random pause: two updates that start at the same instant can each
-// see the other's lock and both back off.
-func (e *Engine) withLock(ctx context.Context, op, name string, run func() error) error {
+// see the other's lock and both back off. lease (nil: none) is the run's
+// lease: once it lapsed, no other run's lock is removed.
+func (e *Engine) withLock(ctx context.Context, op, name string, lease func() error, run func() error) error {
 	deadline := time.Now().Add(e.opts.LockWait)
 	told := false
 	for attempt := 0; ; attempt++ {
 		err := run()
 		if !isLockError(err) {
 			return err
+		}
+		if lease != nil {
+			if lerr := lease(); lerr != nil {
+				return lerr
+			}
 		}
 		// The holder may have died since: its lock goes, and the run retries.
 		if e.removeStaleLocks(op, name) {

@@ -1,10 +1,7 @@
 package state
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -92,38 +89,6 @@ var hostID = sync.OnceValue(func() string {
 	}
 	return "boot " + strings.TrimSpace(string(boot)) + ", " + ns
 })
-
-// Heartbeat renews the lease of record key every LeaseRenewEvery until the
-// returned function is called. A renewal that fails is said once: the run
-// goes on, and other runners may take it for dead after LeaseExpiry.
-func Heartbeat(j Journal, key string, out io.Writer, op string) func() {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(LeaseRenewEvery)
-		defer t.Stop()
-		failing := false
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), LeaseRenewEvery)
-				err := j.RenewRun(ctx, key)
-				cancel()
-				if err != nil && !failing {
-					fmt.Fprintf(out, "paddock %s: renewing this run's record failed (%s); other runners take the run for dead after %s without a renewal\n", op, firstLine(err), LeaseExpiry)
-				}
-				failing = err != nil
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() { close(done); <-stopped })
-	}
-}
 
 // firstLine is err's message up to its first line break, for a one-line
 // report (the engine's oneLine, which this package cannot import).

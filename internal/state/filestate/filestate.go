@@ -196,7 +196,11 @@ func (f *Store) PutRun(_ context.Context, project, stack, id string, body []byte
 // rewrite, so a reader never meets it half written.
 func (f *Store) RenewRun(_ context.Context, key string) error {
 	now := time.Now()
-	return os.Chtimes(key, now, now)
+	err := os.Chtimes(key, now, now)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("the run record %s is gone: %w", key, state.ErrRunGone)
+	}
+	return err
 }
 
 func (f *Store) ListRuns(_ context.Context, project, stack string) ([]state.StoredRun, error) {

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,9 @@ type Store struct {
 	// prefix is what Pulumi puts before every key of a bucket-like backend:
 	// the URL's path (here the database name) and a slash.
 	prefix string
+
+	fenceMu sync.Mutex
+	fenced  bool // the fence is set up (fence.go)
 }
 
 // Open connects to the database of a postgres:// backend URL. Its errors
@@ -261,7 +265,7 @@ func (s *Store) RenewRun(ctx context.Context, key string) error {
 		return fmt.Errorf("renewing the run record %s: %w", key, s.Scrub(err))
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("the run record %s is gone", key)
+		return fmt.Errorf("the run record %s is gone: %w", key, state.ErrRunGone)
 	}
 	return nil
 }

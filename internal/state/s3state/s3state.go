@@ -280,7 +280,7 @@ func (s *Store) remember(key string, body []byte, etag *string) {
 }
 
 func (s *Store) RenewRun(ctx context.Context, key string) error {
-	gone := fmt.Errorf("the run record s3://%s/%s is gone", s.name, s.ScrubText(key))
+	gone := fmt.Errorf("the run record s3://%s/%s is gone: %w", s.name, s.ScrubText(key), state.ErrRunGone)
 	s.mu.Lock()
 	run, ok := s.runs[key]
 	s.mu.Unlock()

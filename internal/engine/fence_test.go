@@ -1,0 +1,466 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/pgtest"
+	"github.com/paddock-platform/paddock/internal/s3test"
+	"github.com/paddock-platform/paddock/internal/state"
+)
+
+// These are the fence's tests (fence.go, issue 35 item 3): Engine.Up runs
+// the pinned Pulumi CLI for real, with a program that holds no cluster
+// object (no cluster runs here), on file://, postgres:// (a real
+// PostgreSQL) and s3:// (SeaweedFS).
+
+// engineHome is a PADDOCK_HOME of the test's own linking to the pinned
+// tools and the kubernetes plugin, as Engine.Up needs them. Its state,
+// secrets and journals on the runner stay its own.
+func engineHome(t *testing.T) string {
+	t.Helper()
+	cli := pulumiCLI(t)
+	installed := filepath.Dir(filepath.Dir(cli))
+	home := t.TempDir()
+	if err := os.Symlink(filepath.Join(installed, "bin"), filepath.Join(home, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, "pulumi"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(installed, "pulumi", "plugins"), filepath.Join(home, "pulumi", "plugins")); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// specProgram stands for a platform's program at spec version v: its stack
+// output "spec" says which spec the state holds. With a gate it says
+// "program running" on stdout and waits for the gate file before it ends,
+// so the update's final checkpoint waits too.
+func specProgram(v, gate string) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error {
+		ctx.Export("spec", pulumi.String(v))
+		if gate == "" {
+			return nil
+		}
+		fmt.Println("program running")
+		for {
+			if _, err := os.Stat(gate); err == nil {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// noClusterPlatform is the local example without a kubeconfig: every check
+// beside Pulumi skips the cluster.
+func noClusterPlatform(t *testing.T) *model.Platform {
+	p := localPlatform(t)
+	p.Target.Kubeconfig = ""
+	return p
+}
+
+// stackSpec is the spec version the stack's state holds (its "spec"
+// output), read from the backend.
+func stackSpec(t *testing.T, e *Engine, name string) string {
+	t.Helper()
+	data, _, err := e.readStackState(name)
+	if err != nil || data == nil {
+		t.Fatalf("reading the state of %s: %v", name, err)
+	}
+	var cp struct {
+		Checkpoint struct {
+			Latest struct {
+				Resources []struct {
+					Type    string         `json:"type"`
+					Outputs map[string]any `json:"outputs"`
+				} `json:"resources"`
+			} `json:"latest"`
+		} `json:"checkpoint"`
+	}
+	if err := json.Unmarshal(data, &cp); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cp.Checkpoint.Latest.Resources {
+		if r.Type == "pulumi:pulumi:Stack" {
+			v, _ := r.Outputs["spec"].(string)
+			return v
+		}
+	}
+	return ""
+}
+
+const (
+	fenceRunnerEnv = "PADDOCK_TEST_FENCE_RUNNER" // runner A's backend
+	fenceGateEnv   = "PADDOCK_TEST_FENCE_GATE"
+	fenceLeaseEnv  = "PADDOCK_TEST_FENCE_LEASE" // renew,expiry
+)
+
+// Short leases, for runner B (this process) and, through fenceLeaseEnv,
+// runner A. S3 stamps whole seconds: an expiry of several.
+const fenceRenew, fenceExpiry = 300 * time.Millisecond, 5 * time.Second
+
+func shortFenceLeases(t *testing.T) {
+	oldRenew, oldExpiry := state.LeaseRenewEvery, state.LeaseExpiry
+	state.LeaseRenewEvery, state.LeaseExpiry = fenceRenew, fenceExpiry
+	t.Cleanup(func() { state.LeaseRenewEvery, state.LeaseExpiry = oldRenew, oldExpiry })
+}
+
+// TestFenceRunnerA is not a test: run by stalledRunner as another host (its
+// own PID and UTS namespaces), it runs an up of spec v1 whose program waits
+// for the gate, and says how the up ended.
+func TestFenceRunnerA(t *testing.T) {
+	backend := os.Getenv(fenceRunnerEnv)
+	if backend == "" {
+		t.Skip("only run as runner A by the stalled-runner tests")
+	}
+	if err := syscall.Sethostname([]byte("fence-runner-a")); err != nil {
+		fmt.Println("result: sethostname:", err)
+		os.Exit(1)
+	}
+	renew, expiry, _ := strings.Cut(os.Getenv(fenceLeaseEnv), ",")
+	state.LeaseRenewEvery, _ = time.ParseDuration(renew)
+	state.LeaseExpiry, _ = time.ParseDuration(expiry)
+	e := New(Options{Backend: backend, Stack: "s", Out: os.Stdout, LockWait: time.Minute, Program: specProgram("v1", os.Getenv(fenceGateEnv))})
+	_, err := e.Up(context.Background(), noClusterPlatform(t))
+	fmt.Printf("result: %v\n", strings.ReplaceAll(fmt.Sprint(err), "\n", " "))
+	e.Close()
+	os.Exit(0)
+}
+
+// stalledRunner: runner A's up of spec v1 stalls (SIGSTOP, its Pulumi CLI
+// with it) before its final checkpoint; its lease expires; runner B takes
+// the stack over and applies v2. When A resumes, its lease has lapsed: it
+// kills its CLI and says so, and B's v2 stands.
+func stalledRunner(t *testing.T, backend string) {
+	if os.Geteuid() != 0 {
+		t.Skip("runner A is another host (its own PID and UTS namespaces), which needs root")
+	}
+	homeA, homeB := engineHome(t), engineHome(t)
+	shortFenceLeases(t)
+	t.Setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
+	gate := filepath.Join(t.TempDir(), "gate")
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFenceRunnerA$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fenceRunnerEnv+"="+backend, "PADDOCK_HOME="+homeA, fenceGateEnv+"="+gate,
+		fenceLeaseEnv+"="+fenceRenew.String()+","+fenceExpiry.String())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS, Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	group := -cmd.Process.Pid
+	t.Cleanup(func() { syscall.Kill(group, syscall.SIGKILL); cmd.Wait() })
+	var (
+		mu   sync.Mutex
+		said strings.Builder
+	)
+	lines := make(chan string, 1000)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			mu.Lock()
+			said.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	saidA := func() string { mu.Lock(); defer mu.Unlock(); return said.String() }
+	// waitFor waits for a line of A's holding what, up to limit (a guard:
+	// past it the test goes on and judges what happened).
+	waitFor := func(what string, limit time.Duration) bool {
+		deadline := time.After(limit)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					return false
+				}
+				if strings.Contains(l, what) {
+					return true
+				}
+			case <-deadline:
+				return false
+			}
+		}
+	}
+	if !waitFor("program running", 3*time.Minute) {
+		t.Fatalf("runner A's update did not start:\n%s", saidA())
+	}
+	// A stalls, with its Pulumi CLI: its lease is renewed no more.
+	if err := syscall.Kill(group, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+
+	// B takes over once A's lease expired: A's lock is stale, and B's
+	// update applies v2.
+	t.Setenv("PADDOCK_HOME", homeB)
+	var saidB strings.Builder
+	b := New(Options{Backend: backend, Stack: "s", Out: &saidB, LockWait: 2 * time.Minute, Program: specProgram("v2", "")})
+	defer b.Close()
+	if _, err := b.Up(context.Background(), noClusterPlatform(t)); err != nil {
+		t.Fatalf("runner B's up: %v\n%s", err, saidB.String())
+	}
+	if got := stackSpec(t, b, "s"); got != "v2" {
+		t.Fatalf("after runner B's up the state holds spec %q, want v2", got)
+	}
+
+	// A resumes; its program ends once A said its lease lapsed (or after a
+	// while, which is what an unfenced runner gets to: it finishes).
+	if err := syscall.Kill(group, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	lapsed := waitFor("lease in the run journal lapsed", 30*time.Second)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ended := waitFor("result:", 3*time.Minute)
+	syscall.Kill(group, syscall.SIGKILL)
+	cmd.Wait()
+	if got := stackSpec(t, b, "s"); got != "v2" {
+		t.Fatalf("runner A's final checkpoint overwrote runner B's: the state holds spec %q, want B's v2\nrunner A said:\n%s", got, saidA())
+	}
+	if !lapsed || !ended {
+		t.Fatalf("runner A did not say its lease lapsed and its up ended (lapsed %v, ended %v):\n%s", lapsed, ended, saidA())
+	}
+	result := saidA()[strings.LastIndex(saidA(), "result:"):]
+	if !strings.Contains(result, `up of stack "s" stopped: this run's lease in the run journal lapsed`) || !strings.Contains(result, "`paddock up` again") {
+		t.Errorf("runner A's up ended with %q, want the lapse and what to run", result)
+	}
+	// A's record stays for the next run to recover as a dead run's.
+	dead, err := b.deadRuns("s")
+	if err != nil || len(dead) == 0 || dead[0].Host != "fence-runner-a" {
+		t.Errorf("runner A's record after its lapse: %+v %v", dead, err)
+	}
+}
+
+func TestFileStalledRunnerWritesNothing(t *testing.T) {
+	stalledRunner(t, "file://"+t.TempDir())
+}
+
+func TestPostgresStalledRunnerWritesNothing(t *testing.T) {
+	stalledRunner(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func TestS3StalledRunnerWritesNothing(t *testing.T) {
+	srv := s3test.Shared(t)
+	srv.SetEnv(t)
+	stalledRunner(t, srv.BackendURL(srv.NewBucket(t), ""))
+}
+
+// supersededRunner: runner A's update of spec v1 finished; before A prunes
+// and repairs, runner B applies v2. A, under the stack's lock, finds the
+// state is no longer what its update left and writes nothing of v1 back
+// (the cluster keeps what B's run left); with the state unchanged, the
+// same step repairs.
+func supersededRunner(t *testing.T, backend string) {
+	home := engineHome(t)
+	t.Setenv("PADDOCK_HOME", home)
+	t.Setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
+	ctx := context.Background()
+	var saidA, saidB strings.Builder
+	a := New(Options{Backend: backend, Stack: "s", Out: &saidA, Program: specProgram("v1", "")})
+	defer a.Close()
+	b := New(Options{Backend: backend, Stack: "s", Out: &saidB, Program: specProgram("v2", "")})
+	defer b.Close()
+
+	if _, err := a.Up(ctx, noClusterPlatform(t)); err != nil {
+		t.Fatalf("runner A's up: %v\n%s", err, saidA.String())
+	}
+	applied, err := a.stateDigest("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recA, err := a.beginRun("up", "s", noClusterPlatform(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recA.abandon()
+	if _, err := b.Up(ctx, noClusterPlatform(t)); err != nil {
+		t.Fatalf("runner B's up: %v\n%s", err, saidB.String())
+	}
+
+	// The cluster as B's run left it: one object differs from A's spec
+	// (spec.ingress on a NetworkPolicy, applied by B's run).
+	p := localPlatform(t)
+	live := liveGKEObjects(t, p)
+	policy := ""
+	for _, u := range live {
+		if u.GetKind() == "NetworkPolicy" {
+			policy = objectKey(u)
+			break
+		}
+	}
+	loosen(t, live, "NetworkPolicy", policy, "pulumi-kubernetes-run-b", []any{map[string]any{}}, "spec", "ingress")
+	srv := newLoopbackAPIServer(t, live...)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(srv.kubeconfig()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Target.Kubeconfig = kubeconfig
+
+	n, err := a.settleUp(ctx, p, "s", recA, nil, applied, nil)
+	if !errors.Is(err, ErrSuperseded) || n != 0 || len(srv.updates) != 0 {
+		t.Fatalf("runner A, finishing after runner B applied v2: repaired %d, updates %v, err %v; want nothing written back and ErrSuperseded\n%s", n, srv.updates, err, saidA.String())
+	}
+	if !strings.Contains(err.Error(), "another run changed the stack after it") || !strings.Contains(err.Error(), "run `paddock up` with it again") {
+		t.Errorf("the error: %v", err)
+	}
+	if got := stackSpec(t, a, "s"); got != "v2" {
+		t.Errorf("the state holds spec %q, want B's v2", got)
+	}
+	if recs, _, _ := a.readRuns("s"); len(recs) != 0 {
+		t.Errorf("records left: %+v", recs)
+	}
+	if locks, _ := a.Locks("s"); len(locks) != 0 {
+		t.Errorf("locks left: %+v", locks)
+	}
+
+	// With the state as its update left it, the same step repairs.
+	rec, err := a.beginRun("up", "s", noClusterPlatform(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.abandon()
+	now, _ := a.stateDigest("s")
+	n, err = a.settleUp(ctx, p, "s", rec, nil, now, nil)
+	if err != nil || n != 1 || len(srv.updates) != 1 {
+		t.Fatalf("settling on an unchanged state: repaired %d, updates %v, err %v\n%s", n, srv.updates, err, saidA.String())
+	}
+	if locks, _ := a.Locks("s"); len(locks) != 0 {
+		t.Errorf("locks left: %+v", locks)
+	}
+}
+
+func TestFileSupersededRunnerWritesNothingBack(t *testing.T) {
+	supersededRunner(t, "file://"+t.TempDir())
+}
+
+func TestPostgresSupersededRunnerWritesNothingBack(t *testing.T) {
+	supersededRunner(t, pgtest.Start(t).NewDatabase(t))
+}
+
+func TestS3SupersededRunnerWritesNothingBack(t *testing.T) {
+	srv := s3test.Shared(t)
+	srv.SetEnv(t)
+	supersededRunner(t, srv.BackendURL(srv.NewBucket(t), ""))
+}
+
+// On postgres:// the database itself refuses the checkpoint of a Pulumi CLI
+// whose Paddock run lost the stack, through Pulumi's own write path; the
+// holder's and a hand-run CLI's writes pass.
+func TestPostgresFenceRefusesAStaleCheckpoint(t *testing.T) {
+	cli := pulumiCLI(t)
+	srv := pgtest.Start(t)
+	backend := srv.NewDatabase(t)
+	t.Setenv("PADDOCK_HOME", t.TempDir())
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "Pulumi.yaml"), []byte("name: paddock\nruntime: go\n"), 0o600)
+	pulumiHome := t.TempDir()
+	pulumi := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command("nice", append([]string{"-n", "19", cli}, args...)...)
+		cmd.Dir = project
+		cmd.Env = append(os.Environ(), "PULUMI_HOME="+pulumiHome, "PULUMI_BACKEND_URL="+backend, "PULUMI_CONFIG_PASSPHRASE=test-passphrase",
+			"PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true")
+		cmd.Env = append(cmd.Env, env...)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	if out, err := pulumi(nil, "stack", "init", "dev", "--secrets-provider", "passphrase"); err != nil {
+		t.Fatalf("pulumi stack init: %v\n%s", err, out)
+	}
+	deployment := func(spec string) string {
+		d := map[string]any{"version": 3, "deployment": map[string]any{
+			"manifest": map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "magic": "", "version": ""},
+			"resources": []map[string]any{{"urn": "urn:pulumi:dev::paddock::pulumi:pulumi:Stack::paddock-dev", "custom": false,
+				"type": "pulumi:pulumi:Stack", "outputs": map[string]any{"spec": spec}}},
+		}}
+		file := filepath.Join(t.TempDir(), spec+".json")
+		b, _ := json.Marshal(d)
+		os.WriteFile(file, b, 0o600)
+		return file
+	}
+	if out, err := pulumi(nil, "stack", "import", "--stack", "dev", "--file", deployment("v0")); err != nil {
+		t.Fatalf("pulumi stack import: %v\n%s", err, out)
+	}
+
+	e := New(Options{Backend: backend})
+	defer e.Close()
+	store, err := e.store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fencer := store.(state.Fencer)
+	ctx := context.Background()
+	recA, err := e.beginRecord("up", "dev", "dev", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recA.abandon()
+	recB, err := e.beginRecord("up", "dev", "dev", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recB.abandon()
+	if err := fencer.TakeFence(ctx, "paddock", "dev", recA.token, recA.key, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	// While A's run lives, B waits for the fence as for a lock.
+	err = fencer.TakeFence(ctx, "paddock", "dev", recB.token, recB.key, func(k string) bool { return k == recA.key })
+	var held *state.FenceHeldError
+	if !errors.As(err, &held) || !isLockError(err) {
+		t.Fatalf("B took the fence of a live run: %v", err)
+	}
+	// A's run is taken for dead: B takes the stack.
+	if err := fencer.TakeFence(ctx, "paddock", "dev", recB.token, recB.key, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	envOf := func(r *runRecord) []string {
+		var env []string
+		for k, v := range fencer.FenceEnv(r.token) {
+			env = append(env, k+"="+v)
+		}
+		return env
+	}
+	out, err := pulumi(envOf(recA), "stack", "import", "--stack", "dev", "--file", deployment("v1"))
+	if err == nil || !strings.Contains(out, "paddock fence: the write of") || !strings.Contains(out, recB.key) {
+		t.Fatalf("the CLI of the run that lost the stack wrote its checkpoint: %v\n%s", err, out)
+	}
+	if got := stackSpec(t, e, "dev"); got != "v0" {
+		t.Fatalf("after the refused write the state holds %q, want v0", got)
+	}
+	if out, err := pulumi(envOf(recB), "stack", "import", "--stack", "dev", "--file", deployment("v2")); err != nil {
+		t.Fatalf("the holder's write: %v\n%s", err, out)
+	}
+	if got := stackSpec(t, e, "dev"); got != "v2" {
+		t.Fatalf("after the holder's write the state holds %q, want v2", got)
+	}
+	// A CLI run by hand carries no Paddock token: the fence is not its.
+	if out, err := pulumi(nil, "stack", "import", "--stack", "dev", "--file", deployment("v3")); err != nil {
+		t.Fatalf("a hand-run CLI's write: %v\n%s", err, out)
+	}
+	if got := stackSpec(t, e, "dev"); got != "v3" {
+		t.Errorf("after a hand-run write the state holds %q, want v3", got)
+	}
+}

@@ -143,6 +143,9 @@ type Report struct {
 	Resources []Resource `json:"resources"`
 	// Unmanaged are objects outside the stack that weaken the platform.
 	Unmanaged []Finding `json:"unmanaged"`
+	// Trusted are the spec's trust_admission blocks, as the cluster has
+	// them: shown in every report, like waivers.
+	Trusted []TrustedAdmission `json:"trustedAdmission,omitempty"`
 	// Checked is how many resources of the stack were compared.
 	Checked int `json:"checkedResources"`
 	// Duration is the whole check; Compare the refresh-and-preview part, Sweep the sweep.
@@ -262,7 +265,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			b.WriteString(termtext.Wrap("fix: "+f.Fix, detail, detail+"  "))
 		}
 	}
-	if r.Drifted() {
+	if len(r.Trusted) > 0 {
+		fmt.Fprintf(&b, "\nMutating admission the spec trusts (trust_admission):\n")
+		for _, t := range r.Trusted {
+			b.WriteString(termtext.Wrap("*  "+t.Text(), "  ", detail))
+		}
+	}
+	if r.Drifted() || len(r.Trusted) > 0 {
 		b.WriteString("\n")
 	}
 	b.WriteString(termtext.Wrap(fmt.Sprintf("%s (%d resources compared in %.1fs, sweep %.1fs)", r.Summary(), r.Checked, r.Compare.Seconds(), r.Sweep.Seconds()), "", "  "))
@@ -321,6 +330,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "| %s %s | %s | %s | %s |\n", f.Rule, mdEscape(f.Title), mdCode(f.Object()), mdEscape(f.Reason), mdEscape(f.Fix))
 		}
 		b.WriteString("\n`paddock up` does not touch objects outside its stack: remove or fix these by hand.\n")
+	}
+	if len(r.Trusted) > 0 {
+		b.WriteString("\n### Mutating admission the spec trusts\n\n")
+		for _, t := range r.Trusted {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(t.Text()))
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

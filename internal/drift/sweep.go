@@ -90,7 +90,9 @@ func RuleTitle(id string) string { return ruleTitles[id] }
 //   - S09 a mutating webhook that can rewrite an object Paddock applies, or
 //     the pods, sandboxes and claims that run from them, in the namespaces
 //     they are in: what it adds is stored, so no comparison with the API
-//     server's answer can see it. See sweep_admission.go.
+//     server's answer can see it. See sweep_admission.go. An object the
+//     spec trusts by kind and name (trust_admission) is not reported:
+//     AdmissionTrust says what it reaches, in every report.
 //
 // dyn reads Cilium's and GKE's policies and the tenants' claims and
 // sandboxes; nil, or their CRDs absent, skips them. Objects of the stack itself are compared by the engine
@@ -114,7 +116,8 @@ func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dy
 		return nil, err
 	}
 	out = append(out, fs...)
-	if fs, err = sweepMutatingAdmission(ctx, built, nsLabels, kube); err != nil {
+	trusted := func(kind, name string) bool { return p.TrustOf(kind, name) != nil }
+	if fs, err = sweepMutatingAdmission(ctx, built, nsLabels, kube, trusted); err != nil {
 		return nil, err
 	}
 	out = append(out, fs...)

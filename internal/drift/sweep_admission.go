@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 // Mutating admission (S09). A mutating webhook rewrites a request before it
@@ -152,7 +153,12 @@ func mutatingWebhooks(ctx context.Context, kube kubernetes.Interface) ([]admissi
 
 // sweepMutatingAdmission is S09: every mutating webhook that can change an
 // object Paddock guards.
-func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLabels map[string]labels.Set, kube kubernetes.Interface) ([]Finding, error) {
+// trusted (nil: none) says which objects the spec trusts (trust_admission):
+// they are not reported; AdmissionTrust shows them instead.
+func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLabels map[string]labels.Set, kube kubernetes.Interface, trusted func(kind, name string) bool) ([]Finding, error) {
+	if trusted == nil {
+		trusted = func(string, string) bool { return false }
+	}
 	configs, err := mutatingWebhooks(ctx, kube)
 	if err != nil {
 		return nil, err
@@ -181,11 +187,14 @@ func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLab
 		nsLabels[ns] = l
 		return l, true
 	}
-	out, err := sweepMutatingPolicies(ctx, kube, targets, labelsOf)
+	out, err := sweepMutatingPolicies(ctx, kube, targets, labelsOf, trusted)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range configs {
+		if trusted(model.AdmissionWebhook, c.Name) {
+			continue
+		}
 		for _, w := range c.Webhooks {
 			ts, err := targets()
 			if err != nil {
@@ -221,7 +230,7 @@ func sweepMutatingAdmission(ctx context.Context, built *manifests.Objects, nsLab
 // through each of its bindings, on what both its match constraints and the
 // binding's match resources send it.
 func sweepMutatingPolicies(ctx context.Context, kube kubernetes.Interface, targets func() ([]*guardedTarget, error),
-	labelsOf func(context.Context, string) (labels.Set, bool)) ([]Finding, error) {
+	labelsOf func(context.Context, string) (labels.Set, bool), trusted func(kind, name string) bool) ([]Finding, error) {
 	policies, bindings, err := mutatingPolicies(ctx, kube)
 	if err != nil || len(bindings) == 0 {
 		return nil, err
@@ -237,7 +246,7 @@ func sweepMutatingPolicies(ctx context.Context, kube kubernetes.Interface, targe
 	var out []Finding
 	for _, b := range bindings {
 		p, ok := byName[b.Spec.PolicyName]
-		if !ok || p.Spec.MatchConstraints == nil {
+		if !ok || p.Spec.MatchConstraints == nil || trusted(model.AdmissionPolicy, p.Name) {
 			continue
 		}
 		selectors := []*metav1.LabelSelector{p.Spec.MatchConstraints.NamespaceSelector}

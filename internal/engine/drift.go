@@ -30,6 +30,7 @@ import (
 // drift.Sweep's.
 func (e *Engine) Drift(ctx context.Context, p *model.Platform) (*drift.Report, error) {
 	if rep := e.fastDrift(ctx, p); rep != nil {
+		e.showTrust(ctx, p, rep)
 		return rep, nil
 	}
 	s, err := e.open(ctx, e.stackName(p), e.programFor(p), false)
@@ -48,8 +49,26 @@ func (e *Engine) Drift(ctx context.Context, p *model.Platform) (*drift.Report, e
 	rep := &drift.Report{Platform: p.Name, Stack: s.Name(), Target: string(p.Target.Kind)}
 	rep.Resources, rep.Checked = c.resources()
 	e.addWholeObjectDrift(ctx, p, s.Name(), rep)
+	e.showTrust(ctx, p, rep)
 	rep.Compare = time.Since(start)
 	return rep, nil
+}
+
+// showTrust puts the spec's trust_admission blocks into the report, with
+// what each trusted object can rewrite now, and keeps (out of the drift)
+// what only trusted objects could have added to Paddock's objects.
+func (e *Engine) showTrust(ctx context.Context, p *model.Platform, rep *drift.Report) {
+	if len(p.TrustedAdmission) == 0 {
+		return
+	}
+	trust := drift.TrustNotes(p)
+	if c, err := clientsFor(p); err != nil {
+		fmt.Fprintf(e.opts.Out, "paddock drift: the trusted admission objects were not read: %s\n", oneLine(err))
+	} else if trust, err = drift.AdmissionTrust(ctx, p, c.kube); err != nil {
+		fmt.Fprintf(e.opts.Out, "paddock drift: the trusted admission objects were not read: %s\n", oneLine(err))
+		trust = drift.TrustNotes(p)
+	}
+	rep.Resources, rep.Trusted = drift.KeepTrusted(p, rep.Resources, trust)
 }
 
 // addWholeObjectDrift makes the whole-object comparison the answer for

@@ -86,6 +86,9 @@ func describeRepair(f drift.Field) string {
 	if by := f.By(); by != "" {
 		s += " (written by " + by + ")"
 	}
+	if a := f.AdmissionText(); a != "" {
+		s += " (" + a + ")"
+	}
 	return s
 }
 
@@ -247,6 +250,9 @@ func (e *Engine) confirmRepaired(ctx context.Context, c *clusterClients, p *mode
 	}
 	after, err := e.compareWhole(ctx, c, p, name, again, formsSubset)
 	if err != nil {
+		return err
+	}
+	if err := e.refuseAdmissionReadd(p, after.Report); err != nil {
 		return err
 	}
 	if len(after.Report.Resources) > 0 {

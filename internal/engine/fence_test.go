@@ -123,22 +123,32 @@ func shortFenceLeases(t *testing.T) {
 }
 
 // TestFenceRunnerA is not a test: run by stalledRunner as another host (its
-// own PID and UTS namespaces), it runs an up of spec v1 whose program waits
+// own PID, UTS and mount namespaces), it runs an up of spec v1 whose program waits
 // for the gate, and says how the up ended.
 func TestFenceRunnerA(t *testing.T) {
 	backend := os.Getenv(fenceRunnerEnv)
 	if backend == "" {
 		t.Skip("only run as runner A by the stalled-runner tests")
 	}
-	if err := syscall.Sethostname([]byte("fence-runner-a")); err != nil {
-		fmt.Println("result: sethostname:", err)
+	// Another host the way a CI container is: its own name, and a /proc of
+	// its own PID namespace (what reaches the CLI through /proc/<pid> must
+	// name this process).
+	err := syscall.Sethostname([]byte("fence-runner-a"))
+	if err == nil {
+		err = syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, "")
+	}
+	if err == nil {
+		err = syscall.Mount("proc", "/proc", "proc", 0, "")
+	}
+	if err != nil {
+		fmt.Println("result: becoming another host:", err)
 		os.Exit(1)
 	}
 	renew, expiry, _ := strings.Cut(os.Getenv(fenceLeaseEnv), ",")
 	state.LeaseRenewEvery, _ = time.ParseDuration(renew)
 	state.LeaseExpiry, _ = time.ParseDuration(expiry)
 	e := New(Options{Backend: backend, Stack: "s", Out: os.Stdout, LockWait: time.Minute, Program: specProgram("v1", os.Getenv(fenceGateEnv))})
-	_, err := e.Up(context.Background(), noClusterPlatform(t))
+	_, err = e.Up(context.Background(), noClusterPlatform(t))
 	fmt.Printf("result: %v\n", strings.ReplaceAll(fmt.Sprint(err), "\n", " "))
 	e.Close()
 	os.Exit(0)
@@ -158,9 +168,11 @@ func stalledRunner(t *testing.T, backend string) {
 	gate := filepath.Join(t.TempDir(), "gate")
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFenceRunnerA$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fenceRunnerEnv+"="+backend, "PADDOCK_HOME="+homeA, fenceGateEnv+"="+gate,
+	// A /tmp of its own too, as a container has: its scratch sweep judges
+	// owners by the pids of its own namespace.
+	cmd.Env = append(os.Environ(), fenceRunnerEnv+"="+backend, "PADDOCK_HOME="+homeA, fenceGateEnv+"="+gate, "TMPDIR="+t.TempDir(),
 		fenceLeaseEnv+"="+fenceRenew.String()+","+fenceExpiry.String())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWNS, Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,11 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/policy"
 	"github.com/paddock-platform/paddock/internal/pools"
@@ -21,9 +24,10 @@ import (
 // template. Under update strategy Recreate the Agent Sandbox controller
 // deletes the unclaimed ones and builds new ones; `up` waits until every
 // such pool holds only current sandboxes, enough of them ready, so the next
-// claim gets the fix the change brought. It never deletes a sandbox itself,
-// and claimed sandboxes (a running session's) are neither waited for nor
-// touched. A pool waived to OnReplenish is not waited for: `up` says how
+// claim gets the fix the change brought. The one sandbox `up` deletes itself
+// is an unclaimed one whose pod diverged from its template where the
+// controller cannot see it (deleteDiverged); claimed sandboxes (a running
+// session's) are neither waited for nor touched. A pool waived to OnReplenish is not waited for: `up` says how
 // many stale sandboxes it keeps, and under which waiver.
 
 // DefaultPoolWait is how long `up` waits for the warm pools to hold only
@@ -125,10 +129,26 @@ func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.P
 	}
 	var rep *policy.Report // judged only when a pool keeps stale sandboxes
 	var waitFor []declaredPool
+	var unjudged []string
 	for _, d := range declared {
 		lp := live[d.key()]
-		if lp == nil || lp.Problem != "" {
-			continue // not there, or unjudgeable: verify (V07) says why
+		switch {
+		case lp == nil:
+			unjudged = append(unjudged, fmt.Sprintf("warm pool %s is not in the cluster", d.key()))
+			continue
+		case lp.Problem != "":
+			unjudged = append(unjudged, fmt.Sprintf("warm pool %s cannot be judged: %s", d.key(), lp.Problem))
+			continue
+		}
+		if lp.Diverged > 0 {
+			n, err := deleteDiverged(ctx, c, out, lp)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				waitFor = append(waitFor, d)
+				continue
+			}
 		}
 		if d.pool.Strategy() != model.UpdateRecreate {
 			if lp.Stale > 0 {
@@ -143,6 +163,9 @@ func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.P
 		if refilling(lp, since) {
 			waitFor = append(waitFor, d)
 		}
+	}
+	if len(unjudged) > 0 {
+		return fmt.Errorf("%s: the next claim may get a sandbox no one checked; `paddock verify` shows the pools (V07), and `paddock up` again once they are whole", strings.Join(unjudged, "; "))
 	}
 	if len(waitFor) == 0 {
 		return nil
@@ -198,6 +221,31 @@ func settlePools(ctx context.Context, c pools.Clients, out io.Writer, p *model.P
 			return fmt.Errorf("reading the warm pools: %w", err)
 		}
 	}
+}
+
+// deleteDiverged deletes the unclaimed sandboxes of lp whose pods no longer
+// run what the template says (pools.Sandbox.Diverged): the controller judges
+// a sandbox by its labels, which still read current, so it would serve one to
+// the next claim. Each delete names the sandbox's UID, so a successor with
+// the same name is never hit; one already gone counts as deleted. The
+// controller then builds a replacement from the template, under whatever
+// update strategy the pool has: a waiver that keeps older templates keeps no
+// tampered pod. It returns how many it deleted.
+func deleteDiverged(ctx context.Context, c pools.Clients, out io.Writer, lp *pools.Pool) (int, error) {
+	n := 0
+	for _, s := range lp.Sandboxes {
+		if !s.Diverged {
+			continue
+		}
+		uid := s.UID
+		err := c.Dyn.Resource(agentsandbox.Sandboxes).Namespace(lp.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return n, fmt.Errorf("warm pool %s holds sandbox %s, which %s, and deleting it failed: %w; delete it by hand (kubectl delete sandbox -n %s %s)", lp.Key(), s.Name, s.Why, err, lp.Namespace, s.Name)
+		}
+		fmt.Fprintf(out, "paddock up: deleted sandbox %s of warm pool %s: %s; the controller builds a new one from the template\n", s.Name, lp.Key(), s.Why)
+		n++
+	}
+	return n, nil
 }
 
 // refilling reports whether a pool is being brought to the template: it
@@ -258,7 +306,7 @@ func notFresh(pending []declaredPool, live map[string]*pools.Pool, wait time.Dur
 			}
 		}
 	}
-	b.WriteString("\nUnder update strategy Recreate the Agent Sandbox controller deletes the stale sandboxes and builds new ones; Paddock deletes none itself. " +
+	b.WriteString("\nUnder update strategy Recreate the Agent Sandbox controller deletes the stale sandboxes and builds new ones; Paddock deletes only those whose pods diverged from the template where the controller cannot see it. " +
 		"Check that the controller runs and the new sandboxes' pods start (`paddock verify` shows the pools, V07), " +
 		"then run `paddock up` again, or give it longer with --pool-wait.")
 	return errors.New(b.String())

@@ -252,7 +252,7 @@ func TestSettlePoolsTimesOutNamingStaleSandboxes(t *testing.T) {
 		"warm pool agents-team-a/agent: 1/2 current sandboxes ready, 1 stale (agent-old1) (kubectl get sandboxes,pods -n agents-team-a)",
 		"stale sandbox agent-old1: built from template revision",
 		"(its pod spec changed)",
-		"Paddock deletes none itself",
+		"Paddock deletes only those whose pods diverged",
 		"--pool-wait",
 	} {
 		if !strings.Contains(msg, want) {

@@ -55,7 +55,7 @@ func TestClassifyLiveObjects(t *testing.T) {
 		return sb.GetLabels()[sandboxv1beta1.SandboxTemplateHashLabel]
 	}
 
-	rev1 := pools.Classify(&l.Pool, &l.TemplateRev1, l.SandboxesRev1, nil, l.PodsRev1)
+	rev1 := pools.Classify(&l.Pool, &l.TemplateRev1, l.SandboxesRev1, nil, l.PodsRev1, nil)
 	if rev1.Problem != "" || rev1.Current != 2 || rev1.Ready != 2 || rev1.Stale != 0 || !rev1.Fresh() {
 		t.Fatalf("revision 1: %+v", rev1)
 	}
@@ -65,7 +65,7 @@ func TestClassifyLiveObjects(t *testing.T) {
 		}
 	}
 
-	mid := pools.Classify(&l.Pool, &l.TemplateRev2, l.SandboxesClaimed, l.Claims, nil)
+	mid := pools.Classify(&l.Pool, &l.TemplateRev2, l.SandboxesClaimed, l.Claims, nil, nil)
 	if mid.Stale != 2 || mid.Claimed != 1 || mid.Current != 0 || mid.TemplateHash == rev1.TemplateHash {
 		t.Fatalf("revision 2 over revision 1's sandboxes: %+v", mid)
 	}
@@ -78,7 +78,7 @@ func TestClassifyLiveObjects(t *testing.T) {
 		}
 	}
 
-	rev2 := pools.Classify(&l.Pool, &l.TemplateRev2, l.SandboxesRev2, l.Claims, l.PodsRev2)
+	rev2 := pools.Classify(&l.Pool, &l.TemplateRev2, l.SandboxesRev2, l.Claims, l.PodsRev2, nil)
 	if rev2.Current != 2 || rev2.Ready != 2 || rev2.Stale != 0 || rev2.Claimed != 1 || !rev2.Fresh() || rev2.UpdateStrategy != "Recreate" {
 		t.Fatalf("after the rollout: %+v", rev2)
 	}

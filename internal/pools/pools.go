@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
@@ -68,6 +69,14 @@ type Sandbox struct {
 	TemplateHash string `json:"templateHash,omitempty"`
 	// Why says what makes a stale sandbox stale.
 	Why string `json:"why,omitempty"`
+	// Diverged: a stale sandbox whose pod no longer runs what the template
+	// says in a way the controller's hash test cannot see (an image set on
+	// the pod, its runtime class deleted and recreated after the pod
+	// started: it may run under another handler). The controller never
+	// replaces it, so `up` deletes it (unclaimed only).
+	Diverged bool `json:"diverged,omitempty"`
+	// UID is the sandbox's, for a delete that must not hit a successor.
+	UID types.UID `json:"-"`
 }
 
 // Pool is the freshness of one warm pool.
@@ -91,6 +100,8 @@ type Pool struct {
 	Current     int32 `json:"current"`
 	Stale       int32 `json:"stale"`
 	Terminating int32 `json:"terminating"`
+	// Diverged counts the stale sandboxes whose pods diverged (Sandbox.Diverged).
+	Diverged int32 `json:"diverged,omitempty"`
 	// Claimed counts sandboxes claims on the pool hold.
 	Claimed int32 `json:"claimed"`
 	// Oldest is when the pool's oldest unclaimed sandbox was created (zero
@@ -129,6 +140,23 @@ func (p *Pool) StaleNames() []string {
 	}
 	return out
 }
+
+// DivergedNames are the pool's diverged sandboxes, by name.
+func (p *Pool) DivergedNames() []string {
+	var out []string
+	for _, s := range p.Sandboxes {
+		if s.Diverged {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// RuntimeClasses are the cluster's RuntimeClass objects by name, with when
+// each was created: a pod created before its class object was admitted
+// under an earlier one, whose handler may have been another. Nil when
+// unknown: the class test is then skipped.
+type RuntimeClasses map[string]time.Time
 
 // Clients reach the cluster.
 type Clients struct {
@@ -170,6 +198,10 @@ func Read(ctx context.Context, c Clients, namespace string) ([]Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
+	classes, err := ReadRuntimeClasses(ctx, c.Kube)
+	if err != nil {
+		return nil, err
+	}
 	byNS := func(items []unstructured.Unstructured) map[string][]unstructured.Unstructured {
 		m := map[string][]unstructured.Unstructured{}
 		for _, u := range items {
@@ -193,15 +225,29 @@ func Read(ctx context.Context, c Clients, namespace string) ([]Pool, error) {
 				tpl = &tplByNS[ns][j]
 			}
 		}
-		out = append(out, Classify(wp, tpl, sbByNS[ns], claimsByNS[ns], podsByNS[ns]))
+		out = append(out, Classify(wp, tpl, sbByNS[ns], claimsByNS[ns], podsByNS[ns], classes))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil
 }
 
-// Classify judges one pool from its object, its template (nil when missing)
-// and the sandboxes, claims and sandbox pods of its namespace.
-func Classify(wp, tpl *unstructured.Unstructured, sandboxes, claims []unstructured.Unstructured, pods []corev1.Pod) Pool {
+// ReadRuntimeClasses lists the cluster's RuntimeClasses for Classify.
+func ReadRuntimeClasses(ctx context.Context, kube kubernetes.Interface) (RuntimeClasses, error) {
+	list, err := kube.NodeV1().RuntimeClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing runtime classes: %w", err)
+	}
+	out := RuntimeClasses{}
+	for _, rc := range list.Items {
+		out[rc.Name] = rc.CreationTimestamp.Time
+	}
+	return out, nil
+}
+
+// Classify judges one pool from its object, its template (nil when missing),
+// the sandboxes, claims and sandbox pods of its namespace and the cluster's
+// runtime classes (nil: not judged).
+func Classify(wp, tpl *unstructured.Unstructured, sandboxes, claims []unstructured.Unstructured, pods []corev1.Pod, classes RuntimeClasses) Pool {
 	p := Pool{Namespace: wp.GetNamespace(), Name: wp.GetName(), Desired: 1, UpdateStrategy: string(extv1beta1.OnReplenishSandboxWarmPoolUpdateStrategyType)}
 	p.Template, _, _ = unstructured.NestedString(wp.Object, "spec", "sandboxTemplateRef", "name")
 	if n, found, _ := unstructured.NestedInt64(wp.Object, "spec", "replicas"); found {
@@ -228,10 +274,12 @@ func Classify(wp, tpl *unstructured.Unstructured, sandboxes, claims []unstructur
 	}
 
 	podReady := map[string]bool{}
-	for _, pod := range pods {
+	podByName := map[string]*corev1.Pod{}
+	for i, pod := range pods {
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
+		podByName[pod.Name] = &pods[i]
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 				podReady[pod.Name] = true
@@ -276,6 +324,12 @@ func Classify(wp, tpl *unstructured.Unstructured, sandboxes, claims []unstructur
 			pod = n
 		}
 		s.Ready = ConditionTrue(u, "Ready") && podReady[pod]
+		s.UID = u.GetUID()
+		if s.State == Current && template != nil {
+			if why := podDivergence(podByName[pod], template, classes); why != "" {
+				s.State, s.Why, s.Diverged = Stale, why, true
+			}
+		}
 		switch s.State {
 		case Claimed:
 			p.Claimed++
@@ -283,6 +337,9 @@ func Classify(wp, tpl *unstructured.Unstructured, sandboxes, claims []unstructur
 			p.Terminating++
 		case Stale:
 			p.Stale++
+			if s.Diverged {
+				p.Diverged++
+			}
 		case Current:
 			p.Current++
 			if s.Ready {
@@ -338,6 +395,63 @@ func staleness(u *unstructured.Unstructured, template *extv1beta1.SandboxTemplat
 		return fmt.Sprintf("built from template revision %s, the template is now at %s (its %s changed)", orNone(got), hash, what)
 	}
 	return ""
+}
+
+// podDivergence says how a pool sandbox's pod runs other than its template
+// says, in ways its sandbox object does not show, or "" when it does not (or
+// has no pod yet). Only what can change on a running pod, or under it, is
+// judged: a container's image (`kubectl set image` on the pod), and its
+// runtime class: another name, one that no longer exists, or a class object
+// created after the pod (deleted and recreated, perhaps with another
+// handler, while the pod started: the handler a pod runs under is fixed
+// when it starts, and a pod does not record it).
+func podDivergence(pod *corev1.Pod, template *extv1beta1.SandboxTemplate, classes RuntimeClasses) string {
+	if pod == nil {
+		return ""
+	}
+	want := template.Spec.PodTemplate.Spec
+	images := map[string]string{}
+	for _, c := range want.InitContainers {
+		images["init:"+c.Name] = c.Image
+	}
+	for _, c := range want.Containers {
+		images[c.Name] = c.Image
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if img, ok := images["init:"+c.Name]; ok && img != c.Image {
+			return fmt.Sprintf("its pod's init container %s runs image %s, the template says %s (changed on the pod: the controller does not see it)", c.Name, c.Image, img)
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if img, ok := images[c.Name]; ok && img != c.Image {
+			return fmt.Sprintf("its pod's container %s runs image %s, the template says %s (changed on the pod: the controller does not see it)", c.Name, c.Image, img)
+		}
+	}
+	if len(pod.Spec.Containers) == 0 {
+		return "" // a pod not yet read whole: nothing to judge
+	}
+	wantClass, gotClass := deref(want.RuntimeClassName), deref(pod.Spec.RuntimeClassName)
+	if wantClass != gotClass {
+		return fmt.Sprintf("its pod runs under runtime class %q, the template says %q", orNone(gotClass), orNone(wantClass))
+	}
+	if classes == nil || gotClass == "" {
+		return ""
+	}
+	created, ok := classes[gotClass]
+	switch {
+	case !ok:
+		return fmt.Sprintf("its pod's runtime class %q no longer exists: the pod runs under whatever handler the class named when it started", gotClass)
+	case pod.CreationTimestamp.Time.Before(created):
+		return fmt.Sprintf("its pod started before runtime class %q was last created (%s): it runs under the handler the earlier class named, perhaps not today's", gotClass, created.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // blueprintDiff names the part of the sandbox's blueprint that differs from

@@ -37,7 +37,7 @@ func TestClassify(t *testing.T) {
 	pods := []corev1.Pod{poolstest.Pod(ns, "agent-aaaaa", true), poolstest.Pod(ns, "agent-bbbbb", true)}
 
 	t.Run("built from the template in use", func(t *testing.T) {
-		p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{a, b}, nil, pods)
+		p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{a, b}, nil, pods, nil)
 		if p.Problem != "" || p.Current != 2 || p.Ready != 2 || p.Stale != 0 || !p.Fresh() || p.UpdateStrategy != "Recreate" || p.Desired != 2 {
 			t.Fatalf("got %+v", p)
 		}
@@ -49,7 +49,7 @@ func TestClassify(t *testing.T) {
 		}
 	})
 	t.Run("the template's image changed", func(t *testing.T) {
-		p := pools.Classify(pool, poolstest.U(t, v2), []unstructured.Unstructured{a, b}, nil, pods)
+		p := pools.Classify(pool, poolstest.U(t, v2), []unstructured.Unstructured{a, b}, nil, pods, nil)
 		if p.Stale != 2 || p.Current != 0 || p.Ready != 0 || p.Fresh() {
 			t.Fatalf("got %+v", p)
 		}
@@ -62,7 +62,7 @@ func TestClassify(t *testing.T) {
 	})
 	t.Run("one replaced, one not yet", func(t *testing.T) {
 		c := poolstest.Sandbox(t, pool, v2, "agent-ccccc", t0.Add(2*time.Minute), false)
-		p := pools.Classify(pool, poolstest.U(t, v2), []unstructured.Unstructured{a, c}, nil, append(pods, poolstest.Pod(ns, "agent-ccccc", false)))
+		p := pools.Classify(pool, poolstest.U(t, v2), []unstructured.Unstructured{a, c}, nil, append(pods, poolstest.Pod(ns, "agent-ccccc", false)), nil)
 		if p.Stale != 1 || p.Current != 1 || p.Ready != 0 || p.Fresh() {
 			t.Fatalf("got %+v", p)
 		}
@@ -73,7 +73,7 @@ func TestClassify(t *testing.T) {
 	t.Run("only the pod template's labels changed", func(t *testing.T) {
 		relabelled := v1.DeepCopy()
 		relabelled.Spec.PodTemplate.ObjectMeta.Labels = map[string]string{"example.com/team": "a"}
-		p := pools.Classify(pool, poolstest.U(t, relabelled), []unstructured.Unstructured{a, b}, nil, pods)
+		p := pools.Classify(pool, poolstest.U(t, relabelled), []unstructured.Unstructured{a, b}, nil, pods, nil)
 		if p.TemplateHash == a.GetLabels()[sandboxv1beta1.SandboxTemplateHashLabel] {
 			t.Fatal("relabelling did not change the blueprint hash: the case is not tested")
 		}
@@ -85,7 +85,7 @@ func TestClassify(t *testing.T) {
 		other := poolstest.Template(t, "agent-v2", "localhost/paddock/busybox:v1")
 		moved := poolstest.WarmPool(t, ns, "agent", "agent-v2", "Recreate", 2)
 		moved.SetUID(pool.GetUID())
-		p := pools.Classify(moved, poolstest.U(t, other), []unstructured.Unstructured{a, b}, nil, pods)
+		p := pools.Classify(moved, poolstest.U(t, other), []unstructured.Unstructured{a, b}, nil, pods, nil)
 		if p.Stale != 2 || !strings.Contains(p.Sandboxes[0].Why, "another template") {
 			t.Fatalf("got %+v", p)
 		}
@@ -94,7 +94,7 @@ func TestClassify(t *testing.T) {
 		taken := poolstest.Adopt(poolstest.Sandbox(t, pool, v1, "agent-taken", t0.Add(-time.Hour), true), "session-1")
 		elsewhere := poolstest.Adopt(poolstest.Sandbox(t, pool, v1, "agent-other", t0.Add(-time.Hour), true), "session-2")
 		claims := []unstructured.Unstructured{poolstest.Claim(ns, "session-1", "agent"), poolstest.Claim(ns, "session-2", "another-pool")}
-		p := pools.Classify(pool, poolstest.U(t, v2), []unstructured.Unstructured{a, taken, elsewhere}, claims, append(pods, poolstest.Pod(ns, "agent-taken", true)))
+		p := pools.Classify(pool, poolstest.U(t, v2), []unstructured.Unstructured{a, taken, elsewhere}, claims, append(pods, poolstest.Pod(ns, "agent-taken", true)), nil)
 		if p.Claimed != 1 || p.Stale != 1 {
 			t.Fatalf("got %+v", p)
 		}
@@ -111,20 +111,20 @@ func TestClassify(t *testing.T) {
 	t.Run("being deleted", func(t *testing.T) {
 		gone := a.DeepCopy()
 		gone.SetDeletionTimestamp(&metav1.Time{Time: t0.Add(time.Hour)})
-		p := pools.Classify(pool, poolstest.U(t, v2), []unstructured.Unstructured{*gone, b}, nil, pods)
+		p := pools.Classify(pool, poolstest.U(t, v2), []unstructured.Unstructured{*gone, b}, nil, pods, nil)
 		if p.Terminating != 1 || p.Stale != 1 {
 			t.Fatalf("got %+v", p)
 		}
 	})
 	t.Run("not ready", func(t *testing.T) {
-		p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{a, b}, nil, []corev1.Pod{poolstest.Pod(ns, "agent-aaaaa", true), poolstest.Pod(ns, "agent-bbbbb", false)})
+		p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{a, b}, nil, []corev1.Pod{poolstest.Pod(ns, "agent-aaaaa", true), poolstest.Pod(ns, "agent-bbbbb", false)}, nil)
 		if p.Ready != 1 || p.Current != 2 || p.Fresh() {
 			t.Fatalf("got %+v", p)
 		}
 		// A pod being deleted is not ready, whatever it says.
 		dying := poolstest.Pod(ns, "agent-bbbbb", true)
 		dying.DeletionTimestamp = &metav1.Time{Time: t0}
-		if p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{a, b}, nil, []corev1.Pod{poolstest.Pod(ns, "agent-aaaaa", true), dying}); p.Ready != 1 {
+		if p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{a, b}, nil, []corev1.Pod{poolstest.Pod(ns, "agent-aaaaa", true), dying}, nil); p.Ready != 1 {
 			t.Errorf("a dying pod counted ready: %+v", p)
 		}
 	})
@@ -133,7 +133,7 @@ func TestClassify(t *testing.T) {
 		foreign := poolstest.Sandbox(t, otherPool, v1, "other-xxxxx", t0, true)
 		orphan := poolstest.Sandbox(t, pool, v1, "agent-orphn", t0, true)
 		orphan.SetOwnerReferences(nil)
-		p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{a, foreign, orphan}, nil, append(pods, poolstest.Pod(ns, "agent-orphn", true)))
+		p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{a, foreign, orphan}, nil, append(pods, poolstest.Pod(ns, "agent-orphn", true)), nil)
 		if s := states(p); s["other-xxxxx"] != "" || s["agent-orphn"] != pools.Current || p.Current != 2 {
 			t.Errorf("states %v (%+v)", s, p)
 		}
@@ -142,7 +142,7 @@ func TestClassify(t *testing.T) {
 		refs := stolen.GetOwnerReferences()
 		refs[0].UID = "an-earlier-pool"
 		stolen.SetOwnerReferences(refs)
-		if p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{*stolen}, nil, pods); len(p.Sandboxes) != 0 {
+		if p := pools.Classify(pool, poolstest.U(t, v1), []unstructured.Unstructured{*stolen}, nil, pods, nil); len(p.Sandboxes) != 0 {
 			t.Errorf("a sandbox of an earlier pool counted: %+v", p)
 		}
 	})
@@ -154,22 +154,22 @@ func TestClassify(t *testing.T) {
 			{Manager: "agent-sandbox-controller", Time: &metav1.Time{Time: t0.Add(time.Minute)}},
 			{Manager: "no-time"},
 		})
-		if p := pools.Classify(pool, written, nil, nil, nil); !p.TemplateWritten.Equal(t0.Add(time.Hour)) {
+		if p := pools.Classify(pool, written, nil, nil, nil, nil); !p.TemplateWritten.Equal(t0.Add(time.Hour)) {
 			t.Errorf("template written %v, want its newest managedFields time %v", p.TemplateWritten, t0.Add(time.Hour))
 		}
 		written.SetManagedFields(nil)
-		if p := pools.Classify(pool, written, nil, nil, nil); !p.TemplateWritten.Equal(t0) {
+		if p := pools.Classify(pool, written, nil, nil, nil, nil); !p.TemplateWritten.Equal(t0) {
 			t.Errorf("template written %v, want its creation %v", p.TemplateWritten, t0)
 		}
 	})
 	t.Run("template missing", func(t *testing.T) {
-		p := pools.Classify(pool, nil, []unstructured.Unstructured{a, b}, nil, pods)
+		p := pools.Classify(pool, nil, []unstructured.Unstructured{a, b}, nil, pods, nil)
 		if p.Problem == "" || p.Fresh() || !strings.Contains(p.Problem, `"agent"`) {
 			t.Fatalf("got %+v", p)
 		}
 	})
 	t.Run("update strategy left to the CRD", func(t *testing.T) {
-		p := pools.Classify(poolstest.WarmPool(t, ns, "agent", "agent", "", 2), poolstest.U(t, v1), nil, nil, nil)
+		p := pools.Classify(poolstest.WarmPool(t, ns, "agent", "agent", "", 2), poolstest.U(t, v1), nil, nil, nil, nil)
 		if p.UpdateStrategy != "OnReplenish" || p.Fresh() || !p.Oldest.IsZero() || p.OldestAge(t0) != 0 {
 			t.Errorf("got %+v", p)
 		}
@@ -216,4 +216,63 @@ func TestRead(t *testing.T) {
 	if err != nil || len(one) != 1 || one[0].Namespace != "agents-team-b" {
 		t.Errorf("one namespace: %+v, %v", one, err)
 	}
+}
+
+// A pod that runs other than its sandbox says is stale however its labels
+// read, and marked diverged: the controller's hash test cannot see it.
+func TestClassifyPodDivergence(t *testing.T) {
+	tpl := poolstest.Template(t, "agent", "localhost/paddock/busybox:v1")
+	pool := poolstest.WarmPool(t, ns, "agent", "agent", "OnReplenish", 1)
+	sb := poolstest.Sandbox(t, pool, tpl, "agent-aaaaa", t0, true)
+	podAt := func(edit func(*corev1.Pod)) corev1.Pod {
+		pod := poolstest.Pod(ns, "agent-aaaaa", true)
+		pod.Spec = *tpl.Spec.PodTemplate.Spec.DeepCopy()
+		pod.CreationTimestamp = metav1.NewTime(t0)
+		if edit != nil {
+			edit(&pod)
+		}
+		return pod
+	}
+	before := pools.RuntimeClasses{"gvisor": t0.Add(-time.Hour)}
+	for _, tc := range []struct {
+		name    string
+		pod     corev1.Pod
+		classes pools.RuntimeClasses
+		why     string // "" = current
+	}{
+		{"as the template says", podAt(nil), before, ""},
+		{"classes unknown", podAt(nil), nil, ""},
+		{"image set on the pod", podAt(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "attacker/box:latest" }), before, "runs image attacker/box:latest"},
+		{"class recreated after the pod started", podAt(nil), pools.RuntimeClasses{"gvisor": t0.Add(time.Second)}, `started before runtime class "gvisor" was last created`},
+		{"class gone", podAt(nil), pools.RuntimeClasses{}, `runtime class "gvisor" no longer exists`},
+		{"another class on the pod", podAt(func(p *corev1.Pod) { p.Spec.RuntimeClassName = new("runc") }), before, `runtime class "runc", the template says "gvisor"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pools.Classify(pool, poolstest.U(t, tpl), []unstructured.Unstructured{sb}, nil, []corev1.Pod{tc.pod}, tc.classes)
+			if len(p.Sandboxes) != 1 {
+				t.Fatalf("sandboxes %+v", p.Sandboxes)
+			}
+			s := p.Sandboxes[0]
+			if tc.why == "" {
+				if s.State != pools.Current || s.Diverged || p.Diverged != 0 || !p.Fresh() {
+					t.Fatalf("got %+v (pool %+v), want current", s, p)
+				}
+				return
+			}
+			if s.State != pools.Stale || !s.Diverged || p.Diverged != 1 || p.Stale != 1 || p.Fresh() || !strings.Contains(s.Why, tc.why) {
+				t.Fatalf("got %+v, want stale and diverged saying %q", s, tc.why)
+			}
+			if s.UID != sb.GetUID() || len(p.DivergedNames()) != 1 {
+				t.Errorf("uid %q, diverged %v", s.UID, p.DivergedNames())
+			}
+		})
+	}
+	t.Run("a claimed sandbox is never judged here", func(t *testing.T) {
+		claimed := poolstest.Adopt(sb, "session-1")
+		pod := podAt(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "attacker/box:latest" })
+		p := pools.Classify(pool, poolstest.U(t, tpl), []unstructured.Unstructured{claimed}, []unstructured.Unstructured{poolstest.Claim(ns, "session-1", "agent")}, []corev1.Pod{pod}, before)
+		if p.Claimed != 1 || p.Diverged != 0 {
+			t.Fatalf("got %+v", p)
+		}
+	})
 }

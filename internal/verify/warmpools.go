@@ -35,6 +35,9 @@ func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 	// A release whose pools do not report the generation their status
 	// describes (v0.5.5) cannot be held to it.
 	tracksGeneration := agentsandbox.ReportsPoolGeneration(v.p.AgentSandbox.Version)
+	// A pod started under a runtime class recreated since is stale however
+	// its labels read (pools.Classify); unreadable classes fail each pool.
+	classes, classErr := pools.ReadRuntimeClasses(ctx, v.kube)
 	for i := range v.p.Tenants {
 		t := &v.p.Tenants[i]
 		if len(t.WarmPools) == 0 {
@@ -60,6 +63,9 @@ func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 			case claimErr != nil:
 				out = append(out, fail(subject, "listing claims: %v", claimErr))
 				continue
+			case classErr != nil:
+				out = append(out, fail(subject, "%v", classErr))
+				continue
 			}
 			ref, _, _ := unstructured.NestedString(u.Object, "spec", "sandboxTemplateRef", "name")
 			tpl, err := v.dyn.Resource(agentsandbox.SandboxTemplates).Namespace(t.Namespace).Get(ctx, ref, metav1.GetOptions{})
@@ -70,7 +76,7 @@ func checkWarmPools(ctx context.Context, v *Verifier) []Result {
 			if err != nil {
 				tpl = nil // judged without: V09 reports the missing template
 			}
-			fresh := pools.Classify(u, tpl, sandboxes.Items, claims.Items, pods.Items)
+			fresh := pools.Classify(u, tpl, sandboxes.Items, claims.Items, pods.Items, classes)
 			var waiver *model.Waiver
 			if fresh.Stale > 0 && fresh.UpdateStrategy != model.UpdateRecreate {
 				if rep == nil {

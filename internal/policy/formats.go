@@ -77,6 +77,15 @@ type jsonReport struct {
 	Findings    []jsonFinding    `json:"findings"`
 	Waived      []jsonFinding    `json:"waived"`
 	Waivers     []jsonWaiver     `json:"waivers"`
+	Trusted     []jsonTrust      `json:"trustedAdmission,omitempty"`
+}
+
+// jsonTrust is one trust_admission block.
+type jsonTrust struct {
+	Kind     string        `json:"kind"`
+	Name     string        `json:"name"`
+	Reason   string        `json:"reason"`
+	Location *jsonLocation `json:"location,omitempty"`
 }
 
 // WriteJSON writes the spec's diagnostics and the report (nil when the spec
@@ -109,6 +118,9 @@ func WriteJSON(w io.Writer, r *Report, spec []SpecDiagnostic) error {
 		out.Summary["notes"] = r.Count(Note)
 		out.Summary["waived"] = len(r.Waived)
 		out.Summary["waivers"] = len(r.Waivers)
+		for _, t := range r.Trusted {
+			out.Trusted = append(out.Trusted, jsonTrust{Kind: t.Kind, Name: t.Name, Reason: t.Reason, Location: location(t.Src)})
+		}
 	}
 	out.Valid = r != nil && specErrors == 0 && !out.Blocking
 	enc := json.NewEncoder(w)

@@ -210,6 +210,10 @@ type Report struct {
 	Waived []Finding
 	// Waivers are every waiver of the spec, in spec order.
 	Waivers []WaiverStatus
+	// Trusted are the mutating admission objects the spec trusts
+	// (trust_admission), in spec order: shown like waivers. What they can
+	// rewrite is the cluster's, which drift and verify show.
+	Trusted []model.TrustedAdmission
 }
 
 // Blocking reports whether an unwaived error finding must stop `up`.
@@ -244,7 +248,7 @@ func Check(p *model.Platform, now time.Time) *Report {
 		}
 	}
 	c.checkGCP()
-	rep := &Report{Platform: p.Redact(p.Name), Checked: now}
+	rep := &Report{Platform: p.Redact(p.Name), Checked: now, Trusted: p.TrustedAdmission}
 	applyWaivers(rep, p, c.findings, now)
 	rep.Findings = supersede(rep.Findings)
 	sortFindings(rep.Findings)

@@ -78,6 +78,14 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 		}
 		fmt.Fprintln(bw)
 	}
+	if len(r.Trusted) > 0 {
+		fmt.Fprintf(bw, "Trusted mutating admission (%d):\n", len(r.Trusted))
+		for _, t := range r.Trusted {
+			fmt.Fprintf(bw, "  %s (%s)\n", t.Ref(), t.Src)
+			fmt.Fprintf(bw, "%s\n", indent(wordwrap.WrapString("reason: "+t.Reason, textWidth-11), "           "))
+		}
+		fmt.Fprintln(bw)
+	}
 	fmt.Fprintln(bw, r.Summary())
 	return bw.Flush()
 }
@@ -96,6 +104,9 @@ func (r *Report) BriefSummary(details string) string {
 	}
 	if len(r.Waivers) > 0 {
 		parts = append(parts, fmt.Sprintf("%d waiver%s", len(r.Waivers), plural(len(r.Waivers))))
+	}
+	if len(r.Trusted) > 0 {
+		parts = append(parts, fmt.Sprintf("%d trusted admission object%s", len(r.Trusted), plural(len(r.Trusted))))
 	}
 	if len(parts) == 1 && e == 0 {
 		return "policy: 0 errors, no warnings, notes or waivers."

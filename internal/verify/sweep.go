@@ -51,18 +51,32 @@ func checkSweep(ctx context.Context, v *Verifier) []Result {
 	if applied == 0 {
 		bySubject["cluster"] = append(bySubject["cluster"], "no tenant namespace exists: the platform is not applied (run `paddock up`)")
 	}
+	// The spec's trust_admission blocks are shown, like waivers, with what
+	// each trusted object can rewrite now, or that it is gone.
+	trust, err := drift.AdmissionTrust(ctx, v.p, v.kube)
+	if err != nil {
+		trust = drift.TrustNotes(v.p)
+	}
+	var trusted []string
+	for _, tr := range trust {
+		trusted = append(trusted, tr.Text())
+	}
 	var out []Result
 	subjects := []string{"cluster"}
 	for _, t := range v.p.Tenants {
 		subjects = append(subjects, t.Namespace)
 	}
 	for _, s := range subjects {
+		shown := ""
+		if s == "cluster" && len(trusted) > 0 {
+			shown = "; " + strings.Join(trusted, "; ")
+		}
 		if problems := bySubject[s]; len(problems) > 0 {
 			sort.Strings(problems)
-			out = append(out, fail(s, "%s", strings.Join(problems, "; ")))
+			out = append(out, fail(s, "%s%s", strings.Join(problems, "; "), shown))
 			continue
 		}
-		out = append(out, pass(s, "nothing outside the stack weakens it (drift's sweep: bindings, runtime classes, guardrails, session lifetimes, mutating admission)"))
+		out = append(out, pass(s, "nothing outside the stack weakens it (drift's sweep: bindings, runtime classes, guardrails, session lifetimes, mutating admission)%s", shown))
 	}
 	return out
 }

@@ -19,6 +19,7 @@ func newDriftCmd() *cobra.Command {
 		f        specFlags
 		format   string
 		noSweep  bool
+		strict   bool
 		all      bool
 		parallel int
 	)
@@ -43,7 +44,8 @@ mutating webhooks that can rewrite what the platform guards (S09).
 
 ` + "`paddock up`" + ` repairs what the stack owns; objects outside it are reported for a person.
 
-Exit status: 0 no drift, 2 drift, 1 the check could not run.
+Exit status: 0 no drift, 2 drift, 1 the check could not run (with --strict, also
+when fields outside the spec could not be compared).
 Formats: text (default), json, markdown (for CI job summaries and PR comments).`,
 		Example: `  paddock drift examples/local
   paddock drift --stack team-a --format markdown >> "$GITHUB_STEP_SUMMARY"`,
@@ -56,6 +58,9 @@ Formats: text (default), json, markdown (for CI job summaries and PR comments).`
 			}
 			ctx := cmd.Context()
 			if all {
+				if strict {
+					return errors.New("--strict judges one stack's report; with --all, run drift --strict per stack")
+				}
 				return runFleetDrift(cmd, f, args, format, noSweep, parallel)
 			}
 			start := time.Now()
@@ -81,19 +86,30 @@ Formats: text (default), json, markdown (for CI job summaries and PR comments).`
 			if err != nil {
 				return err
 			}
-			if rep.Drifted() {
-				return &exitError{code: 2, err: errors.New("")}
-			}
-			return nil
+			return driftExit(rep, strict)
 		},
 	}
 	f.register(cmd)
 	f.registerFull(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output: text, json or markdown")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when fields outside the spec could not be compared (a dead run record or an unreadable state left only Pulumi's preview of declared fields): for CI, where that is no clean bill")
 	cmd.Flags().BoolVar(&noSweep, "no-sweep", false, "compare the stack only; skip the sweep of objects outside it")
 	cmd.Flags().BoolVar(&all, "all", false, "check every stack with a config file in the project (stacks/Pulumi.<stack>.yaml) and print one summary")
 	cmd.Flags().IntVar(&parallel, "parallel", 4, "with --all: how many stacks to check at once")
 	return cmd
+}
+
+// driftExit is drift's exit: 2 when anything drifted, and with strict 1
+// when fields outside the spec could not be compared (then an empty report
+// proves nothing, and a drifted one may miss more).
+func driftExit(rep *drift.Report, strict bool) error {
+	if strict && rep.Partial != "" {
+		return &exitError{code: 1, err: fmt.Errorf("drift --strict: only the fields the spec declares were compared (%s), so the report is no proof of a clean cluster; fix the cause and run drift again", rep.Partial)}
+	}
+	if rep.Drifted() {
+		return &exitError{code: 2, err: errors.New("")}
+	}
+	return nil
 }
 
 // driftOf is drift for one loaded stack: the stack compared with the cluster,

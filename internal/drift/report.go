@@ -148,6 +148,10 @@ type Report struct {
 	Trusted []TrustedAdmission `json:"trustedAdmission,omitempty"`
 	// Checked is how many resources of the stack were compared.
 	Checked int `json:"checkedResources"`
+	// Partial says why only the fields the spec declares were compared
+	// (the whole-object comparison could not run); "" when it ran. Such a
+	// report is not clean however empty it is: `drift --strict` fails it.
+	Partial string `json:"partial,omitempty"`
 	// Duration is the whole check; Compare the refresh-and-preview part, Sweep the sweep.
 	Duration time.Duration `json:"durationNanos"`
 	Compare  time.Duration `json:"compareNanos"`

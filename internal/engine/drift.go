@@ -88,6 +88,7 @@ func (e *Engine) addWholeObjectDrift(ctx context.Context, p *model.Platform, nam
 	}
 	if reason != "" {
 		fmt.Fprintf(e.opts.Out, "paddock drift: fields outside the spec not compared: %s\n", reason)
+		rep.Partial = reason
 		return
 	}
 	rep.Resources = mergeDrift(res.Report.Resources, rep.Resources)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/localcluster"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/verify"
@@ -43,12 +44,14 @@ func newVerifyCmd() *cobra.Command {
 			"only, where verify can read the log; elsewhere it is not verifiable here.\n" +
 			"V14 fails on whatever drift's sweep finds outside the stack that weakens the platform\n" +
 			"(every rule but S02, which is V09's): see `paddock drift --help`.\n" +
+			"V15 fails on every object of the stack that drift's comparison finds changed, whole.\n" +
 			"Exit status: 0 when nothing failed, 1 when a check failed (with --strict, also when a\n" +
 			"check is not verifiable here), 2 when verify could not run.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			l, err := f.load(ctx, args, cmd.OutOrStdout(), cmd.ErrOrStderr(), false, true)
+			// The engine speaks only for V15, on stderr: stdout is the report (JSON too).
+			l, err := f.load(ctx, args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), false, true)
 			if err != nil {
 				var ee *exitError
 				if errors.As(err, &ee) {
@@ -62,6 +65,7 @@ func newVerifyCmd() *cobra.Command {
 				return &exitError{code: 2, err: err}
 			}
 			opts := verify.Options{NoProbes: noProbes, ProbeImage: probeImage, Strict: strict, FQDNProbeHosts: fqdnProbeHosts}
+			opts.StackDrift = func(ctx context.Context) (*drift.Report, error) { return l.eng.Drift(ctx, l.p) }
 			if p.Target.Kind == model.TargetLocal {
 				opts.ControllerHealth = localControllerHealth
 				// Nothing is pulled on the local stack: its node's own image,

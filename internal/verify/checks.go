@@ -45,6 +45,7 @@ var checks = []check{
 	{"V12", "every ready warm sandbox holds its template's controls (a kernel of its own, not the node's; UID, read-only root, no token, no capabilities)", checkSandboxRuntime},
 	{"V13", "API audit records who changed sandboxes, claims and the fence (a dry-run claim as the orchestrator, found in the API server's audit log)", checkAuditTrail},
 	{"V14", "nothing outside the stack weakens the platform (the drift sweep: bindings, pods' runtime handlers, dangling bindings, guardrails as enforced, session lifetimes, mutating admission; network policies are V09's)", checkSweep},
+	{"V15", "every object of the stack is, whole, what Paddock applies (drift's comparison, every kind)", checkStackWhole},
 }
 
 func checkNamespaces(ctx context.Context, v *Verifier) []Result {

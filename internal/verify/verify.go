@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/termtext"
 )
@@ -149,6 +150,10 @@ type Options struct {
 	// tenant's orchestrator and looks for its event there; empty: V13 is
 	// not verifiable here.
 	AuditLogPath string
+	// StackDrift compares the platform's stack with the cluster, whole, as
+	// `paddock drift` does (the engine's Drift, without its sweep); V15
+	// fails on each object it reports. nil: V15 is not verifiable here.
+	StackDrift func(ctx context.Context) (*drift.Report, error)
 	// Strict makes a check that is not verifiable here count as failed
 	// (Report.Failing), for CI: a cluster that cannot show a control does
 	// not pass it.

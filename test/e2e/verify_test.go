@@ -67,7 +67,7 @@ func assertVerifyClean(t *testing.T, e *env) {
 	if err != nil && !t.Failed() && e.nodes != "fake" {
 		t.Errorf("verify exited non-zero with every check passing: %v", err)
 	}
-	for _, id := range []string{"V01", "V02", "V03", "V04", "V05", "V06", "V07", "V08", "V09", "V10", "V11", "V12", "V13", "V14"} {
+	for _, id := range []string{"V01", "V02", "V03", "V04", "V05", "V06", "V07", "V08", "V09", "V10", "V11", "V12", "V13", "V14", "V15"} {
 		if len(statusOf(rep, id)) == 0 {
 			t.Errorf("verify ran no %s check", id)
 		}

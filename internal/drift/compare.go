@@ -34,10 +34,16 @@ type Writer struct {
 	Manager   string    `json:"manager"`
 	Operation string    `json:"operation"`
 	Time      time.Time `json:"time,omitempty"`
+	// Subresource is the subresource it wrote through ("scale": `kubectl
+	// scale`, an autoscaler), "" for the object itself.
+	Subresource string `json:"subresource,omitempty"`
 }
 
 func (w Writer) String() string {
 	s := w.Manager + " (" + strings.ToLower(w.Operation)
+	if w.Subresource != "" {
+		s += " through /" + w.Subresource
+	}
 	if !w.Time.IsZero() {
 		s += " at " + w.Time.UTC().Format(time.RFC3339)
 	}
@@ -531,14 +537,17 @@ type owners []owner
 func parseOwners(entries []metav1.ManagedFieldsEntry) owners {
 	var out owners
 	for _, m := range entries {
-		if m.Subresource != "" || m.FieldsV1 == nil {
-			continue // status and other subresources are their controllers'
+		// Status is its controllers'; a write through another subresource
+		// (/scale sets spec.replicas) changes the object's own fields, so its
+		// writer is named like any other.
+		if m.Subresource == "status" || m.FieldsV1 == nil {
+			continue
 		}
 		var tree map[string]any
 		if err := json.Unmarshal(m.FieldsV1.Raw, &tree); err != nil {
 			continue
 		}
-		w := Writer{Manager: m.Manager, Operation: string(m.Operation)}
+		w := Writer{Manager: m.Manager, Operation: string(m.Operation), Subresource: m.Subresource}
 		if m.Time != nil {
 			w.Time = m.Time.Time
 		}

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +218,34 @@ func TestPathString(t *testing.T) {
 	}
 	if got := splitPath(p.String()); strings.Join(got, "|") != "metadata|labels|a.b/c" {
 		t.Fatal(got)
+	}
+}
+
+// A warm pool scaled out through /scale (`kubectl scale`, an autoscaler):
+// the writer is named, with the subresource it wrote through; a status
+// writer never is.
+func TestCompareNamesWritersThroughScale(t *testing.T) {
+	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	ours := entry("pulumi-kubernetes-abc", metav1.ManagedFieldsOperationApply, at.Add(-time.Hour), `{"f:spec":{"f:replicas":{},"f:sandboxTemplateRef":{"f:name":{}}}}`)
+	scaled := entry("kubectl", metav1.ManagedFieldsOperationUpdate, at, `{"f:spec":{"f:replicas":{}}}`)
+	scaled.Subresource = "scale"
+	status := entry("agent-sandbox-controller", metav1.ManagedFieldsOperationUpdate, at.Add(time.Minute), `{"f:spec":{"f:replicas":{}}}`)
+	status.Subresource = "status"
+	const pool = `{"apiVersion":"extensions.agents.x-k8s.io/v1beta1","kind":"SandboxWarmPool","metadata":{"name":"agent","namespace":"agents-a"},"spec":{"replicas":%d,"sandboxTemplateRef":{"name":"agent"}}}`
+	live := liveOf(t, fmt.Sprintf(pool, 40), ours, scaled, status)
+	d := Compare(decode(t, fmt.Sprintf(pool, 2)), live, Options{})
+	if len(d) != 1 || d[0].Path.String() != "spec.replicas" {
+		t.Fatalf("differences %v, want spec.replicas", paths(d))
+	}
+	if len(d[0].Writers) == 0 || d[0].Writers[0].Manager != "kubectl" || d[0].Writers[0].Subresource != "scale" {
+		t.Fatalf("writers %+v, want kubectl through /scale first", d[0].Writers)
+	}
+	for _, w := range d[0].Writers {
+		if w.Subresource == "status" {
+			t.Errorf("a status writer named for spec.replicas: %+v", w)
+		}
+	}
+	if by := Fields(d, nil)[0].By(); !strings.Contains(by, "kubectl (update through /scale at 2026-12-02T06:00:00Z)") {
+		t.Errorf("by %q", by)
 	}
 }

@@ -598,6 +598,10 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 		unlock, err = e.lockStack(name)
 		return err
 	})
+	var lapsed *state.LapsedError
+	if errors.As(err, &lapsed) {
+		return nil, false, err
+	}
 	if err != nil {
 		return nil, false, opError("destroy", name, e.hideBackendPassword(err))
 	}

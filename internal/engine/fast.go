@@ -74,6 +74,13 @@ func (e *Engine) fastUp(ctx context.Context, p *model.Platform) (*Result, error)
 		fmt.Fprintf(e.opts.Out, "paddock up: full run: %s\n", reason)
 		return nil, nil
 	}
+	return e.fastRepair(ctx, p, res, start)
+}
+
+// fastRepair is fastUp once the comparison found nothing the engine must
+// do: it repairs what drifted under the stack's lock, or returns nil (saying
+// why) for the engine to run.
+func (e *Engine) fastRepair(ctx context.Context, p *model.Platform, res *fastResult, start time.Time) (*Result, error) {
 	if len(res.Report.Resources) > 0 {
 		release, holder, lerr := e.lockForRepair(e.stackName(p))
 		switch {

@@ -476,3 +476,66 @@ func TestPostgresFenceRefusesAStaleCheckpoint(t *testing.T) {
 		t.Errorf("after a hand-run write the state holds %q, want v3", got)
 	}
 }
+
+// The fast path compares before it takes the stack's lock: once it holds
+// it, it reads the state again, and when another run wrote it meanwhile it
+// repairs nothing from its comparison and leaves the up to the engine.
+func TestFastRepairReadsTheStateAgainUnderTheLock(t *testing.T) {
+	t.Setenv("PADDOCK_HOME", t.TempDir())
+	ctx := context.Background()
+	p := localPlatform(t)
+	live := liveGKEObjects(t, p)
+	policy := ""
+	for _, u := range live {
+		if u.GetKind() == "NetworkPolicy" {
+			policy = objectKey(u)
+			break
+		}
+	}
+	loosen(t, live, "NetworkPolicy", policy, "kubectl-patch", []any{map[string]any{}}, "spec", "ingress")
+	srv := newLoopbackAPIServer(t, live...)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(srv.kubeconfig()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Target.Kubeconfig = kubeconfig
+	e, file := fakeStack(t, p, nil)
+	var out strings.Builder
+	e.opts.Out = &out
+
+	res, reason, err := e.fastCheck(ctx, p)
+	if err != nil || reason != "" || len(res.Report.Resources) != 1 {
+		t.Fatalf("the comparison: %v %q %+v", err, reason, res)
+	}
+	// Another run writes the state between the comparison and the lock.
+	var cp map[string]any
+	b, _ := os.ReadFile(file)
+	if err := json.Unmarshal(b, &cp); err != nil {
+		t.Fatal(err)
+	}
+	cp["checkpoint"].(map[string]any)["latest"].(map[string]any)["manifest"] = map[string]any{"time": "written by another run"}
+	b, _ = json.Marshal(cp)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.fastRepair(ctx, p, res, time.Now())
+	if got != nil || err != nil || len(srv.updates) != 0 {
+		t.Fatalf("repaired from a comparison with a state another run replaced: %+v %v, updates %v\n%s", got, err, srv.updates, out.String())
+	}
+	if !strings.Contains(out.String(), "paddock up: full run: the stack's state changed after it was compared with the cluster") {
+		t.Errorf("output: %s", out.String())
+	}
+	if locks, _ := e.Locks("s"); len(locks) != 0 {
+		t.Errorf("locks left: %+v", locks)
+	}
+
+	// Compared with the state as it stands, the repair goes on.
+	res, reason, err = e.fastCheck(ctx, p)
+	if err != nil || reason != "" {
+		t.Fatalf("the second comparison: %v %q", err, reason)
+	}
+	got, err = e.fastRepair(ctx, p, res, time.Now())
+	if err != nil || got == nil || got.Changes["repaired"] != 1 || len(srv.updates) != 1 {
+		t.Fatalf("the repair on an unchanged state: %+v %v, updates %v\n%s", got, err, srv.updates, out.String())
+	}
+}

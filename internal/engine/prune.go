@@ -62,9 +62,10 @@ func (e *Engine) journaled(ctx context.Context, op, name string, rec *runRecord,
 	err := e.withLock(ctx, op, name, rec.check, func() error {
 		unfence, err := e.takeFence(name, rec)
 		defer unfence()
-		if err == nil {
-			err = update()
+		if err != nil {
+			return err // nothing ran: the record goes, as on a lock
 		}
+		err = update()
 		if !isLockError(err) {
 			ran = true
 		}

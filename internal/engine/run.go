@@ -190,6 +190,9 @@ func (e *Engine) settleUp(ctx context.Context, p *model.Platform, name string, r
 		release()
 		return 0, fmt.Errorf("up of stack %q applied the spec, but reading the state it left failed, so nothing was pruned or repaired: %w; run up again", name, appliedErr)
 	default:
+		// Released even after a lapse: the lock is this run's own, by a key
+		// no other run holds, and left behind no journaled run explains it
+		// once this run's record goes, so only a person could remove it.
 		defer release()
 		now, err := e.stateDigest(name)
 		if err != nil {

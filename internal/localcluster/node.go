@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pins"
 )
 
@@ -192,6 +193,76 @@ func otherRealNode(cluster string) string {
 		break // one hierarchy tells
 	}
 	return ""
+}
+
+// sameNameNodeElsewhere reports whether a real node of cluster already has
+// processes on this machine although this PADDOCK_HOME holds no state of it:
+// it was started from another PADDOCK_HOME, and a second one would take the
+// same bridge, addresses and cgroup (one up would break the other). home is
+// that PADDOCK_HOME when a node process says it ("" if none does).
+func sameNameNodeElsewhere(cluster string) (running bool, home string) {
+	for _, mp := range cgroupMounts() {
+		b, err := os.ReadFile(filepath.Join(mp, "paddock-"+cluster, "node", "cgroup.procs"))
+		if err != nil {
+			return false, ""
+		}
+		for _, pid := range strings.Fields(string(b)) {
+			running = true
+			if h := processEnv(pid, "PADDOCK_HOME"); h != "" {
+				return true, h
+			}
+			if h := homeInCmdline(pid); h != "" {
+				return true, h
+			}
+		}
+		return running, ""
+	}
+	return false, ""
+}
+
+// processEnv is variable name in process pid's environment ("" when unset
+// or unreadable).
+func processEnv(pid, name string) string {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+	if err != nil {
+		return ""
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// homeInCmdline is the PADDOCK_HOME a node process's arguments name: every
+// node process is given files under HOME/local/ ("" when none is).
+func homeInCmdline(pid string) string {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	if err != nil {
+		return ""
+	}
+	for _, arg := range strings.Split(string(b), "\x00") {
+		if _, v, ok := strings.Cut(arg, "="); ok {
+			arg = v
+		}
+		if i := strings.Index(arg, "/local/"); i > 0 && filepath.IsAbs(arg) {
+			return arg[:i]
+		}
+	}
+	return ""
+}
+
+// errNodeElsewhere is Up's refusal when another PADDOCK_HOME runs the real
+// node of a cluster of the same name.
+func errNodeElsewhere(cluster, home string) error {
+	where := "another PADDOCK_HOME"
+	stop := "`paddock local down --name " + cluster + "` with that PADDOCK_HOME"
+	if home != "" {
+		where = "PADDOCK_HOME " + home
+		stop = "`PADDOCK_HOME=" + home + " paddock local down --name " + cluster + "`"
+	}
+	return fmt.Errorf("the real node of local cluster %q already runs on this machine, started from %s (this PADDOCK_HOME, %s, holds no such cluster); two would share one bridge, address range and cgroup: stop it with %s, or give this one another name (--name)", cluster, where, paths.Home(), stop)
 }
 
 // routeConflict returns a route of the machine that overlaps the node subnet, the

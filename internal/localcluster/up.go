@@ -74,6 +74,9 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 			return nil, err
 		}
 	case errors.Is(err, errNoState):
+		if running, home := sameNameNodeElsewhere(c.name); running {
+			return nil, errNodeElsewhere(c.name, home)
+		}
 		if c.hasLeftovers() {
 			c.progress("local cluster %q: removing leftovers of an earlier run in %s", c.name, c.dir)
 			if err := c.teardown(ctx); err != nil {

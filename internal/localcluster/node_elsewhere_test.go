@@ -1,0 +1,75 @@
+package localcluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A real node of the same name started from another PADDOCK_HOME is found
+// by its cgroup, and named by the home its processes carry; Up's refusal
+// says how to stop it.
+func TestSameNameNodeElsewhere(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a cgroup (CI runs as root)")
+	}
+	mounts := cgroupMounts()
+	if len(mounts) == 0 {
+		t.Fatal("no cgroup hierarchy mounted")
+	}
+	name := fmt.Sprintf("elsewhere-%d", os.Getpid())
+	dir := filepath.Join(mounts[0], "paddock-"+name, "node")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("making cgroup %s: %v", dir, err)
+	}
+	t.Cleanup(func() { os.Remove(dir); os.Remove(filepath.Dir(dir)) })
+
+	if running, _ := sameNameNodeElsewhere(name); running {
+		t.Fatal("an empty cgroup counted as a running node")
+	}
+	for _, tc := range []struct{ name, env, arg, want string }{
+		{"home in the environment", "PADDOCK_HOME=/srv/other-home", "--v=2", "/srv/other-home"},
+		{"home only in the arguments", "", "--config=/srv/ci-home/local/node/kubelet.yaml", "/srv/ci-home"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// sh -c ignores the argument after the script, which is only
+			// there to be read from /proc/PID/cmdline.
+			cmd := exec.Command("sh", "-c", "sleep 1000", "node", tc.arg)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			if tc.env != "" {
+				cmd.Env = append(cmd.Env, tc.env)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+				t.Fatalf("moving the process into the cgroup: %v", err)
+			}
+			running, home := sameNameNodeElsewhere(name)
+			if !running || home != tc.want {
+				t.Fatalf("running %v, home %q; want true, %q", running, home, tc.want)
+			}
+			err := errNodeElsewhere(name, home)
+			for _, want := range []string{"already runs on this machine", "PADDOCK_HOME=" + tc.want + " paddock local down --name " + name, "--name"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("refusal lacks %q: %v", want, err)
+				}
+			}
+		})
+		// The cgroup must be empty again before the next case or cleanup.
+		deadline := time.Now().Add(10 * time.Second) // a hang guard
+		for {
+			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			if strings.TrimSpace(string(b)) == "" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}

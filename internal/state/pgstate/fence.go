@@ -117,7 +117,7 @@ $fence$`); err != nil {
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && (pgErr.Code == "42501" || pgErr.Code == "42P01") {
-			return &state.FenceUnavailableError{Reason: fmt.Sprintf("the database role may not set up the fence (%s): the table %s, and a trigger on Pulumi's table %s, need its owner", s.ScrubText(pgErr.Message), fence, s.table)}
+			return &state.FenceUnavailableError{Reason: fmt.Sprintf("the database role may not set up the fence (%s): it needs CREATE on the schema (for the table %s and its function) and TRIGGER on Pulumi's table %s", s.ScrubText(pgErr.Message), fence, s.table)}
 		}
 		return fmt.Errorf("setting up the fence in %s: %w", s.where, s.Scrub(err))
 	}

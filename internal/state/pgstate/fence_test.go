@@ -89,8 +89,8 @@ func TestFenceOnPostgres(t *testing.T) {
 		t.Error("a stale run deleted the checkpoint")
 	}
 	for _, ok := range []struct{ app, key string }{
-		{"", checkpoint},      // a hand-run pulumi
-		{"psql", checkpoint},  // any other application
+		{"", checkpoint},     // a hand-run pulumi
+		{"psql", checkpoint}, // any other application
 		{stale, s.prefix + ".pulumi/locks/organization/paddock/dev/x.json"},
 		{stale, s.prefix + ".pulumi/history/paddock/dev/dev-1.history.json"},
 		{stale, s.prefix + ".pulumi/stacks/paddock/other.json"}, // a stack nobody fenced

@@ -260,6 +260,7 @@ func stalledRunner(t *testing.T, backend string) {
 	if !strings.Contains(result, `up of stack "s" stopped: this run's lease in the run journal lapsed`) || !strings.Contains(result, "`paddock up` again") {
 		t.Errorf("runner A's up ended with %q, want the lapse and what to run", result)
 	}
+	t.Logf("runner A said:\n%s", saidA())
 	// A's record stays for the next run to recover as a dead run's.
 	dead, err := b.deadRuns("s")
 	if err != nil || len(dead) == 0 || dead[0].Host != "fence-runner-a" {

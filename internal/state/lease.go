@@ -133,7 +133,7 @@ func (l *Lease) lapse(why string) *LapsedError {
 	default:
 	}
 	if first {
-		fmt.Fprintf(l.out, "paddock %s: %v\n", l.op, err)
+		fmt.Fprintf(l.out, "paddock %s: this run's lease in the run journal lapsed (%s): it stops its Pulumi CLI and writes nothing more\n", l.op, why)
 		if l.onLapse != nil {
 			l.onLapse(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/mitchellh/go-wordwrap"
 
 	"github.com/paddock-platform/paddock/internal/snippet"
+	"github.com/paddock-platform/paddock/internal/termtext"
 )
 
 // detailWidth is the column at which diagnostic details are wrapped.
@@ -88,7 +89,7 @@ func (dw *diagWriter) write(w io.Writer, d *hcl.Diagnostic) {
 		if ctx := contextString(f, s.Start.Byte); ctx != "" {
 			where += ", in " + ctx
 		}
-		fmt.Fprintf(w, "  on %s:\n", where)
+		fmt.Fprint(w, termtext.Wrap("on "+where+":", "  ", "    "))
 		// Vars files hold values that may be secret: never print their lines.
 		if f != nil && !strings.HasSuffix(s.Filename, VarsFileExt) {
 			writeSnippet(w, f.Bytes, *s)

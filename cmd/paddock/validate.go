@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/policy"
+	"github.com/paddock-platform/paddock/internal/termtext"
 	"github.com/paddock-platform/paddock/schemas"
 )
 
@@ -110,8 +111,8 @@ func runValidate(out io.Writer, dir string, f *validateFlags, now time.Time) err
 			return err
 		}
 		if !failed {
-			fmt.Fprintf(out, "%s: platform %q is valid (%d tenant%s, %d runtime class%s, target %s)\n",
-				dir, p.Name, len(p.Tenants), countSuffix(len(p.Tenants), ""), len(p.RuntimeClasses), countSuffix(len(p.RuntimeClasses), "es"), p.Target.Kind)
+			fmt.Fprint(out, termtext.Wrap(fmt.Sprintf("%s: platform %q is valid (%d tenant%s, %d runtime class%s, target %s)",
+				dir, p.Name, len(p.Tenants), countSuffix(len(p.Tenants), ""), len(p.RuntimeClasses), countSuffix(len(p.RuntimeClasses), "es"), p.Target.Kind), "", "  "))
 		}
 	}
 	if failed {

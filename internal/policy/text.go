@@ -14,6 +14,7 @@ import (
 	"github.com/mitchellh/go-wordwrap"
 
 	"github.com/paddock-platform/paddock/internal/snippet"
+	"github.com/paddock-platform/paddock/internal/termtext"
 )
 
 // TextOptions tune WriteText.
@@ -59,7 +60,7 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	}
 	for _, f := range r.Waived {
 		fmt.Fprintf(bw, "Waived: %s [%s]\n", f.Title, f.RuleID)
-		fmt.Fprintf(bw, "  on %s, %s\n", f.Src, f.Object)
+		fmt.Fprint(bw, termtext.Wrap(fmt.Sprintf("on %s, %s", f.Src, f.Object), "  ", "    "))
 		fmt.Fprintf(bw, "%s\n\n", indent(wordwrap.WrapString(fmt.Sprintf("waived by the waiver at %s%s: %s", f.Waiver.Src, expiry(f.Waiver.Expires), f.Waiver.Reason), textWidth-2), "  "))
 	}
 	if len(r.Waivers) > 0 {
@@ -73,7 +74,7 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 			if ws.State == WaiverActive {
 				state = fmt.Sprintf("silences %d finding%s", ws.Silenced, plural(ws.Silenced))
 			}
-			fmt.Fprintf(bw, "  %-8s %s; %s%s (%s)\n", ws.Rule, scope, state, expiry(ws.Expires), ws.Src)
+			fmt.Fprint(bw, termtext.Wrap(fmt.Sprintf("%-8s %s; %s%s (%s)", ws.Rule, scope, state, expiry(ws.Expires), ws.Src), "  ", "           "))
 			fmt.Fprintf(bw, "%s\n", indent(wordwrap.WrapString("reason: "+ws.Reason, textWidth-11), "           "))
 		}
 		fmt.Fprintln(bw)
@@ -86,7 +87,7 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 		}
 		fmt.Fprintln(bw)
 	}
-	fmt.Fprintln(bw, r.Summary())
+	fmt.Fprint(bw, termtext.Wrap(r.Summary(), "", "  "))
 	return bw.Flush()
 }
 
@@ -190,7 +191,7 @@ func writeWhere(w io.Writer, f Finding, src *sourceCache, opts TextOptions) {
 		fmt.Fprintf(w, "  on %s:\n\n", f.Object)
 		return
 	}
-	fmt.Fprintf(w, "  on %s, %s:\n", f.Src, f.Object)
+	fmt.Fprint(w, termtext.Wrap(fmt.Sprintf("on %s, %s:", f.Src, f.Object), "  ", "    "))
 	if !opts.NoSnippets {
 		if line, ok := src.line(f.Src.Filename, f.Src.Line); ok {
 			writeLine(w, line, f.Src.Line, f.Src.Column)

@@ -5,29 +5,39 @@ package snippet
 
 import "unicode/utf8"
 
-// Width is the most bytes of one source line a diagnostic prints.
-const Width = 200
+// Width is the most characters (runes) of one source line a diagnostic
+// prints: with its gutter ("  1234: ") the line fits the commands' 100
+// columns (termtext.Width).
+const Width = 88
 
-// before is how much of the line before the subject is kept when clipping.
-const before = 60
+// before is how many characters before the subject are kept when clipping.
+const before = 30
 
 // Clip returns the part of line to print around the bytes [start, end) and
 // where those bytes are in it. The result is line itself when it is at most
-// Width bytes; otherwise a window of at most Width bytes, cut on rune
-// boundaries, with "…" where text was left out.
+// Width characters; otherwise a window of at most Width characters, cut on
+// rune boundaries, with "…" where text was left out.
 func Clip(line string, start, end int) (shown string, s, e int) {
 	start = clamp(start, 0, len(line))
 	end = clamp(end, start, len(line))
-	if len(line) <= Width {
+	if utf8.RuneCountInString(line) <= Width {
 		return line, start, end
 	}
-	from := max(0, start-before)
-	for from > 0 && !utf8.RuneStart(line[from]) {
-		from--
+	for start > 0 && !utf8.RuneStart(line[start]) {
+		start--
 	}
-	to := min(len(line), from+Width)
-	for to < len(line) && !utf8.RuneStart(line[to]) {
-		to--
+	// Walk back `before` runes from the subject, then forward Width runes
+	// (less the ellipses' room) from there.
+	from := start
+	for i := 0; i < before && from > 0; i++ {
+		_, size := utf8.DecodeLastRuneInString(line[:from])
+		from -= size
+	}
+	room := Width - 2
+	to := from
+	for i := 0; i < room && to < len(line); i++ {
+		_, size := utf8.DecodeRuneInString(line[to:])
+		to += size
 	}
 	shown = line[from:to]
 	s, e = start-from, min(end, to)-from

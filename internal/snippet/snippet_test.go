@@ -13,11 +13,11 @@ func TestClip(t *testing.T) {
 	}
 	long := "  image = \"" + strings.Repeat("é", 3<<20) + "\" # the end"
 	got, s, e := Clip(long, 2, len(long))
-	if len(got) > Width+2*len("…") || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got[s:], "image") || e > len(got) {
+	if utf8.RuneCountInString(got) > Width || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got[s:], "image") || e > len(got) {
 		t.Errorf("clip of a 6 MB line: %d bytes, subject at %d..%d", len(got), s, e)
 	}
 	got, s, e = Clip(long, len(long)-5, len(long))
-	if len(got) > Width+2*len("…") || !strings.HasPrefix(got, "…") || got[s:e] != long[len(long)-5:] {
+	if utf8.RuneCountInString(got) > Width || !strings.HasPrefix(got, "…") || got[s:e] != long[len(long)-5:] {
 		t.Errorf("clip at the end: %q [%d:%d]", got, s, e)
 	}
 }

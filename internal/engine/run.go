@@ -236,6 +236,9 @@ func (e *Engine) holdStack(ctx context.Context, op, name string, rec *runRecord)
 		if release != nil {
 			return release, nil
 		}
+		if err := rec.check(); err != nil {
+			return nil, err // another run's lock is not a lapsed run's to remove
+		}
 		if e.removeStaleLocks(op, name) {
 			continue
 		}

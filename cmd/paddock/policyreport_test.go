@@ -118,7 +118,7 @@ func TestPolicyErrorsShownInFullEverywhere(t *testing.T) {
 				"Warning: ",
 				"Waivers (5):",
 				"Errors block `paddock up`",
-				"policy errors block this",
+				"nothing was applied: policy errors block it",
 			} {
 				if !strings.Contains(stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, stderr)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/localcluster"
 	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pools"
 	"github.com/paddock-platform/paddock/internal/termtext"
 )
@@ -49,7 +51,11 @@ func newStatusCmd() *cobra.Command {
 				return nil
 			}
 			if format == "json" {
-				return writeStatusJSON(out, statusDoc(p, outs, readPoolHealth(cmd.Context(), p), time.Now()))
+				doc := statusDoc(p, outs, readPoolHealth(cmd.Context(), p), time.Now())
+				if a := readAlerts(cmd.Context(), p); a.URL != "" {
+					doc.Alerts = &a
+				}
+				return writeStatusJSON(out, doc)
 			}
 			if raw {
 				printOutputs(out, outs)
@@ -61,6 +67,7 @@ func newStatusCmd() *cobra.Command {
 			}
 			printSummary(out, p, specArg, runningSandbox(cmd.Context(), p))
 			printPoolHealth(out, readPoolHealth(cmd.Context(), p), time.Now())
+			printAlerts(out, readAlerts(cmd.Context(), p))
 			return nil
 		},
 	}
@@ -98,7 +105,8 @@ func printSummary(out io.Writer, p *model.Platform, spec string, sandbox *sandbo
 	}
 	fmt.Fprintf(out, "  kubectl get sandboxtemplates,sandboxwarmpools,sandboxes,pods %s\n", ns)
 	if sandbox != nil {
-		fmt.Fprintf(out, "  kubectl exec -it -n %s %s -c %s -- sh    # a running sandbox; inside, try: dmesg | head -3; id; touch /x\n", sandbox.Namespace, sandbox.Name, sandbox.Container)
+		fmt.Fprintf(out, "  # a running sandbox; inside, try: dmesg | head -3; id; touch /x\n")
+		fmt.Fprintf(out, "  kubectl exec -it -n %s %s -c %s -- sh\n", sandbox.Namespace, sandbox.Name, sandbox.Container)
 	}
 	fmt.Fprintf(out, "  paddock verify %s     # each control live: pass, fail, or not verifiable here\n", spec)
 	fmt.Fprintf(out, "  paddock drift %s      # what changed on the cluster since the last up\n", spec)
@@ -273,6 +281,92 @@ type statusJSON struct {
 	WarmPools      []poolJSON `json:"warmPools"`
 	MissingPools   []string   `json:"missingWarmPools,omitempty"`
 	WarmPoolsError string     `json:"warmPoolsError,omitempty"`
+	// Alerts are the platform's alerts in the local Prometheus (`paddock
+	// local up --observability`); absent when none runs.
+	Alerts *alertsJSON `json:"alerts,omitempty"`
+}
+
+// alertsJSON is what the local Prometheus holds of this platform's alerts.
+type alertsJSON struct {
+	URL     string               `json:"prometheus"`
+	Firing  []localcluster.Alert `json:"firing"`
+	Pending []localcluster.Alert `json:"pending"`
+	Error   string               `json:"error,omitempty"`
+}
+
+// readAlerts asks the local cluster's Prometheus, when it runs, for the
+// alerts labelled with this platform (every Paddock rule carries
+// platform=<name>). Other targets: nothing (their Prometheus is the
+// operator's, which status does not know).
+func readAlerts(ctx context.Context, p *model.Platform) alertsJSON {
+	if p.Target.Kind != model.TargetLocal {
+		return alertsJSON{}
+	}
+	url, ok := localcluster.PrometheusURL(paths.LocalDir())
+	if !ok {
+		return alertsJSON{}
+	}
+	a := alertsJSON{URL: url, Firing: []localcluster.Alert{}, Pending: []localcluster.Alert{}}
+	all, err := localcluster.Alerts(ctx, url)
+	if err != nil {
+		a.Error = err.Error()
+		return a
+	}
+	for _, al := range all {
+		if al.Labels["platform"] != p.Name {
+			continue
+		}
+		if al.State == "firing" {
+			a.Firing = append(a.Firing, al)
+		} else {
+			a.Pending = append(a.Pending, al)
+		}
+	}
+	byName := func(s []localcluster.Alert) {
+		sort.Slice(s, func(i, j int) bool {
+			if s[i].Labels["alertname"] != s[j].Labels["alertname"] {
+				return s[i].Labels["alertname"] < s[j].Labels["alertname"]
+			}
+			return s[i].Labels["namespace"] < s[j].Labels["namespace"]
+		})
+	}
+	byName(a.Firing)
+	byName(a.Pending)
+	return a
+}
+
+// printAlerts is the summary's section on the platform's alerts, when the
+// local Prometheus runs.
+func printAlerts(out io.Writer, a alertsJSON) {
+	if a.URL == "" {
+		return
+	}
+	fmt.Fprintf(out, "\nalerts (local Prometheus %s):\n", a.URL)
+	if a.Error != "" {
+		fmt.Fprintf(out, "  not read: %s\n", a.Error)
+		return
+	}
+	if len(a.Firing) == 0 {
+		fmt.Fprintln(out, "  none firing")
+	}
+	rows := [][]string{{"  ALERT", "SEVERITY", "WHERE", "SINCE", "SUMMARY"}}
+	for _, al := range a.Firing {
+		where := al.Labels["namespace"]
+		if where == "" {
+			where = "-"
+		}
+		rows = append(rows, []string{"  " + al.Labels["alertname"], al.Labels["severity"], where, al.ActiveAt.Local().Format("15:04:05"), al.Annotations["summary"]})
+	}
+	if len(rows) > 1 {
+		fmt.Fprint(out, termtext.Table(rows))
+	}
+	if len(a.Pending) > 0 {
+		var names []string
+		for _, al := range a.Pending {
+			names = append(names, al.Labels["alertname"])
+		}
+		fmt.Fprint(out, termtext.Wrap(fmt.Sprintf("pending (condition true, waiting out its for:): %s", strings.Join(names, ", ")), "  ", "    "))
+	}
 }
 
 type poolJSON struct {

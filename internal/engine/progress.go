@@ -12,6 +12,8 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+
+	"github.com/paddock-platform/paddock/internal/termtext"
 )
 
 // progress turns engine events into lines a person can follow: each resource as it
@@ -145,7 +147,14 @@ func (p *progress) waiting() {
 		names = append(names, fmt.Sprintf("%s (%ds)", describe(urnType(urn), urn), int(time.Since(t).Seconds())))
 	}
 	sort.Strings(names)
-	fmt.Fprintf(p.out, "  waiting on %d: %s\n", len(names), strings.Join(names, ", "))
+	// The first few name what holds the run up; a list of dozens would
+	// bury the progress in one line hundreds of columns wide.
+	const shown = 3
+	list := strings.Join(names[:min(len(names), shown)], ", ")
+	if len(names) > shown {
+		list += fmt.Sprintf(" and %d more", len(names)-shown)
+	}
+	fmt.Fprint(p.out, termtext.Wrap(fmt.Sprintf("waiting on %d: %s", len(names), list), "  ", "    "))
 }
 
 func (p *progress) wait() { <-p.done }

@@ -92,7 +92,7 @@ func Load(dir string, opts Options, errOut io.Writer) (*model.Platform, error) {
 		return nil, err
 	}
 	if report.Blocking() {
-		return nil, &Error{msg: fmt.Sprintf("%s: policy errors block this; fix them or add a waiver with a reason (nothing was applied)", dir)}
+		return nil, &Error{msg: fmt.Sprintf("%s: nothing was applied: policy errors block it (fix or waive them)", dir)}
 	}
 	return p, nil
 }

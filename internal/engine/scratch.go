@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
 // The Pulumi CLI and its Kubernetes provider leave files in the temporary
@@ -40,8 +43,29 @@ func scratchDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("temporary directory for the Pulumi CLI: %w", err)
 	}
+	if err := writeScratchOwner(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("temporary directory for the Pulumi CLI: %w", err)
+	}
 	scratch.dir = dir
 	return dir, nil
+}
+
+// scratchOwnerFile names, in each scratch directory, the process that owns
+// it as the sweep must judge it: the pid alone means nothing to a paddock in
+// another PID namespace that shares /tmp (a CI container), where it may be
+// any process or none.
+const scratchOwnerFile = ".owner"
+
+// abandonedAfter is how old a scratch directory no paddock here can judge
+// (another PID namespace's, or one without an owner file) must be before the
+// sweep removes it.
+const abandonedAfter = 7 * 24 * time.Hour
+
+func writeScratchOwner(dir string) error {
+	started, _ := state.ProcessStart(os.Getpid())
+	body := fmt.Sprintf("%s\n%d\n", state.HostID(), started.UnixNano())
+	return os.WriteFile(filepath.Join(dir, scratchOwnerFile), []byte(body), 0o600)
 }
 
 // RemoveScratch removes this process's temporary directory; the CLI calls it
@@ -62,13 +86,39 @@ func sweepScratch(parent string) {
 	if err != nil {
 		return
 	}
+	here := state.HostID()
 	for _, e := range entries {
 		pid, ok := scratchOwner(e.Name())
-		if !ok || !e.IsDir() || processRuns(pid) {
+		if !ok || !e.IsDir() {
 			continue
 		}
-		_ = os.RemoveAll(filepath.Join(parent, e.Name()))
+		dir := filepath.Join(parent, e.Name())
+		if scratchAbandoned(dir, pid, here) {
+			_ = os.RemoveAll(dir)
+		}
 	}
+}
+
+// scratchAbandoned reports whether the scratch directory dir, named for pid,
+// belongs to no running paddock: its owner file says this host (same boot,
+// same PID namespace) and pid no longer runs, or runs as a process started
+// after the owner. What another namespace left, or a directory without an
+// owner file, is judged by age alone (abandonedAfter).
+func scratchAbandoned(dir string, pid int, here string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, scratchOwnerFile))
+	host, startText, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	if err != nil || here == "" || host != here {
+		fi, err := os.Stat(dir)
+		return err == nil && time.Since(fi.ModTime()) > abandonedAfter
+	}
+	if !processRuns(pid) {
+		return true
+	}
+	nanos, err := strconv.ParseInt(strings.TrimSpace(startText), 10, 64)
+	if err != nil || nanos == 0 {
+		return false
+	}
+	return !state.HolderAlive(pid, time.Unix(0, nanos))
 }
 
 // scratchOwner reads the pid out of "paddock-run-<pid>-<random>".

@@ -9,6 +9,34 @@ import (
 	"github.com/paddock-platform/paddock/internal/model"
 )
 
+// keepTrusted takes out of res, before any repair, the fields that only
+// admission objects the spec trusts (trust_admission) could have added: a
+// write would only see them added again, so `up` neither rewrites nor counts
+// them, and says each one it keeps.
+func (e *Engine) keepTrusted(op string, p *model.Platform, res *fastResult) {
+	if len(p.TrustedAdmission) == 0 {
+		return
+	}
+	var trust []drift.TrustedAdmission
+	res.Report.Resources, trust = drift.KeepTrusted(p, res.Report.Resources, drift.TrustNotes(p))
+	for _, t := range trust {
+		for _, k := range t.Kept {
+			fmt.Fprintf(e.opts.Out, "paddock %s: %s: added by %s, trusted in the spec (%s); kept\n", op, k, t.Ref(), t.Reason)
+		}
+	}
+	for _, o := range res.objs {
+		if len(o.diffs) == 0 {
+			continue
+		}
+		kept, _ := drift.KeepTrusted(p, []drift.Resource{{Kind: o.desired.GetKind(), Name: objectKey(o.desired), Fields: o.diffs}}, drift.TrustNotes(p))
+		if len(kept) == 0 {
+			o.diffs, o.immutable = nil, ""
+		} else {
+			o.diffs = kept[0].Fields
+		}
+	}
+}
+
 // refuseAdmissionReadd judges, right after a repair, the objects that differ
 // again (after, re-read from the cluster): a field that mutating admission
 // could have added (drift.Field.AddedBy) and that is back re-appears on

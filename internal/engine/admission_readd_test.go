@@ -175,3 +175,32 @@ func TestCompareWholeSplitsAdmission(t *testing.T) {
 		t.Errorf("without the webhook the repair holds, got %v", err)
 	}
 }
+
+// Trusted in the spec before the repair, the envFrom only the trusted webhook
+// could have added is no repair at all: up writes nothing, counts nothing
+// and says it kept the field.
+func TestKeepTrustedBeforeTheRepair(t *testing.T) {
+	ic := newInjectingCluster(t)
+	e := testEngine(t)
+	var out bytes.Buffer
+	e.opts.Out = &out
+	p := &model.Platform{Name: "demo", TrustedAdmission: []model.TrustedAdmission{{Kind: model.AdmissionWebhook, Name: "inject-keys", Reason: "the gateway hands sandboxes their keys"}}}
+	res, err := e.compareWhole(context.Background(), ic.c, p, "s", []*fastObject{fastObj(ic.template)}, formsRecompute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Report.Resources) != 1 {
+		t.Fatalf("report %+v, want the template's envFrom before the trust is applied", res.Report.Resources)
+	}
+	e.keepTrusted("up", p, res)
+	if len(res.Report.Resources) != 0 {
+		t.Errorf("after keepTrusted: %+v, want nothing left to repair", res.Report.Resources)
+	}
+	n, err := e.repairLive(context.Background(), "up", res)
+	if err != nil || n != 0 || ic.updates != 0 {
+		t.Fatalf("repair: %d repaired, %d writes, %v; want none", n, ic.updates, err)
+	}
+	if !strings.Contains(out.String(), "paddock up: SandboxTemplate agents-a/python spec.podTemplate.spec.containers[name=agent].envFrom: added by mutatingwebhookconfiguration/inject-keys, trusted in the spec (the gateway hands sandboxes their keys); kept") {
+		t.Errorf("the kept field is not said:\n%s", out.String())
+	}
+}

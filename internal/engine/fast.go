@@ -81,6 +81,7 @@ func (e *Engine) fastUp(ctx context.Context, p *model.Platform) (*Result, error)
 // do: it repairs what drifted under the stack's lock, or returns nil (saying
 // why) for the engine to run.
 func (e *Engine) fastRepair(ctx context.Context, p *model.Platform, res *fastResult, start time.Time) (*Result, error) {
+	e.keepTrusted("up", p, res)
 	if len(res.Report.Resources) > 0 {
 		release, holder, lerr := e.lockForRepair(e.stackName(p))
 		switch {

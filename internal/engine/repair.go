@@ -228,6 +228,7 @@ func (e *Engine) repairAfterUp(ctx context.Context, p *model.Platform, name stri
 	if err := rec.check(); err != nil {
 		return 0, err
 	}
+	e.keepTrusted("up", p, res)
 	n, err := e.repairLive(ctx, "up", res)
 	if err == nil && n > 0 {
 		err = e.confirmRepaired(ctx, c, p, name, res)

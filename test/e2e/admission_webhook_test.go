@@ -153,6 +153,9 @@ func TestAdmissionWebhook(t *testing.T) {
 	}
 	if up := e.runPaddock(t, nil, "up", dir); up.code != 0 {
 		t.Errorf("up with the webhook trusted: exit %d\n%s\n%s", up.code, up.stdout, tail(up.stderr, 20))
+	} else if !strings.Contains(up.stdout, "trusted in the spec (the test's gateway hands sandboxes their keys); kept") || strings.Contains(up.stdout, "repaired SandboxTemplate") {
+		// A write would only see the field added again: nothing to repair.
+		t.Errorf("up with the webhook trusted must keep the envFrom and say so, not repair the template:\n%s", up.stdout)
 	}
 
 	// Deleted: the trust is said to be unused; the envFrom it left is now

@@ -16,14 +16,17 @@ TOOLS        := kubernetes pulumi-kubernetes pulumi agent-sandbox coredns cilium
 # kwok (the kwok-node cluster's lifecycle test; `local up --nodes fake`, or where a real node
 # cannot run, needs it too: `make tool-kwok`) and the Go language host (the e2e suite's runs of
 # `pulumi preview/up/refresh/destroy`; a standard Pulumi install brings its own:
-# `make tool-pulumi-language-go` for the pinned CLI).
-TEST_TOOLS   := kubectl agent-sandbox-previous seaweedfs kwok pulumi-language-go
+# `make tool-pulumi-language-go` for the pinned CLI), and kube-state-metrics and Prometheus
+# (`paddock local up --observability`, which evaluates Paddock's own alerts; the e2e suite).
+TEST_TOOLS   := kubectl agent-sandbox-previous seaweedfs kwok pulumi-language-go kube-state-metrics prometheus
 # Every tool, longest cold build first (wall seconds on the 2-core machine, 2026-12-04: 806 587;
 # cilium 567 alone, 750 beside another build; 547 373 269 229 174 128 122, pulumi-language-go 94
-# on 2026-12-04, 88 76 55): two builds
+# on 2026-12-04, 88 76 55; kube-state-metrics 804 and prometheus 698 on 2026-12-05, each alone but
+# beside other engineers' builds at load average 9: 1,086 and 1,042 packages, which at
+# pulumi-language-go's 270 packages in 94 s would be about seaweedfs' 373 on a quiet machine): two builds
 # run at a time, so the last to finish is a short one. `make test` queues both lists together, so
 # weed does not build alone at the end.
-TOOL_ORDER   := kubernetes pulumi cilium pulumi-kubernetes seaweedfs agent-sandbox kwok gvisor containerd agent-sandbox-previous pulumi-language-go kubectl etcd coredns
+TOOL_ORDER   := kubernetes pulumi cilium pulumi-kubernetes kube-state-metrics prometheus seaweedfs agent-sandbox kwok gvisor containerd agent-sandbox-previous pulumi-language-go kubectl etcd coredns
 $(if $(filter-out $(TOOL_ORDER),$(TOOLS) $(TEST_TOOLS)),$(error TOOL_ORDER lacks $(filter-out $(TOOL_ORDER),$(TOOLS) $(TEST_TOOLS)): add it where its build time puts it))
 in_build_order = $(filter $(1),$(TOOL_ORDER))
 GO_LDFLAGS   := -s -w

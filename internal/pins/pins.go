@@ -56,6 +56,10 @@ var (
 	KataDeployDigest     = values["KATA_DEPLOY_DIGEST"]
 	// SeaweedFS is the object store (weed's S3 gateway) the s3:// tests run.
 	SeaweedFS = values["SEAWEEDFS_VERSION"]
+	// Prometheus (module version) and KubeStateMetrics are what
+	// `paddock local up --observability` runs.
+	Prometheus       = values["PROMETHEUS_VERSION"]
+	KubeStateMetrics = values["KUBE_STATE_METRICS_VERSION"]
 )
 
 // AgentSandboxImageOf is the controller image of an Agent Sandbox release when

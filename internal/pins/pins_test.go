@@ -54,6 +54,8 @@ func TestModulesAgreeWithVersionsEnv(t *testing.T) {
 		{"../../tools/gvisor/go.mod", "gvisor.dev/gvisor", Get("GVISOR_VERSION")},
 		{"../../tools/coredns/go.mod", "github.com/coredns/coredns", Get("COREDNS_VERSION")},
 		{"../../tools/seaweedfs/go.mod", "github.com/seaweedfs/seaweedfs", SeaweedFS},
+		{"../../tools/prometheus/go.mod", "github.com/prometheus/prometheus", Prometheus},
+		{"../../tools/kube-state-metrics/go.mod", "k8s.io/kube-state-metrics/v2", KubeStateMetrics},
 		{"../../go.mod", "sigs.k8s.io/agent-sandbox", AgentSandbox},
 		{"../../go.mod", "github.com/pulumi/pulumi/sdk/v3", Pulumi},
 		{"../../go.mod", "github.com/pulumi/pulumi-kubernetes/sdk/v4", "v" + PulumiKubernetes},

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -44,10 +45,13 @@ func TestSameNameNodeElsewhere(t *testing.T) {
 			if tc.env != "" {
 				cmd.Env = append(cmd.Env, tc.env)
 			}
+			// sh forks sleep: the group is killed whole, or the sleep would
+			// stay in the cgroup and answer for the next case.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
 			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 				t.Fatalf("moving the process into the cgroup: %v", err)
 			}
@@ -66,8 +70,11 @@ func TestSameNameNodeElsewhere(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second) // a hang guard
 		for {
 			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-			if strings.TrimSpace(string(b)) == "" || time.Now().After(deadline) {
+			if strings.TrimSpace(string(b)) == "" {
 				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("processes %s still in the test's cgroup", strings.Fields(string(b)))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}

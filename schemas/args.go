@@ -33,6 +33,8 @@ const (
 	argPoolEmptyFor             = "pool_empty_for"
 	argPrometheusRule           = "prometheus_rule"
 	argQuotaSaturation          = "quota_saturation"
+	argQuotaSaturatedFor        = "quota_saturated_for"
+	argLifetimeExceededFor      = "lifetime_exceeded_for"
 	argServiceMonitor           = "service_monitor"
 	argRefillDelay              = "refill_delay"
 	argRefillPerMinute          = "refill_per_minute"

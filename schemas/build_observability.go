@@ -40,6 +40,12 @@ func (b *builder) observability(n *node) model.Observability {
 	if v, st := b.fraction(n.attr(argQuotaSaturation), minQuotaSaturation, maxQuotaSaturation); st == set {
 		o.QuotaSaturation = v
 	}
+	if d, st := b.duration(n.attr(argQuotaSaturatedFor), minAlertFor, maxAlertFor, false); st == set {
+		o.QuotaSaturatedFor = d
+	}
+	if d, st := b.duration(n.attr(argLifetimeExceededFor), minAlertFor, maxAlertFor, false); st == set {
+		o.LifetimeExceededFor = d
+	}
 	if d, st := b.duration(n.attr(argPoolEmptyFor), minAlertFor, maxAlertFor, false); st == set {
 		o.PoolEmptyFor = d
 	}

@@ -37,13 +37,15 @@ func TestLoadObservability(t *testing.T) {
   lifetime_factor     = 1.5
   claim_expiry_rate   = 10
   quota_saturation    = 0.8
+  quota_saturated_for = "3m"
+  lifetime_exceeded_for = "1h"
   pool_empty_for      = "30m"
   controller_down_for = "2m"
   labels              = { release = "kube-prometheus-stack" }
 }
 `)
-	check(t, "set", []any{o.ServiceMonitor, o.PrometheusRule, o.LifetimeFactor, o.ClaimExpiriesPerHour, o.QuotaSaturation, o.PoolEmptyFor, o.ControllerDownFor, o.Labels},
-		[]any{false, true, 1.5, int64(10), 0.8, 30 * time.Minute, 2 * time.Minute, map[string]string{"release": "kube-prometheus-stack"}})
+	check(t, "set", []any{o.ServiceMonitor, o.PrometheusRule, o.LifetimeFactor, o.ClaimExpiriesPerHour, o.QuotaSaturation, o.QuotaSaturatedFor, o.LifetimeExceededFor, o.PoolEmptyFor, o.ControllerDownFor, o.Labels},
+		[]any{false, true, 1.5, int64(10), 0.8, 3 * time.Minute, time.Hour, 30 * time.Minute, 2 * time.Minute, map[string]string{"release": "kube-prometheus-stack"}})
 	if !o.Attrs["quota_saturation"].Known() {
 		t.Errorf("no source range of quota_saturation: %+v", o.Attrs)
 	}
@@ -58,6 +60,8 @@ func TestObservabilityErrors(t *testing.T) {
 		{"expiry rate fraction", `claim_expiry_rate = /*@*/2.5`, "Invalid value", "claim_expiry_rate must be a whole number between 1 and 10000"},
 		{"expiry rate zero", `claim_expiry_rate = /*@*/0`, "Value out of range", "between 1 and 10000, not 0."},
 		{"pool empty too short", `pool_empty_for = /*@*/"10s"`, "Value out of range", "pool_empty_for must be between 1m and 24h, not 10s."},
+		{"quota for too long", `quota_saturated_for = /*@*/"2d"`, "Value out of range", "quota_saturated_for must be between 1m and 24h, not 2d."},
+		{"lifetime for too short", `lifetime_exceeded_for = /*@*/"30s"`, "Value out of range", "lifetime_exceeded_for must be between 1m and 24h, not 30s."},
 		{"controller down not a duration", `controller_down_for = /*@*/"five minutes"`, "Invalid duration", "is not a duration"},
 		{"flag not a bool", `service_monitor = /*@*/"maybe"`, "Incorrect value type", "a bool is required"},
 		{"label key", `labels = { /*@*/"bad key!" = "x" }`, "Invalid label key", ""},

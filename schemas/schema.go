@@ -477,6 +477,8 @@ var observabilitySpec = &blockSpec{
 		{Name: argLifetimeFactor, Kind: kFraction, Default: "2", Doc: "Alert when a claimed sandbox has lived longer than this many times its tenant's max_ttl; 1 to 10."},
 		{Name: argClaimExpiryRate, Kind: kNumber, Default: "3", Doc: "Alert when at least this many sessions of one tenant ran into max_ttl within an hour (sessions dying mid-work); 1 to 10000."},
 		{Name: argQuotaSaturation, Kind: kFraction, Default: "0.9", Doc: "Alert when a tenant uses at least this fraction of any resource of its ResourceQuota; 0.5 to 1."},
+		{Name: argQuotaSaturatedFor, Kind: kDuration, Default: "15m", Doc: "How long a tenant's quota must stay at or above quota_saturation before the alert fires; 1m to 24h."},
+		{Name: argLifetimeExceededFor, Kind: kDuration, Default: "5m", Doc: "How long a claimed sandbox must stay past lifetime_factor × max_ttl before the alert fires; 1m to 24h."},
 		{Name: argPoolEmptyFor, Kind: kDuration, Default: "10m", Doc: "Alert when a warm pool has had no ready sandbox for this long; 1m to 24h."},
 		{Name: argControllerDownFor, Kind: kDuration, Default: "5m", Doc: "Alert when the controller's metrics endpoint has been down for this long; 1m to 24h."},
 		{Name: argLabels, Kind: kStringMap, Doc: "Labels of both objects, for the Prometheus Operator's serviceMonitorSelector and ruleSelector (kube-prometheus-stack: { release = \"<its release name>\" })."},

@@ -22,10 +22,12 @@ type localFlags struct {
 	timeout time.Duration
 	output  string
 	nodes   string
+	// observability is set only when --observability was given.
+	observability *bool
 }
 
 func (f *localFlags) cluster(out io.Writer) localcluster.Cluster {
-	return localcluster.New(localcluster.Options{Name: f.name, Dir: f.dir, Out: out, Timeout: f.timeout, Nodes: f.nodes})
+	return localcluster.New(localcluster.Options{Name: f.name, Dir: f.dir, Out: out, Timeout: f.timeout, Nodes: f.nodes, Observability: f.observability})
 }
 
 // newLocalCmd is `paddock local`: the embedded local cluster.
@@ -53,12 +55,16 @@ which pods are scheduled but no container runs (it needs ` + "`make tool-kwok`" 
 	cmd.PersistentFlags().StringVar(&f.name, "name", localcluster.DefaultName, "local cluster name")
 	cmd.PersistentFlags().StringVar(&f.dir, "dir", "", "the cluster's directory (default $PADDOCK_HOME/local: "+paths.LocalDir()+")")
 
+	var obs bool
 	up := &cobra.Command{
 		SilenceUsage: true,
 		Use:          "up",
 		Short:        "Start the local cluster (harmless when it is already up)",
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("observability") {
+				f.observability = &obs
+			}
 			info, err := f.cluster(cmd.ErrOrStderr()).Up(cmd.Context())
 			if err != nil {
 				return err
@@ -67,11 +73,15 @@ which pods are scheduled but no container runs (it needs ` + "`make tool-kwok`" 
 				return writeLocalJSON(cmd.OutOrStdout(), info)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "\nUse it with:\n  export KUBECONFIG=%s\n  kubectl --context %s get nodes\n", info.Kubeconfig, info.Context)
+			if url, ok := localcluster.PrometheusURL(info.Dir); ok {
+				fmt.Fprintf(cmd.OutOrStdout(), "  curl %s/api/v1/alerts    # Paddock's alerts, evaluated by the local Prometheus\n", url)
+			}
 			return nil
 		},
 	}
 	up.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the API server and the node")
 	up.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	up.Flags().BoolVar(&obs, "observability", false, "run kube-state-metrics and Prometheus on loopback beside the controller, scraping it, kube-state-metrics and the Cilium agent and evaluating the cluster's PrometheusRules (Paddock's alerts); installs minimal monitoring.coreos.com CRDs so a spec's observability block applies here. Applies to a running cluster too; --observability=false stops them (needs `make tools-test`)")
 	up.Flags().StringVar(&f.nodes, "nodes", "", "node kind of a new cluster: real (kubelet + containerd + gVisor; an error where the machine cannot run it) or fake (kwok, nothing runs); default real where the machine allows it, else fake saying why")
 
 	down := &cobra.Command{

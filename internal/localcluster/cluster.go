@@ -90,6 +90,10 @@ type Options struct {
 	// NodesFake (kwok), or NodesAuto (real where the machine allows it, otherwise
 	// fake, saying why). An existing cluster keeps the kind it was created with.
 	Nodes string
+	// Observability, when set, turns on (true) or off (false) the
+	// supervisor's kube-state-metrics and Prometheus (observability.go), on a
+	// new or a running cluster; nil keeps what the cluster has.
+	Observability *bool
 }
 
 type cluster struct {
@@ -98,6 +102,7 @@ type cluster struct {
 	supervisorCmd []string
 	timeout       time.Duration
 	nodes         string
+	observability *bool
 	err           error // invalid options, reported by every method
 
 	state *clusterState // loaded by each operation
@@ -107,7 +112,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
 // New returns the cluster described by opts. It does not touch the machine.
 func New(opts Options) Cluster {
-	c := &cluster{name: opts.Name, dir: opts.Dir, out: opts.Out, timeout: opts.Timeout, nodes: opts.Nodes}
+	c := &cluster{name: opts.Name, dir: opts.Dir, out: opts.Out, timeout: opts.Timeout, nodes: opts.Nodes, observability: opts.Observability}
 	if c.nodes != NodesAuto && c.nodes != NodesReal && c.nodes != NodesFake {
 		c.err = fmt.Errorf("invalid node kind %q: use %q, %q or empty (real where the machine allows it)", c.nodes, NodesReal, NodesFake)
 	}

@@ -79,7 +79,7 @@ func (c *cluster) teardown(ctx context.Context) error {
 // removeOwned deletes what Up creates in Dir, then Dir itself if that left it
 // empty. Files Paddock did not create are left alone.
 func (c *cluster) removeOwned() {
-	for _, p := range []string{stateFile, supervisorFile, supervisorPID, nodeReportFile, kubeconfigFile, logsDir, controlPlaneDir, legacyKwokDir, legacyShimDir, lockFile} {
+	for _, p := range []string{stateFile, supervisorFile, supervisorPID, nodeReportFile, obsReportFile, obsDir, kubeconfigFile, logsDir, controlPlaneDir, legacyKwokDir, legacyShimDir, lockFile} {
 		_ = os.RemoveAll(filepath.Join(c.dir, p))
 	}
 	_ = os.Remove(c.dir) // only succeeds when empty

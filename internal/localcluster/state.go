@@ -58,6 +58,9 @@ type clusterState struct {
 	Nodes string `json:"nodes,omitempty"`
 	// NodeNet is the real node's network (bridge, subnet, node IP).
 	NodeNet nodeNet `json:"nodeNet,omitzero"`
+	// Observability, when set, has the supervisor run kube-state-metrics and
+	// Prometheus on these loopback ports (observability.go).
+	Observability *obsPorts `json:"observability,omitempty"`
 }
 
 // real reports whether the cluster runs a real node.

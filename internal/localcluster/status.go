@@ -204,6 +204,7 @@ func (c *cluster) Status(ctx context.Context) (*Status, error) {
 	if st.real() {
 		s.Components = append(s.Components, c.nodeComponents(sup.State == Running)...)
 	}
+	s.Components = append(s.Components, c.obsComponents(st, sup.State == Running)...)
 	return s, nil
 }
 

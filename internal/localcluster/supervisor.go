@@ -84,8 +84,13 @@ func Supervise(ctx context.Context, dir string) error {
 		n := &nodeRunner{c: s.c, log: s.log}
 		go func() { defer close(nodeDone); n.run(nodeCtx) }()
 	}
+	// kube-state-metrics and Prometheus, while the state asks for them.
+	obsDone := make(chan struct{})
+	obs := &obsRunner{c: &cluster{name: st.Name, dir: dir, state: st}, log: s.log}
+	go func() { defer close(obsDone); obs.run(nodeCtx) }()
 	err = s.run(ctx)
 	stopNode()
+	<-obsDone
 	if nodeDone != nil {
 		<-nodeDone
 	}
@@ -594,4 +599,5 @@ func (c *cluster) stopSupervisor() {
 	if rep, _ := readReport(c.dir); rep != nil && rep.Controller != nil {
 		_, _ = terminate(*rep.Controller, 10*time.Second)
 	}
+	c.stopObservability()
 }

@@ -202,6 +202,9 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 	if err := writeState(c.dir, c.state); err != nil {
 		return nil, c.failUp(err)
 	}
+	if err := c.applyObservability(ctx); err != nil {
+		return nil, fmt.Errorf("%w\n  the cluster is up without them; `paddock local up --observability` tries again", err)
+	}
 	c.progress("local cluster %q is up (%s); kubeconfig %s, context %s",
 		c.name, roundDuration(time.Since(start)), c.kubeconfig(), c.info().Context)
 	return c.info(), nil
@@ -373,6 +376,9 @@ func (c *cluster) upExisting(ctx context.Context, bins map[string]string) (*Info
 		}
 	}
 	if err := writeState(c.dir, c.state); err != nil {
+		return nil, err
+	}
+	if err := c.applyObservability(ctx); err != nil {
 		return nil, err
 	}
 	c.progress("local cluster %q is %s (checked in %s); kubeconfig %s, context %s",

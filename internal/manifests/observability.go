@@ -32,8 +32,6 @@ const (
 	policyDropWindow          = 5 * time.Minute
 	claimTTLNearFraction      = 0.9 // a session ended this close to max_ttl ran into it
 	claimExpiryWindow         = time.Hour
-	lifetimeAlertFor          = 5 * time.Minute
-	quotaAlertFor             = 15 * time.Minute
 	claimedSubqueryMinStep    = time.Minute
 	claimedSubqueryMaxSamples = 240
 )
@@ -71,6 +69,15 @@ func monitoringObject(p *model.Platform, kind, name string, spec map[string]any)
 	return u
 }
 
+// ServiceMonitorHonorLabels keeps the labels the controller exports over the
+// operator's target labels. Its metrics carry the sandbox's namespace as
+// "namespace"; without it the operator's namespace target label (the
+// Service's, agent-sandbox-system) wins and the tenant's moves to
+// exported_namespace, so no warm pool rule, which selects tenants by
+// namespace, would ever match. up, which no exporter writes, keeps the
+// target's labels either way.
+const ServiceMonitorHonorLabels = true
+
 // ServiceMonitor scrapes the controller's metrics Service of the pinned
 // release (agent_sandboxes, agent_sandbox_claim_creation_total, the latency
 // histograms, controller-runtime's own).
@@ -86,7 +93,7 @@ func ServiceMonitor(p *model.Platform) (*unstructured.Unstructured, error) {
 	return monitoringObject(p, promoperator.ServiceMonitorKind, ep.Service, map[string]any{
 		"selector":          map[string]any{"matchLabels": matchLabels},
 		"namespaceSelector": map[string]any{"matchNames": []any{agentsandbox.Namespace}},
-		"endpoints":         []any{map[string]any{"port": ep.PortName, "path": "/metrics", "interval": "30s"}},
+		"endpoints":         []any{map[string]any{"port": ep.PortName, "path": "/metrics", "interval": "30s", "honorLabels": ServiceMonitorHonorLabels}},
 	}), nil
 }
 
@@ -114,7 +121,7 @@ func PrometheusRule(p *model.Platform) (*unstructured.Unstructured, error) {
 		groups = append(groups, ruleGroup("paddock.tenant-quotas", []any{alert(AlertQuotaSaturated,
 			fmt.Sprintf(`max by (namespace, resourcequota, resource) (kube_resourcequota{namespace=~"%[1]s", type="used"} / ignoring (type) (kube_resourcequota{namespace=~"%[1]s", type="hard"} > 0)) >= %[2]s`,
 				all, promNumber(o.QuotaSaturation)),
-			quotaAlertFor, "warning", common,
+			o.QuotaSaturatedFor, "warning", common,
 			"Tenant quota {{ $labels.resource }} in {{ $labels.namespace }} is {{ $value | humanizePercentage }} used",
 			fmt.Sprintf("ResourceQuota {{ $labels.resourcequota }} in {{ $labels.namespace }} is at or above %s of its %s cap. A sandbox stuck in a loop is the usual cause: check the tenant's claims before raising the quota.", percent(o.QuotaSaturation), "{{ $labels.resource }}"),
 		)}))
@@ -204,7 +211,7 @@ func lifetimeRules(p *model.Platform, o *model.Observability, common map[string]
 			},
 			alert(AlertLifetimeExceeded,
 				fmt.Sprintf(`%s > %s`, claimed, promNumber(limit.Seconds())),
-				lifetimeAlertFor, "warning", common,
+				o.LifetimeExceededFor, "warning", common,
 				"Sandbox {{ $labels.namespace }}/{{ $labels.pod }} outlived its session maximum",
 				fmt.Sprintf("The sandbox has been claimed for {{ $value | humanizeDuration }}, more than %s × max_ttl (%s): its claim did not expire. Check the claim's shutdownTime and the controller.", promNumber(o.LifetimeFactor), promDuration(ttl))),
 			alert(AlertClaimsHittingMaxTTL,

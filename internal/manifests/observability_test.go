@@ -125,6 +125,11 @@ func TestServiceMonitorScrapesTheReleaseMetricsService(t *testing.T) {
 		t.Fatalf("endpoints %v, selector %v", eps, sel)
 	}
 	port := eps[0].(map[string]any)["port"]
+	// The controller's series keep their tenant namespace label (see
+	// ServiceMonitorHonorLabels): the warm pool rules select by it.
+	if eps[0].(map[string]any)["honorLabels"] != true {
+		t.Errorf("endpoint %v does not honor the controller's labels: its namespace label would become exported_namespace", eps[0])
+	}
 	matched := 0
 	for _, u := range rel {
 		if u.GetKind() != "Service" {
@@ -159,6 +164,7 @@ func TestThresholdsReachThePromQL(t *testing.T) {
 	o := model.DefaultObservability()
 	o.LifetimeFactor, o.ClaimExpiriesPerHour, o.QuotaSaturation = 3, 7, 0.75
 	o.PoolEmptyFor, o.ControllerDownFor = 20*time.Minute, 2*time.Minute
+	o.QuotaSaturatedFor, o.LifetimeExceededFor = 3*time.Minute, 90*time.Second
 	pr, err := PrometheusRule(observedPlatform(&o))
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +189,9 @@ func TestThresholdsReachThePromQL(t *testing.T) {
 	expect(AlertClaimsHittingMaxTTL, 0, "expr", `) >= 7`)
 	expect(AlertQuotaSaturated, 0, "expr", `namespace=~"agents-team-a|agents-team-b", type="used"`)
 	expect(AlertQuotaSaturated, 0, "expr", `>= 0.75`)
+	expect(AlertQuotaSaturated, 0, "for", "3m")
+	expect(AlertLifetimeExceeded, 0, "for", "1m30s")
+	expect(AlertLifetimeExceeded, 1, "for", "1m30s")
 	expect(AlertWarmPoolEmpty, 0, "for", "20m")
 	expect(AlertWarmPoolEmpty, 0, "expr", `agent_sandboxes{namespace=~"agents-team-a", owned_by="SandboxWarmPool", ready_condition="true"}`)
 	expect(AlertWarmPoolColdStarts, 0, "expr", `launch_type="cold", warmpool_name!=""}[20m]`)

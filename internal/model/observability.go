@@ -21,6 +21,12 @@ type Observability struct {
 	// QuotaSaturation: alert when a tenant uses at least this fraction of a
 	// ResourceQuota resource (the signature of a runaway loop).
 	QuotaSaturation float64
+	// QuotaSaturatedFor: how long the quota must stay saturated before the
+	// alert fires (a burst of claims that drains at once is not a runaway).
+	QuotaSaturatedFor time.Duration
+	// LifetimeExceededFor: how long a sandbox must stay past its limit
+	// before the alert fires (a claim being deleted right now is not stuck).
+	LifetimeExceededFor time.Duration
 	// PoolEmptyFor: alert when a warm pool has had no ready sandbox this long.
 	PoolEmptyFor time.Duration
 	// ControllerDownFor: alert when the controller's metrics endpoint has been
@@ -40,6 +46,8 @@ const (
 	DefaultLifetimeFactor       = 2.0
 	DefaultClaimExpiriesPerHour = 3
 	DefaultQuotaSaturation      = 0.9
+	DefaultQuotaSaturatedFor    = 15 * time.Minute
+	DefaultLifetimeExceededFor  = 5 * time.Minute
 	DefaultPoolEmptyFor         = 10 * time.Minute
 	DefaultControllerDownFor    = 5 * time.Minute
 )
@@ -53,6 +61,8 @@ func DefaultObservability() Observability {
 		LifetimeFactor:       DefaultLifetimeFactor,
 		ClaimExpiriesPerHour: DefaultClaimExpiriesPerHour,
 		QuotaSaturation:      DefaultQuotaSaturation,
+		QuotaSaturatedFor:    DefaultQuotaSaturatedFor,
+		LifetimeExceededFor:  DefaultLifetimeExceededFor,
 		PoolEmptyFor:         DefaultPoolEmptyFor,
 		ControllerDownFor:    DefaultControllerDownFor,
 	}

@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/paddock-platform/paddock/internal/localcluster"
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/manifests/promoperator"
 	"github.com/paddock-platform/paddock/schemas"
@@ -171,5 +173,24 @@ func TestRuleParserRefusesABrokenRule(t *testing.T) {
 	}
 	if _, errs := rulefmt.Parse([]byte(broken), false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler)); len(errs) == 0 {
 		t.Error("a broken expression was accepted")
+	}
+}
+
+// The local stack's Prometheus loads the rule file the supervisor writes from
+// the PrometheusRule, and the scrape configuration it writes.
+func TestLocalStackFilesLoadInPrometheus(t *testing.T) {
+	b, err := localcluster.RuleFile(prometheusRule(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errs := rulefmt.Parse(b, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler)); len(errs) > 0 {
+		t.Errorf("Prometheus refuses the local rule file: %v", errs)
+	}
+	cfg, err := localcluster.PrometheusConfig(t.TempDir(), localcluster.ObsTargets{Controller: 1, KubeStateMetrics: 2, CiliumAgent: 3, Hubble: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(string(cfg), slog.New(slog.DiscardHandler)); err != nil {
+		t.Errorf("Prometheus refuses the local configuration: %v\n%s", err, cfg)
 	}
 }

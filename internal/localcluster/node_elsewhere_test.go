@@ -28,7 +28,25 @@ func TestSameNameNodeElsewhere(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("making cgroup %s: %v", dir, err)
 	}
-	t.Cleanup(func() { os.Remove(dir); os.Remove(filepath.Dir(dir)) })
+	// Whatever a failed case left in the cgroup is killed: a process left
+	// there would pass for a real node and refuse every later `local up`.
+	t.Cleanup(func() {
+		for i := 0; i < 100; i++ {
+			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			pids := strings.Fields(string(b))
+			if len(pids) == 0 {
+				break
+			}
+			for _, p := range pids {
+				if pid, err := strconv.Atoi(p); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		os.Remove(dir)
+		os.Remove(filepath.Dir(dir))
+	})
 
 	if running, _ := sameNameNodeElsewhere(name); running {
 		t.Fatal("an empty cgroup counted as a running node")

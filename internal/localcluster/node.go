@@ -195,6 +195,11 @@ func otherRealNode(cluster string) string {
 	return ""
 }
 
+// nodeCgroupPrefix names a cluster's cgroup (/paddock-NAME); a variable so
+// that a unit test's cgroup is never taken for a real node by a `local up`
+// running beside it.
+var nodeCgroupPrefix = "paddock-"
+
 // sameNameNodeElsewhere reports whether a real node of cluster already has
 // processes on this machine although this PADDOCK_HOME holds no state of it:
 // it was started from another PADDOCK_HOME, and a second one would take the
@@ -202,7 +207,7 @@ func otherRealNode(cluster string) string {
 // that PADDOCK_HOME when a node process says it ("" if none does).
 func sameNameNodeElsewhere(cluster string) (running bool, home string) {
 	for _, mp := range cgroupMounts() {
-		b, err := os.ReadFile(filepath.Join(mp, "paddock-"+cluster, "node", "cgroup.procs"))
+		b, err := os.ReadFile(filepath.Join(mp, nodeCgroupPrefix+cluster, "node", "cgroup.procs"))
 		if err != nil {
 			return false, ""
 		}

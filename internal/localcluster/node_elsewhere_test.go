@@ -23,8 +23,13 @@ func TestSameNameNodeElsewhere(t *testing.T) {
 	if len(mounts) == 0 {
 		t.Fatal("no cgroup hierarchy mounted")
 	}
+	// Not "paddock-": a `local up` beside this test (make test runs the
+	// live suite alongside) must not take this cgroup for a real node.
+	old := nodeCgroupPrefix
+	nodeCgroupPrefix = "pdktest-"
+	t.Cleanup(func() { nodeCgroupPrefix = old })
 	name := fmt.Sprintf("elsewhere-%d", os.Getpid())
-	dir := filepath.Join(mounts[0], "paddock-"+name, "node")
+	dir := filepath.Join(mounts[0], nodeCgroupPrefix+name, "node")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("making cgroup %s: %v", dir, err)
 	}

@@ -103,6 +103,17 @@ func warmPoolResult(subject string, wp model.WarmPool, pool *unstructured.Unstru
 	if tracksGeneration && observed < pool.GetGeneration() {
 		return fail(subject, "the controller has not observed the pool's generation %d (status is of generation %d)", pool.GetGeneration(), observed)
 	}
+	if fresh != nil && fresh.Diverged > 0 {
+		first := ""
+		for _, s := range fresh.Sandboxes {
+			if s.Diverged {
+				first = s.Why
+				break
+			}
+		}
+		return fail(subject, "%d unclaimed sandbox(es) whose pods run other than the template says, where the controller cannot see it (it would hand them to the next claim): %s (%s); `paddock up` deletes them and the pool refills",
+			fresh.Diverged, strings.Join(fresh.DivergedNames(), ", "), first)
+	}
 	if fresh != nil && fresh.Stale > 0 {
 		first := ""
 		for _, s := range fresh.Sandboxes {

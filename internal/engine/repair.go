@@ -121,7 +121,15 @@ func updateWhole(ctx context.Context, dyn dynamic.Interface, o *fastObject) erro
 func replaceObject(ctx context.Context, dyn dynamic.Interface, o *fastObject) error {
 	kind := o.desired.GetKind()
 	if !replaceable[kind] {
-		return fmt.Errorf("it must be replaced (%s), and deleting a %s would open the platform while it is recreated: delete it yourself at a quiet moment, then run `paddock up`", o.immutable, kind)
+		target := strings.ToLower(o.gvr.Resource)
+		if o.gvr.Group != "" {
+			target += "." + o.gvr.Group
+		}
+		target += " " + o.desired.GetName()
+		if ns := o.desired.GetNamespace(); ns != "" {
+			target += " -n " + ns
+		}
+		return fmt.Errorf("it must be replaced (%s), and deleting a %s would open the platform while it is recreated: at a quiet moment run `kubectl delete %s`, then `paddock up`", o.immutable, kind, target)
 	}
 	uid := o.live.GetUID()
 	err := resourceFor(dyn, o).Delete(ctx, o.desired.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})

@@ -120,3 +120,17 @@ func TestRuntimeClassSwapIsReportedAndReplaced(t *testing.T) {
 		t.Fatalf("after the repair: %+v, %v", after, err)
 	}
 }
+
+// An immutable difference on a kind whose deletion would open the platform
+// (a NetworkPolicy's, say) stops up with the exact command that fixes it.
+func TestReplaceRefusedNamesTheCommand(t *testing.T) {
+	o := &fastObject{
+		desired:   obj("networking.k8s.io/v1", "NetworkPolicy", "agents-a", "default-deny", map[string]any{}),
+		gvr:       schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+		immutable: "spec.podSelector is immutable",
+	}
+	err := replaceObject(context.Background(), nil, o)
+	if err == nil || !strings.Contains(err.Error(), "`kubectl delete networkpolicies.networking.k8s.io default-deny -n agents-a`, then `paddock up`") {
+		t.Fatalf("err = %v, want the kubectl command that deletes it", err)
+	}
+}

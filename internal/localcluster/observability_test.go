@@ -1,7 +1,10 @@
 package localcluster
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,5 +129,27 @@ func TestMonitoringCRDs(t *testing.T) {
 	}
 	if !names["prometheusrules.monitoring.coreos.com"] || !names["servicemonitors.monitoring.coreos.com"] {
 		t.Errorf("CRDs %v", names)
+	}
+}
+
+// Alerts reads Prometheus' /api/v1/alerts, and says so when it answers an error.
+func TestAlertsReadsTheAPI(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/alerts" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"success","data":{"alerts":[{"labels":{"alertname":"PaddockAgentSandboxControllerDown","platform":"p"},"annotations":{"summary":"down"},"state":"firing","activeAt":"2026-12-05T19:00:00Z","value":"1e+00"}]}}`))
+	}))
+	defer srv.Close()
+	as, err := Alerts(context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) != 1 || as[0].Labels["alertname"] != "PaddockAgentSandboxControllerDown" || as[0].State != "firing" || as[0].ActiveAt.IsZero() {
+		t.Errorf("alerts %+v", as)
+	}
+	if _, err := Alerts(context.Background(), srv.URL+"/nothing"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a 404: %v", err)
 	}
 }

@@ -470,7 +470,7 @@ var observabilitySpec = &blockSpec{
 	Type: blockObservability,
 	Doc: "Opt-in Prometheus Operator objects in the Agent Sandbox release's namespace: a ServiceMonitor for the controller's metrics and the PrometheusRule \"paddock-alerts\" (sandboxes living far beyond max_ttl, sessions running into max_ttl, tenant quota saturation, empty warm pools, the controller down). " +
 		"Without this block nothing is rendered. With it, `paddock up` and `preview` refuse a cluster without the servicemonitors and prometheusrules.monitoring.coreos.com CRDs. " +
-		"The quota and lifetime alerts read kube-state-metrics; the lifetime ones need its --metric-labels-allowlist=pods=[agents.x-k8s.io/claim-uid].",
+		"The quota and lifetime alerts read kube-state-metrics; the lifetime ones need its --metric-labels-allowlist=pods=[agents.x-k8s.io/sandbox-name-hash,agents.x-k8s.io/warm-pool-sandbox].",
 	Attrs: []attrSpec{
 		{Name: argServiceMonitor, Kind: kBool, Default: "true", Doc: "Render the ServiceMonitor that scrapes the controller's metrics Service. Off, the warm pool and controller alerts need another scrape of that Service as job \"agent-sandbox-controller\"."},
 		{Name: argPrometheusRule, Kind: kBool, Default: "true", Doc: "Render the PrometheusRule \"paddock-alerts\"."},

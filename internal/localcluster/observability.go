@@ -34,7 +34,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
 	"github.com/paddock-platform/paddock/internal/loopbackport"
 	"github.com/paddock-platform/paddock/internal/manifests"
@@ -87,15 +86,15 @@ var obsProcessNames = []string{ksmTool, prometheusTool}
 func (c *cluster) obsDir() string { return filepath.Join(c.dir, obsDir) }
 
 // ksmArgs: out of cluster against the local kubeconfig, both listeners on
-// loopback, only the resources Paddock's rules read, and the claim label of
-// sandbox pods on kube_pod_labels (the lifetime rules select by it).
+// loopback, only the resources Paddock's rules read, and the sandbox pods'
+// labels the lifetime rules select by on kube_pod_labels.
 func ksmArgs(kubeconfig string, p obsPorts) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--host=127.0.0.1", fmt.Sprintf("--port=%d", p.KubeStateMetrics),
 		"--telemetry-host=127.0.0.1", fmt.Sprintf("--telemetry-port=%d", p.KubeStateMetricsTelemetry),
 		"--resources=pods,resourcequotas",
-		"--metric-labels-allowlist=pods=[" + extv1beta1.SandboxIDLabel + "]",
+		"--metric-labels-allowlist=pods=[" + strings.Join(manifests.KubeStateMetricsPodLabels, ",") + "]",
 	}
 }
 

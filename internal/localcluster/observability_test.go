@@ -106,7 +106,7 @@ func TestRuleFileIsTheSpecsGroups(t *testing.T) {
 // the claim label the lifetime rules select by.
 func TestKubeStateMetricsArgs(t *testing.T) {
 	args := strings.Join(ksmArgs("/k", obsPorts{KubeStateMetrics: 1, KubeStateMetricsTelemetry: 2}), " ")
-	for _, want := range []string{"--host=127.0.0.1", "--telemetry-host=127.0.0.1", "--port=1", "--telemetry-port=2", "--metric-labels-allowlist=pods=[agents.x-k8s.io/claim-uid]", "resourcequotas"} {
+	for _, want := range []string{"--host=127.0.0.1", "--telemetry-host=127.0.0.1", "--port=1", "--telemetry-port=2", "--metric-labels-allowlist=pods=[agents.x-k8s.io/sandbox-name-hash,agents.x-k8s.io/warm-pool-sandbox]", "resourcequotas"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("kube-state-metrics args %q lack %q", args, want)
 		}

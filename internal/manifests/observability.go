@@ -9,12 +9,24 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 	extv1beta1 "sigs.k8s.io/agent-sandbox/extensions/api/v1beta1"
 
 	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/manifests/promoperator"
 	"github.com/paddock-platform/paddock/internal/model"
 )
+
+// KubeStateMetricsPodLabels are the pod labels kube-state-metrics must put on
+// kube_pod_labels for the lifetime rules (its
+// --metric-labels-allowlist=pods=[...]): every sandbox's pod carries the
+// controller's name-hash label, and a warm one the pool's label, which the
+// controller takes off when a claim adopts the sandbox. A sandbox pod without
+// the pool's label is a session's. (The claim's UID label,
+// agents.x-k8s.io/claim-uid, never reaches the pod: the pinned controller
+// drops every agents.x-k8s.io/ key of a pod template as reserved, which the
+// live test showed.)
+var KubeStateMetricsPodLabels = []string{agentsandbox.PodNameHashLabel, sandboxv1beta1.SandboxWarmPoolLabel}
 
 // PrometheusRuleName names the platform's alert rules, in the release namespace.
 const PrometheusRuleName = "paddock-alerts"
@@ -101,8 +113,7 @@ func ServiceMonitor(p *model.Platform) (*unstructured.Unstructured, error) {
 // thresholds. Which exporter each rule reads:
 //   - the controller (via the ServiceMonitor): warm pools and controller down;
 //   - kube-state-metrics: quota saturation (kube_resourcequota) and the claimed
-//     sandboxes' lifetime (kube_pod_labels, which needs
-//     --metric-labels-allowlist=pods=[agents.x-k8s.io/claim-uid]): the
+//     sandboxes' lifetime (kube_pod_labels of KubeStateMetricsPodLabels): the
 //     controller exports no age of a sandbox or claim, nor a count of expiries;
 //   - Cilium's Hubble (hubble_drop_total with drop:sourceContext=namespace):
 //     policy drops from a tenant's pods.
@@ -193,17 +204,17 @@ func lifetimeRules(p *model.Platform, o *model.Observability, common map[string]
 		byTTL[ttl] = append(byTTL[ttl], t.Namespace)
 	}
 	var rules []any
-	claimLabel := ksmLabel(extv1beta1.SandboxIDLabel)
+	podLabel, poolLabel := ksmLabel(agentsandbox.PodNameHashLabel), ksmLabel(sandboxv1beta1.SandboxWarmPoolLabel)
 	for _, ttl := range ttls {
 		ns := strings.Join(byTTL[ttl], "|")
 		limit := time.Duration(math.Ceil(o.LifetimeFactor * float64(ttl)))
 		window := (limit + time.Hour).Round(time.Minute)
 		step := max(claimedSubqueryMinStep, (window / claimedSubqueryMaxSamples).Round(time.Minute))
-		podSel := fmt.Sprintf(`kube_pod_labels{namespace=~"%s", %s!=""}`, ns, claimLabel)
+		podSel := fmt.Sprintf(`kube_pod_labels{namespace=~"%s", %s!="", %s=""}`, ns, podLabel, poolLabel)
 		claimed := fmt.Sprintf(`%s{namespace=~"%s"}`, RecordClaimedSeconds, ns)
 		rules = append(rules,
-			// The earliest sample that carried the claim label is when the pod was
-			// claimed; a warm pod's time in the pool does not count.
+			// The earliest sample of the pod without the pool's label is when
+			// it was claimed (or created, cold); its time in the pool does not count.
 			map[string]any{
 				"record": RecordClaimedSeconds,
 				"expr": fmt.Sprintf(`max by (namespace, pod) ((time() - min_over_time(timestamp(%[1]s)[%[2]s:%[3]s])) and on (namespace, pod) %[1]s)`,
@@ -271,7 +282,7 @@ func tenantNamespaces(p *model.Platform, keep func(model.Tenant) bool) string {
 var nonLabelChar = regexp.MustCompile(`[^a-zA-Z0-9_]`)
 
 // ksmLabel is the label kube-state-metrics gives a Kubernetes label key on
-// kube_pod_labels ("agents.x-k8s.io/claim-uid" -> label_agents_x_k8s_io_claim_uid).
+// kube_pod_labels ("agents.x-k8s.io/warm-pool-sandbox" -> label_agents_x_k8s_io_warm_pool_sandbox).
 func ksmLabel(key string) string {
 	return "label_" + nonLabelChar.ReplaceAllString(key, "_")
 }

@@ -183,7 +183,7 @@ func TestThresholdsReachThePromQL(t *testing.T) {
 	expect(AlertLifetimeExceeded, 0, "expr", `paddock:sandbox_claimed_seconds{namespace=~"agents-team-a"} > 43200`)
 	expect(AlertLifetimeExceeded, 1, "expr", `paddock:sandbox_claimed_seconds{namespace=~"agents-team-b"} > 5400`)
 	expect(RecordClaimedSeconds, 0, "expr", `[13h:3m]`)
-	expect(RecordClaimedSeconds, 0, "expr", `label_agents_x_k8s_io_claim_uid!=""`)
+	expect(RecordClaimedSeconds, 0, "expr", `label_agents_x_k8s_io_sandbox_name_hash!="", label_agents_x_k8s_io_warm_pool_sandbox=""`)
 	// Sessions ending within 10% of max_ttl count as running into it.
 	expect(AlertClaimsHittingMaxTTL, 0, "expr", `>= 12960 unless on (namespace, pod)`)
 	expect(AlertClaimsHittingMaxTTL, 0, "expr", `) >= 7`)

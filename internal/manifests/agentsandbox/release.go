@@ -62,6 +62,11 @@ func Versions() []string {
 // object to become ready.
 const SkipAwaitAnnotation = "pulumi.com/skipAwait"
 
+// PodNameHashLabel is the label the pinned controller stamps on every
+// sandbox's pod (its controllers.SandboxNameHashLabel, which this module does
+// not import: that package brings the controller's whole dependency tree).
+const PodNameHashLabel = "agents.x-k8s.io/sandbox-name-hash"
+
 // Options shape the release for a target.
 type Options struct {
 	// Image replaces the ko:// placeholder: the pinned controller image.

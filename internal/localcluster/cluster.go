@@ -30,12 +30,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/paddock-platform/paddock/internal/paths"
+	"github.com/paddock-platform/paddock/internal/termtext"
 )
 
 // DefaultName is the cluster name when Options.Name is empty.
@@ -173,16 +175,21 @@ func resolveNodeTools(bins map[string]string) error {
 }
 func (c *cluster) logsDir() string { return filepath.Join(c.dir, logsDir) }
 
-// progress prints one line.
+// progress prints one message, wrapped to the terminal's width.
 func (c *cluster) progress(format string, args ...any) {
-	fmt.Fprintf(c.out, format+"\n", args...)
+	fmt.Fprint(c.out, termtext.Wrap(fmt.Sprintf(format, args...), "", "  "))
 }
+
+// stepRoom is kept free on a step's last line for the time that ends it.
+const stepRoom = len(" 1m23.4s")
 
 // step prints "msg… " and returns a function that finishes the line with the
 // elapsed time, or with "failed" when given an error.
 func (c *cluster) step(format string, args ...any) func(error) {
 	start := time.Now()
-	fmt.Fprintf(c.out, format+"… ", args...)
+	// Wrapped with room left for the time on its last line.
+	head := strings.TrimSuffix(termtext.Wrap(fmt.Sprintf(format, args...)+"…"+strings.Repeat("\u00a0", stepRoom), "", "  "), "\n")
+	fmt.Fprint(c.out, strings.TrimRight(head, "\u00a0")+" ")
 	return func(err error) {
 		if err != nil {
 			fmt.Fprintln(c.out, "failed")

@@ -186,7 +186,7 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 		return nil, err
 	}
 
-	done := c.step("starting the control plane on loopback (" + componentNames(c.components()) + ")")
+	done := c.step("starting the control plane on loopback (%s)", componentNames(c.components()))
 	err = c.prepareControlPlane()
 	if err == nil {
 		err = c.startControlPlane()
@@ -232,7 +232,7 @@ func (c *cluster) finishUp(ctx context.Context, cs kubernetes.Interface) error {
 		// The agent reads its CRDs as it starts, and its CiliumNode is seeded
 		// before that (seedCiliumNode). Installing them beside the node's
 		// start gained nothing on two cores: every step there is CPU-bound.
-		done := c.step("installing Cilium " + pins.Cilium + "'s CRDs (the node's dataplane)")
+		done := c.step("installing Cilium %s's CRDs (the node's dataplane)", pins.Cilium)
 		err := c.installCiliumCRDs(ctx)
 		done(err)
 		if err != nil {
@@ -251,7 +251,7 @@ func (c *cluster) finishUp(ctx context.Context, cs kubernetes.Interface) error {
 		}
 	}
 	if !agent {
-		done := c.step("installing Cilium " + pins.Cilium + " policy CRDs (schema only: no Cilium agent runs here)")
+		done := c.step("installing Cilium %s policy CRDs (schema only: no Cilium agent runs here)", pins.Cilium)
 		err := c.installCiliumCRDs(ctx)
 		done(err)
 		if err != nil {

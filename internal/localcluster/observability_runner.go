@@ -197,7 +197,7 @@ func (o *obsRunner) writeConfig(t ObsTargets) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(o.c.obsDir(), "prometheus.yml"), b)
+	return writeFileAtomic(filepath.Join(o.c.obsDir(), "prometheus.yml"), b, 0o644)
 }
 
 // syncRules writes one rule file per PrometheusRule on the cluster and
@@ -232,7 +232,7 @@ func (o *obsRunner) syncRules(ctx context.Context, dc dynamic.Interface, rulesDi
 		if err == nil && string(old) == string(b) {
 			continue
 		}
-		if err := writeFileAtomic(filepath.Join(rulesDir, f), b); err != nil {
+		if err := writeFileAtomic(filepath.Join(rulesDir, f), b, 0o644); err != nil {
 			o.log.Printf("observability: %v", err)
 			continue
 		}

@@ -288,17 +288,26 @@ func (n *nodeRunner) waitNodeRegistered(ctx context.Context) error {
 // stop ends it (not the supervisor's ctx): run stops the processes one by one, in
 // reverse start order.
 func (n *nodeRunner) keep(stop context.Context, s nodeProcSpec) {
+	restartWithBackoff(stop, func(err error, backoff time.Duration) {
+		n.log.Printf("node: %s exited (%s); restarting in %s", s.Name, describeExit(err), backoff)
+	}, func() error { return n.runOnce(stop, s) })
+}
+
+// restartWithBackoff calls run again each time it returns, until stop is
+// done: after a wait that doubles from backoffMin to backoffMax, and starts
+// over once a run lasted stableRun. exited is told each ending and the wait.
+func restartWithBackoff(stop context.Context, exited func(err error, backoff time.Duration), run func() error) {
 	backoff := backoffMin
 	for {
 		started := time.Now()
-		err := n.runOnce(stop, s)
+		err := run()
 		if stop.Err() != nil {
 			return
 		}
 		if time.Since(started) >= stableRun {
 			backoff = backoffMin
 		}
-		n.log.Printf("node: %s exited (%s); restarting in %s", s.Name, describeExit(err), backoff)
+		exited(err, backoff)
 		select {
 		case <-stop.Done():
 			return

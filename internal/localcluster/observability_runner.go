@@ -292,24 +292,9 @@ func (o *obsRunner) checkReload(ctx context.Context, port int) {
 // keep runs one process until stop is done, restarting it with backoff;
 // started is told each new pid.
 func (o *obsRunner) keep(stop context.Context, s nodeProcSpec, started func(pid int)) {
-	backoff := backoffMin
-	for {
-		begun := time.Now()
-		err := o.runOnce(stop, s, started)
-		if stop.Err() != nil {
-			return
-		}
-		if time.Since(begun) >= stableRun {
-			backoff = backoffMin
-		}
+	restartWithBackoff(stop, func(err error, backoff time.Duration) {
 		o.log.Printf("observability: %s exited (%s); restarting in %s", s.Name, describeExit(err), backoff)
-		select {
-		case <-stop.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, backoffMax)
-	}
+	}, func() error { return o.runOnce(stop, s, started) })
 }
 
 func (o *obsRunner) runOnce(stop context.Context, s nodeProcSpec, started func(pid int)) error {

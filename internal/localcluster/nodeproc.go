@@ -415,31 +415,42 @@ func (c *cluster) nodeComponents(supAlive bool) []ComponentStatus {
 		nn = c.state.NodeNet
 	}
 	for _, name := range nn.nodeProcessNames() {
-		cs := ComponentStatus{Name: name, Log: filepath.Join(c.logsDir(), name+".log"), kind: kindNode}
 		var pr *nodeProcRep
 		if rep != nil {
 			pr = rep.Procs[name]
 		}
-		switch {
-		case pr == nil || pr.Starts == 0:
-			cs.State, cs.Detail = NotStarted, "the supervisor starts it"
-		case pr.Proc == nil:
-			cs.State, cs.Detail = Crashed, "exited ("+pr.LastExit+")"
-			if supAlive {
-				cs.Detail += "; supervisor restarts it"
-			}
-		default:
-			cs.PID = pr.Proc.PID
-			if ok, why := pr.Proc.alive(); ok {
-				cs.State = Running
-			} else {
-				cs.State, cs.Detail = Crashed, why
-			}
-		}
-		if pr != nil && pr.Starts > 1 {
-			cs.Detail = strings.TrimPrefix(cs.Detail+fmt.Sprintf("; restarted %d×", pr.Starts-1), "; ")
-		}
-		out = append(out, cs)
+		out = append(out, c.supervisedStatus(name, pr, supAlive, nil))
 	}
 	return out
+}
+
+// supervisedStatus is the status of a process the supervisor keeps (the
+// node's, the observability ones) from its report pr (nil: never started).
+// running, when set, refines a live process's status (its address, its
+// health); the restart count is added last.
+func (c *cluster) supervisedStatus(name string, pr *nodeProcRep, supAlive bool, running func(cs *ComponentStatus)) ComponentStatus {
+	cs := ComponentStatus{Name: name, Log: filepath.Join(c.logsDir(), name+".log"), kind: kindNode}
+	switch {
+	case pr == nil || pr.Starts == 0:
+		cs.State, cs.Detail = NotStarted, "the supervisor starts it"
+	case pr.Proc == nil:
+		cs.State, cs.Detail = Crashed, "exited ("+pr.LastExit+")"
+		if supAlive {
+			cs.Detail += "; supervisor restarts it"
+		}
+	default:
+		cs.PID = pr.Proc.PID
+		if ok, why := pr.Proc.alive(); !ok {
+			cs.State, cs.Detail = Crashed, why
+			break
+		}
+		cs.State = Running
+		if running != nil {
+			running(&cs)
+		}
+	}
+	if pr != nil && pr.Starts > 1 {
+		cs.Detail = strings.TrimPrefix(cs.Detail+fmt.Sprintf("; restarted %d×", pr.Starts-1), "; ")
+	}
+	return cs
 }

@@ -404,26 +404,11 @@ func (c *cluster) obsComponents(st *clusterState, supAlive bool) []ComponentStat
 	rep, _ := readObsReport(c.dir)
 	var out []ComponentStatus
 	for _, name := range obsProcessNames {
-		cs := ComponentStatus{Name: name, Log: filepath.Join(c.logsDir(), name+".log"), kind: kindNode}
 		var pr *nodeProcRep
 		if rep != nil {
 			pr = rep.Procs[name]
 		}
-		switch {
-		case pr == nil || pr.Starts == 0:
-			cs.State, cs.Detail = NotStarted, "the supervisor starts it"
-		case pr.Proc == nil:
-			cs.State, cs.Detail = Crashed, "exited ("+pr.LastExit+")"
-			if supAlive {
-				cs.Detail += "; supervisor restarts it"
-			}
-		default:
-			cs.PID = pr.Proc.PID
-			if ok, why := pr.Proc.alive(); !ok {
-				cs.State, cs.Detail = Crashed, why
-				break
-			}
-			cs.State = Running
+		out = append(out, c.supervisedStatus(name, pr, supAlive, func(cs *ComponentStatus) {
 			port := st.Observability.KubeStateMetrics
 			if name == prometheusTool {
 				port = st.Observability.Prometheus
@@ -435,11 +420,7 @@ func (c *cluster) obsComponents(st *clusterState, supAlive bool) []ComponentStat
 					cs.State, cs.Detail = Unhealthy, rep.RulesError
 				}
 			}
-		}
-		if pr != nil && pr.Starts > 1 {
-			cs.Detail = strings.TrimPrefix(cs.Detail+fmt.Sprintf("; restarted %d×", pr.Starts-1), "; ")
-		}
-		out = append(out, cs)
+		}))
 	}
 	return out
 }

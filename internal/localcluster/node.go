@@ -20,6 +20,7 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pins"
+	"github.com/paddock-platform/paddock/internal/procfs"
 )
 
 // Node modes: Options.Nodes and state.json's "nodes".
@@ -212,6 +213,12 @@ func sameNameNodeElsewhere(cluster string) (running bool, home string) {
 			return false, ""
 		}
 		for _, pid := range strings.Fields(string(b)) {
+			// An exited process (a zombie not yet reaped) runs nothing.
+			if n, err := strconv.Atoi(pid); err == nil {
+				if st, err := procfs.ReadStat(n); err == nil && st.Exited() {
+					continue
+				}
+			}
 			running = true
 			if h := processEnv(pid, "PADDOCK_HOME"); h != "" {
 				return true, h

@@ -62,8 +62,9 @@ func TestSameNameNodeElsewhere(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// sh -c ignores the argument after the script, which is only
-			// there to be read from /proc/PID/cmdline.
-			cmd := exec.Command("sh", "-c", "sleep 1000", "node", tc.arg)
+			// there to be read from /proc/PID/cmdline; the trailing `:` keeps
+			// sh from exec'ing sleep, which would replace that command line.
+			cmd := exec.Command("sh", "-c", "sleep 1000; :", "node", tc.arg)
 			cmd.Env = []string{"PATH=/usr/bin:/bin"}
 			if tc.env != "" {
 				cmd.Env = append(cmd.Env, tc.env)
@@ -78,9 +79,23 @@ func TestSameNameNodeElsewhere(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 				t.Fatalf("moving the process into the cgroup: %v", err)
 			}
-			running, home := sameNameNodeElsewhere(name)
+			// The shell is in the cgroup at once; what it says of itself
+			// is read until it is there (a hang guard, not a timing).
+			var running bool
+			var home string
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if running, home = sameNameNodeElsewhere(name); running && home == tc.want {
+					break
+				}
+			}
 			if !running || home != tc.want {
-				t.Fatalf("running %v, home %q; want true, %q", running, home, tc.want)
+				b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+				var seen []string
+				for _, pid := range strings.Fields(string(b)) {
+					c, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+					seen = append(seen, pid+": "+strings.ReplaceAll(string(c), "\x00", " "))
+				}
+				t.Fatalf("running %v, home %q; want true, %q (in the cgroup: %q)", running, home, tc.want, seen)
 			}
 			err := errNodeElsewhere(name, home)
 			for _, want := range []string{"already runs on this machine", "PADDOCK_HOME=" + tc.want + " paddock local down --name " + name, "--name"} {

@@ -317,22 +317,7 @@ func supersededRunner(t *testing.T, backend string) {
 
 	// The cluster as B's run left it: one object differs from A's spec
 	// (spec.ingress on a NetworkPolicy, applied by B's run).
-	p := localPlatform(t)
-	live := liveGKEObjects(t, p)
-	policy := ""
-	for _, u := range live {
-		if u.GetKind() == "NetworkPolicy" {
-			policy = objectKey(u)
-			break
-		}
-	}
-	loosen(t, live, "NetworkPolicy", policy, "pulumi-kubernetes-run-b", []any{map[string]any{}}, "spec", "ingress")
-	srv := newLoopbackAPIServer(t, live...)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(srv.kubeconfig()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p.Target.Kubeconfig = kubeconfig
+	p, srv := loosenedCluster(t, "pulumi-kubernetes-run-b")
 
 	n, err := a.settleUp(ctx, p, "s", recA, nil, applied, nil)
 	if !errors.Is(err, ErrSuperseded) || n != 0 || len(srv.updates) != 0 {
@@ -485,22 +470,7 @@ func TestPostgresFenceRefusesAStaleCheckpoint(t *testing.T) {
 func TestFastRepairReadsTheStateAgainUnderTheLock(t *testing.T) {
 	t.Setenv("PADDOCK_HOME", t.TempDir())
 	ctx := context.Background()
-	p := localPlatform(t)
-	live := liveGKEObjects(t, p)
-	policy := ""
-	for _, u := range live {
-		if u.GetKind() == "NetworkPolicy" {
-			policy = objectKey(u)
-			break
-		}
-	}
-	loosen(t, live, "NetworkPolicy", policy, "kubectl-patch", []any{map[string]any{}}, "spec", "ingress")
-	srv := newLoopbackAPIServer(t, live...)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(srv.kubeconfig()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p.Target.Kubeconfig = kubeconfig
+	p, srv := loosenedCluster(t, "kubectl-patch")
 	e, file := fakeStack(t, p, nil)
 	var out strings.Builder
 	e.opts.Out = &out
@@ -540,4 +510,28 @@ func TestFastRepairReadsTheStateAgainUnderTheLock(t *testing.T) {
 	if err != nil || got == nil || got.Changes["repaired"] != 1 || len(srv.updates) != 1 {
 		t.Fatalf("the repair on an unchanged state: %+v %v, updates %v\n%s", got, err, srv.updates, out.String())
 	}
+}
+
+// loosenedCluster is the local platform on an API server on loopback whose
+// first NetworkPolicy has an ingress rule from anywhere written by manager:
+// the platform, its kubeconfig pointing there, and the server.
+func loosenedCluster(t *testing.T, manager string) (*model.Platform, *loopbackAPIServer) {
+	t.Helper()
+	p := localPlatform(t)
+	live := liveGKEObjects(t, p)
+	policy := ""
+	for _, u := range live {
+		if u.GetKind() == "NetworkPolicy" {
+			policy = objectKey(u)
+			break
+		}
+	}
+	loosen(t, live, "NetworkPolicy", policy, manager, []any{map[string]any{}}, "spec", "ingress")
+	srv := newLoopbackAPIServer(t, live...)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(srv.kubeconfig()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Target.Kubeconfig = kubeconfig
+	return p, srv
 }

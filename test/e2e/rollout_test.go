@@ -310,7 +310,7 @@ func TestPoolRollout(t *testing.T) {
 			"1 warm pool(s) did not come to hold only current sandboxes within 20s",
 			"warm pool " + rolloutNS + "/" + rolloutPool + ": 0/2 current sandboxes ready, 2 stale (",
 			"built from template revision " + before.TemplateHash,
-			"Paddock deletes none itself",
+			"Paddock deletes only those whose pods diverged from the template",
 		} {
 			if !strings.Contains(all, want) {
 				t.Errorf("up's output lacks %q", want)

@@ -96,20 +96,11 @@ func (f *Store) RepairSidecars() []string {
 
 func (f *Store) Checkpoint(_ context.Context, project, stack string) ([]byte, string, bool, error) {
 	// Like Pulumi: of the variants present, the most recently written.
-	best, bestTime := "", time.Time{}
-	for _, key := range state.CheckpointVariants(project, stack) {
-		st, err := os.Stat(filepath.Join(f.root, filepath.FromSlash(key)))
-		if err != nil {
-			continue
-		}
-		if best == "" || !st.ModTime().Before(bestTime) {
-			best, bestTime = key, st.ModTime()
-		}
-	}
+	best := f.latest(project, stack)
 	if best == "" {
 		return nil, "", false, nil
 	}
-	file := filepath.Join(f.root, filepath.FromSlash(best))
+	file := f.file(best)
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		return nil, file, false, err
@@ -277,5 +268,17 @@ func (l *LocalJournal) AddLock(context.Context, string, string, []byte) (string,
 }
 
 func (l *LocalJournal) RemoveLock(context.Context, string) error {
+	return &state.NoReaderError{Reason: l.reason}
+}
+
+func (l *LocalJournal) RawCheckpoint(context.Context, string, string) ([]byte, state.CheckpointVersion, error) {
+	return nil, state.CheckpointVersion{}, &state.NoReaderError{Reason: l.reason}
+}
+
+func (l *LocalJournal) SwapCheckpoint(context.Context, string, string, string, []byte, state.CheckpointVersion) (state.CheckpointVersion, error) {
+	return state.CheckpointVersion{}, &state.NoReaderError{Reason: l.reason}
+}
+
+func (l *LocalJournal) PutHistory(context.Context, string, string, string, []byte) error {
 	return &state.NoReaderError{Reason: l.reason}
 }

@@ -123,13 +123,21 @@ unit: ## unit tests (no cluster)
 PROMRULES = cd test/promrules && go vet ./... && go test -count=1 ./...
 
 # The terratest suite, its log kept in $(E2E_LOG); on failure the failed tests
-# are listed again at the end, with the lines the tests logged, where CI's tail shows them.
+# are listed again at the end, where CI's tail shows them, each with every line it
+# logged put back together under its name (test/e2e/failures.awk: tests that run in
+# parallel interleave in the log), then TestMain's lines and a panic, if any.
 # Its -timeout is a hang guard, not a budget: the suite takes about 45 minutes on an
 # idle 2-core machine and ran past 75 with both cores kept busy (no test failing), so
 # the guard sits well beyond either; CI's own limit bounds the run.
+# E2E_PARALLEL=N (N > 1) runs the tests that share nothing cluster-wide N at a time,
+# after every other test (go test -parallel N; test/e2e/README.md says which and why).
+# Off (0: every test alone) by default: today those are two short tests, since every
+# test that runs `up` holds the cluster's one Agent Sandbox release (README.md).
 E2E_LOG ?= $(BIN)/e2e.log
-E2E_RUN = mkdir -p $(BIN) && PADDOCK_BIN=$(PADDOCK) go test -tags e2e -count=1 -timeout 180m -v ./test/e2e/... 2>&1 | tee $(E2E_LOG) \
-	  || { echo; echo "e2e: failed tests (full log: $(E2E_LOG)):"; awk '/^=== (RUN|CONT|PAUSE)/{buf=""} {buf=buf $$0 "\n"} /^ *--- FAIL|^panic:/{printf "%s", buf; buf=""}' $(E2E_LOG) | tail -n 150; exit 1; }
+E2E_PARALLEL ?= 0
+E2E_RUN = mkdir -p $(BIN) && PADDOCK_BIN=$(PADDOCK) PADDOCK_E2E_PARALLEL=$(E2E_PARALLEL) go test -tags e2e -count=1 -timeout 180m \
+	  -parallel $(if $(filter-out 0 1,$(E2E_PARALLEL)),$(E2E_PARALLEL),1) -v ./test/e2e/... 2>&1 | tee $(E2E_LOG) \
+	  || { echo; echo "e2e: failed tests (full log: $(E2E_LOG)):"; awk -f $(CURDIR)/test/e2e/failures.awk $(E2E_LOG); exit 1; }
 
 .PHONY: e2e
 e2e: tools-all build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)

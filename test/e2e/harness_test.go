@@ -1,21 +1,36 @@
 //go:build e2e
 
-// Package e2e proves Paddock end to end against the live local stack: a real
-// kube-apiserver, controller-manager, scheduler and etcd run by kwokctl with fake
-// kwok nodes, and the real Agent Sandbox controller. Nothing is mocked. What the
-// stack cannot show: no container runs (kwok fakes pod status) and no CNI runs,
-// so NetworkPolicy objects are stored but never enforced.
+// Package e2e proves Paddock end to end against the live local stack that
+// TestMain brings up once (`paddock local up --nodes real`) and tears down at
+// the end whatever the tests did: a real kube-apiserver, controller-manager,
+// scheduler and etcd on loopback, one real node (kubelet, containerd, gVisor's
+// runsc) with Cilium as its CNI (NetworkPolicy and CiliumNetworkPolicy are
+// enforced, sandboxes run under gVisor), the cluster resolver, and the real
+// Agent Sandbox controller run outside the cluster by the local supervisor.
+// Nothing is mocked. PADDOCK_E2E_NODES=fake runs the suite on kwok nodes
+// instead (no container runs there, so the runtime checks fail or skip).
 //
-// Run with `make e2e` (it builds the tools and the binary first).
+// Every test runs alone on that one cluster unless PADDOCK_E2E_PARALLEL is a
+// number above 1 (the Makefile's E2E_PARALLEL, which also sets go test's
+// -parallel): then the tests that call mayRunBeside run beside each other,
+// that many at a time, after every other test has finished. Which tests may,
+// and why the others may not (most hold the cluster's one Agent Sandbox
+// release), is in README.md. PADDOCK_E2E_FAIL_AT fails a test on purpose at a
+// named point (failOnPurpose); PADDOCK_E2E_KEEP_HOME keeps the suite's
+// PADDOCK_HOME for a post-mortem.
+//
+// Run with `make e2e` (it builds the tools and the binary first) or `make live`.
 package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +87,14 @@ func runMain(m *testing.M) (code int) {
 		return 1
 	}
 	live = e
+	if n := parallelism(); n > 1 {
+		flag.Parse()
+		p := "?"
+		if f := flag.Lookup("test.parallel"); f != nil {
+			p = f.Value.String()
+		}
+		fmt.Fprintf(os.Stderr, "e2e: %s=%d: the tests that may run beside each other run after the others, at most %s at once (go test -parallel)\n", parallelEnv, n, p)
+	}
 	return m.Run()
 }
 
@@ -200,6 +223,35 @@ func failOnPurpose(t *testing.T, point string) {
 	t.Helper()
 	if os.Getenv(failOnPurposeEnv) == t.Name()+"@"+point {
 		t.Fatalf("failed on purpose at %s (%s): the cleanup must restore the cluster for the tests after this one", point, failOnPurposeEnv)
+	}
+}
+
+// parallelEnv turns the parallel phase on: a number above 1 lets the tests
+// that call mayRunBeside run beside each other, up to that many at once (go
+// test's -parallel, which the Makefile sets to the same number). Unset, 0 or
+// 1: every test runs alone, in the order of the files, as when debugging.
+const parallelEnv = "PADDOCK_E2E_PARALLEL"
+
+// parallelism is parallelEnv's number; anything but a number above 1 is 1.
+func parallelism() int {
+	n, err := strconv.Atoi(os.Getenv(parallelEnv))
+	if err != nil || n < 2 {
+		return 1
+	}
+	return n
+}
+
+// mayRunBeside marks t as a test that shares nothing cluster-wide with the
+// other tests that call it (README.md says what each holds): with the
+// parallel phase on, go test runs it after every test that runs alone,
+// beside the others of its kind. Call it first, before the test touches the
+// cluster. A test that holds the Agent Sandbox release or a runtime class,
+// kills or restarts a component of the cluster, or sweeps or counts the
+// whole cluster in an assertion must not call it.
+func mayRunBeside(t *testing.T) {
+	t.Helper()
+	if parallelism() > 1 {
+		t.Parallel()
 	}
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"sync"
 )
 
 // countingBody counts and charges the request body as it streams upstream.
@@ -46,10 +47,36 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
-type readCloser struct {
-	io.Reader
-	io.Closer
+// maskedBody is the response body the proxy copies: limited, then masked.
+type maskedBody struct {
+	*maskingReader
+	limited *limitedBody
 }
+
+func (b maskedBody) Close() error {
+	err := b.limited.Close()
+	b.release()
+	return err
+}
+
+// bufPool recycles the copy and masking buffers (32 KiB a response).
+var bufPool = &bufferPool{}
+
+type bufferPool struct{ p sync.Pool }
+
+// get returns a buffer of length n at least.
+func (b *bufferPool) get(n int) []byte {
+	if v, ok := b.p.Get().(*[]byte); ok && cap(*v) >= n {
+		return (*v)[:n]
+	}
+	return make([]byte, n)
+}
+
+func (b *bufferPool) put(buf []byte) { b.p.Put(&buf) }
+
+// Get and Put make it the proxy's httputil.BufferPool.
+func (b *bufferPool) Get() []byte  { return b.get(32 << 10) }
+func (b *bufferPool) Put(p []byte) { b.put(p) }
 
 // responseRecorder is the sandbox's ResponseWriter as the proxy sees it:
 // it records the status and bytes for the audit line, charges the bytes to

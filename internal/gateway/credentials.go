@@ -146,21 +146,18 @@ func (cs *credentialSet) maskHeader(h http.Header) {
 
 // maskingReader masks the secrets in a byte stream. It holds back the last
 // longest-1 bytes until more arrive, so a secret split across reads is
-// still seen; its memory is one read plus that.
+// still seen; its memory is one read plus that, from a pool.
 type maskingReader struct {
 	r     io.Reader
 	cs    *credentialSet
-	buf   []byte
-	ready int // how many bytes of buf are masked for good
+	buf   []byte // from bufPool once reading starts, cap >= maskChunk+longest
+	ready int    // how many bytes of buf are masked for good
 	err   error
 }
 
 const maskChunk = 32 << 10
 
-func newMaskingReader(r io.Reader, cs *credentialSet) io.Reader {
-	if cs == nil || len(cs.secrets) == 0 {
-		return r
-	}
+func newMaskingReader(r io.Reader, cs *credentialSet) *maskingReader {
 	return &maskingReader{r: r, cs: cs}
 }
 
@@ -168,16 +165,17 @@ func (m *maskingReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if len(m.cs.secrets) == 0 {
+		return m.r.Read(p)
+	}
 	for m.ready == 0 {
 		if m.err != nil {
 			return 0, m.err
 		}
-		have := len(m.buf)
-		if cap(m.buf)-have < maskChunk {
-			nb := make([]byte, have, have+maskChunk)
-			copy(nb, m.buf)
-			m.buf = nb
+		if m.buf == nil {
+			m.buf = bufPool.get(maskChunk + m.cs.longest)[:0]
 		}
+		have := len(m.buf)
 		n, err := m.r.Read(m.buf[have : have+maskChunk])
 		m.buf = m.buf[:have+n]
 		m.cs.maskBytes(m.buf)
@@ -192,4 +190,12 @@ func (m *maskingReader) Read(p []byte) (int, error) {
 	m.buf = m.buf[:copy(m.buf, m.buf[n:])]
 	m.ready -= n
 	return n, nil
+}
+
+// release gives the buffer back; the reader must not be read after it.
+func (m *maskingReader) release() {
+	if m.buf != nil {
+		bufPool.put(m.buf)
+		m.buf = nil
+	}
 }

@@ -149,6 +149,7 @@ func New(c *Config, o Options) (*Gateway, error) {
 		ModifyResponse: g.modifyResponse,
 		ErrorHandler:   g.proxyError,
 		ErrorLog:       g.ErrorLog(),
+		BufferPool:     bufPool,
 	}
 	return g, nil
 }
@@ -331,7 +332,7 @@ func (g *Gateway) modifyResponse(res *http.Response) error {
 		return errResponseTooLarge
 	}
 	body := &limitedBody{rc: res.Body, left: max}
-	res.Body = readCloser{newMaskingReader(body, st.creds), body}
+	res.Body = maskedBody{newMaskingReader(body, st.creds), body}
 	return nil
 }
 

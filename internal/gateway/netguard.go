@@ -106,8 +106,6 @@ func (p *addressPolicy) check(a netip.Addr) error {
 		return &refusedAddressError{a, "unspecified"}
 	case a.IsMulticast():
 		return &refusedAddressError{a, "multicast"}
-	case a.IsLinkLocalUnicast():
-		return &refusedAddressError{a, "link-local (the metadata server's range)"}
 	}
 	for _, n := range neverPrefixes {
 		if n.prefix.Contains(a) {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,8 +52,15 @@ func TestAuditLine(t *testing.T) {
 }
 
 func TestKeyNeverInResponsesLogsOrErrors(t *testing.T) {
-	e := newEnv(t)
-	e.dns.set("down.test", []string{"127.0.0.1"})
+	closed := closedPort(t)
+	e := newEnv(t, func(c *Config, _ *env) {
+		for _, host := range []string{"unresolved.test", "closed.test"} {
+			d := c.Destinations[0]
+			d.Host, d.Port = host, closed
+			c.Destinations = append(c.Destinations, d)
+		}
+	})
+	e.dns.set("closed.test", []string{"127.0.0.1"})
 	e.up.handler = func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		// An upstream that echoes the key: in a header, a cookie, and a
@@ -75,14 +83,24 @@ func TestKeyNeverInResponsesLogsOrErrors(t *testing.T) {
 	if strings.Contains(res.header.Get("X-Echo"), testKey) || res.header.Get("Set-Cookie") != "" {
 		t.Errorf("echoed headers %v: key masked, Set-Cookie dropped", res.header)
 	}
-	// Failures: unreachable, refused, over budget, unknown caller.
-	for _, r := range []response{
-		e.get(sandboxA, "nowhere.test", "/"),
-		e.get(stranger, "api.test", "/"),
-		e.get(sandboxA, "127.0.0.1", "/"),
+	// Failures: no such name, nothing listening, unlisted, unknown caller,
+	// IP literal.
+	for _, tc := range []struct {
+		r    response
+		want int
+		why  string
+	}{
+		{e.get(sandboxA, "unresolved.test", "/"), http.StatusBadGateway, "did not resolve"},
+		{e.get(sandboxA, "closed.test", "/"), http.StatusBadGateway, "unreachable"},
+		{e.get(sandboxA, "nowhere.test", "/"), http.StatusForbidden, "not a destination"},
+		{e.get(stranger, "api.test", "/"), http.StatusForbidden, "unknown caller"},
+		{e.get(sandboxA, "127.0.0.1", "/"), http.StatusForbidden, "IP literal"},
 	} {
-		if strings.Contains(r.body, testKey) || strings.Contains(r.header.Get("X-Echo"), testKey) {
-			t.Errorf("an error response holds the key: %d %q", r.status, r.body)
+		if tc.r.status != tc.want || !strings.Contains(tc.r.body, tc.why) {
+			t.Errorf("failure answered %d %q, want %d saying %q", tc.r.status, tc.r.body, tc.want, tc.why)
+		}
+		if strings.Contains(tc.r.body, testKey) || len(tc.r.body) > 200 {
+			t.Errorf("an error response says too much: %d %q", tc.r.status, tc.r.body)
 		}
 	}
 	if strings.Contains(e.logs.String(), testKey) {
@@ -103,6 +121,17 @@ func TestErrorTextMasked(t *testing.T) {
 	if strings.Contains(rec.err, testKey) || !strings.Contains(rec.err, "****") || w.status != http.StatusBadGateway {
 		t.Errorf("error recorded as %q with status %d", rec.err, w.status)
 	}
+}
+
+// closedPort is a loopback port with nothing listening.
+func closedPort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
 }
 
 type discardWriter struct{ h http.Header }

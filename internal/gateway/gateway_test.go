@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,6 +60,22 @@ func TestListedDestinationGetsInjectedCredential(t *testing.T) {
 	got = e.up.requests()
 	if len(got) != 2 || got[1].URL.Path != "/v1/proxy" || got[1].Header.Get("Authorization") != "Bearer "+testKey {
 		t.Fatalf("proxy-mode request reached upstream as %+v", got[len(got)-1])
+	}
+}
+
+func TestHTTP2Destination(t *testing.T) {
+	var h2 *upstream
+	e := newEnv(t, func(c *Config, e *env) {
+		h2 = newUpstream(t, e.ca.leaf(t, "api.test"), nil, func(s *httptest.Server) { s.EnableHTTP2 = true })
+		c.Destinations[0].Port = h2.port
+	})
+	res := e.do(sandboxA, http.MethodGet, "api.test", "/v1/h2", nil, http.Header{"Authorization": {"Bearer " + sandboxToken}})
+	if res.status != http.StatusOK {
+		t.Fatalf("HTTP/2 destination: %d %q", res.status, res.body)
+	}
+	got := h2.requests()
+	if len(got) != 1 || got[0].Proto != "HTTP/2.0" || got[0].Header.Get("Authorization") != "Bearer "+testKey {
+		t.Errorf("upstream saw %+v, want one HTTP/2 request with the injected key", got)
 	}
 }
 

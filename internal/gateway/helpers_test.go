@@ -238,12 +238,12 @@ type upstream struct {
 	handler http.HandlerFunc
 }
 
-func newUpstream(t testing.TB, cert tls.Certificate, h http.HandlerFunc) *upstream {
+func newUpstream(t testing.TB, cert tls.Certificate, h http.HandlerFunc, opts ...func(*httptest.Server)) *upstream {
 	t.Helper()
 	u := &upstream{handler: h}
 	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
-		u.got = append(u.got, &http.Request{Method: r.Method, URL: r.URL, Host: r.Host, Header: r.Header.Clone()})
+		u.got = append(u.got, &http.Request{Method: r.Method, URL: r.URL, Host: r.Host, Header: r.Header.Clone(), Proto: r.Proto})
 		u.mu.Unlock()
 		if u.handler != nil {
 			u.handler(w, r)
@@ -254,6 +254,9 @@ func newUpstream(t testing.TB, cert tls.Certificate, h http.HandlerFunc) *upstre
 	}))
 	u.srv.Config.ErrorLog = quietLog()
 	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	for _, o := range opts {
+		o(u.srv)
+	}
 	u.srv.StartTLS()
 	t.Cleanup(u.srv.Close)
 	_, port, _ := net.SplitHostPort(u.srv.Listener.Addr().String())

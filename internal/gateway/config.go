@@ -200,6 +200,24 @@ func DecodeConfig(r io.Reader) (*Config, error) {
 	return &c, nil
 }
 
+// clone copies c deeply enough that ApplyDefaults on the copy leaves c as
+// it was.
+func (c *Config) clone() *Config {
+	cp := *c
+	cp.Destinations = slices.Clone(c.Destinations)
+	for i, d := range cp.Destinations {
+		if d.Credential != nil {
+			cr := *d.Credential
+			if cr.BasicAuth != nil {
+				ba := *cr.BasicAuth
+				cr.BasicAuth = &ba
+			}
+			cp.Destinations[i].Credential = &cr
+		}
+	}
+	return &cp
+}
+
 // ApplyDefaults fills the zero fields that have defaults.
 func (c *Config) ApplyDefaults() {
 	for i := range c.Destinations {

@@ -101,3 +101,17 @@ func TestCredentialFileErrorsNameNoContent(t *testing.T) {
 		t.Errorf("a missing key file was accepted")
 	}
 }
+
+func TestNewAppliesDefaultsToItsCopy(t *testing.T) {
+	c := &Config{Listen: ":1", Destinations: []Destination{{Host: "A.test"}}}
+	g, err := New(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.cfg.Budgets.ConcurrentRequests != DefaultConcurrentRequests || g.dests["a.test"] == nil || g.dests["a.test"].port != 443 {
+		t.Errorf("New did not apply the defaults: %+v %v", g.cfg.Budgets, g.dests)
+	}
+	if c.Budgets.ConcurrentRequests != 0 || c.Destinations[0].Host != "A.test" {
+		t.Errorf("New changed the caller's configuration: %+v", c)
+	}
+}

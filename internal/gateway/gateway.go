@@ -65,9 +65,12 @@ var strippedRequestHeaders = []string{
 	"X-Api-Key", "Api-Key", "X-Goog-Api-Key", "X-Auth-Token",
 }
 
-// New builds a gateway from a validated configuration (LoadConfig), reading
+// New builds a gateway from a configuration (LoadConfig's, or one built in
+// code: New applies the defaults to its own copy and validates it), reading
 // the credential files and the CA bundle.
-func New(c *Config, o Options) (*Gateway, error) {
+func New(conf *Config, o Options) (*Gateway, error) {
+	c := conf.clone()
+	c.ApplyDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -405,3 +405,18 @@ func TestOversizedResponse(t *testing.T) {
 		t.Errorf("the cut response's audit line does not say so: %v", last)
 	}
 }
+
+func TestHeaderSizesBounded(t *testing.T) {
+	e := newEnv(t)
+	huge := strings.Repeat("h", 80<<10)
+	if res := e.do(sandboxA, http.MethodGet, "api.test", "/", nil, http.Header{"X-Big": {huge}}); res.status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("an 80 KiB request header: %d, want 431", res.status)
+	}
+	if len(e.up.requests()) != 0 {
+		t.Errorf("the oversized request header went upstream")
+	}
+	e.up.handler = func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Big", huge) }
+	if res := e.get(sandboxA, "api.test", "/"); res.status != http.StatusBadGateway {
+		t.Errorf("an 80 KiB response header: %d, want 502", res.status)
+	}
+}

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // The backend's side of the fence: a Paddock run whose lease lapsed must
@@ -77,10 +78,11 @@ type CheckpointSwapper interface {
 	// anything else the write is refused with a *CheckpointChangedError and
 	// nothing is written, not even in part.
 	SwapCheckpoint(ctx context.Context, project, stack, key string, raw []byte, old CheckpointVersion) (CheckpointVersion, error)
-	// PutHistory writes one file of the stack's update history
-	// (.pulumi/history/<project>/<stack>/name), as Pulumi names them: each
-	// name is new, so the write is unconditional.
-	PutHistory(ctx context.Context, project, stack, name string, raw []byte) error
+	// PutUpdateFile writes one of the files Pulumi keeps per update of the
+	// stack (UpdateFileKey: its history, or the backup of the checkpoint it
+	// started from), named as Pulumi names them: each name is new, so the
+	// write is unconditional.
+	PutUpdateFile(ctx context.Context, kind, project, stack, name string, raw []byte) error
 }
 
 // CheckpointChangedError is a conditional checkpoint write refused: the
@@ -99,8 +101,21 @@ func (c *CheckpointChangedError) Error() string {
 	return msg
 }
 
-// HistoryKey is where Pulumi's DIY backend keeps a file of the stack's
-// update history.
-func HistoryKey(project, stack, name string) string {
-	return ".pulumi/history/" + project + "/" + stack + "/" + name
+// The kinds of files Pulumi's DIY backend keeps per update of a stack.
+const (
+	UpdateHistory = "history" // what each update did, and its checkpoint
+	UpdateBackups = "backups" // the checkpoint each update started from
+)
+
+// UpdateFileKey is where Pulumi's DIY backend keeps a file of kind
+// (UpdateHistory or UpdateBackups) of the stack's updates; name "" is their
+// directory. name must be a plain file name, kind one of the two: else "".
+func UpdateFileKey(kind, project, stack, name string) string {
+	if kind != UpdateHistory && kind != UpdateBackups {
+		return ""
+	}
+	if name != "" && (name[0] == '.' || strings.ContainsAny(name, "/\\")) {
+		return ""
+	}
+	return ".pulumi/" + kind + "/" + project + "/" + stack + "/" + name
 }

@@ -160,6 +160,16 @@ func (l *Lease) Check() error {
 	return nil
 }
 
+// Revoke makes the lease lapse now, for why, as a lapse by time does (it
+// says so once, calls onLapse, and every later Check refuses): the backend
+// refused a write of the run, so another run holds the stack.
+func (l *Lease) Revoke(why string) error {
+	if l == nil {
+		return nil
+	}
+	return l.lapse(why)
+}
+
 // Stop ends the renewals; the lease's record stays as it is.
 func (l *Lease) Stop() {
 	if l == nil {

@@ -279,6 +279,6 @@ func (l *LocalJournal) SwapCheckpoint(context.Context, string, string, string, [
 	return state.CheckpointVersion{}, &state.NoReaderError{Reason: l.reason}
 }
 
-func (l *LocalJournal) PutHistory(context.Context, string, string, string, []byte) error {
+func (l *LocalJournal) PutUpdateFile(context.Context, string, string, string, string, []byte) error {
 	return &state.NoReaderError{Reason: l.reason}
 }

@@ -21,8 +21,9 @@ import (
 // takes an exclusive flock on the stack's swap lock (under the backend's
 // .paddock directory, where Pulumi never looks), compares the checkpoint it
 // finds with the one it last read or wrote (its key and a SHA-256 of its
-// bytes), and only then writes a temporary file beside it and renames it
-// in: a reader sees the old checkpoint or the new, never a part. Two runners
+// bytes), and only then keeps the old one as <key>.bak (as Pulumi does),
+// writes a temporary file beside it and renames it in: a reader sees the
+// old checkpoint or the new, never a part. Two runners
 // sharing the directory (NFS included, where flock is a lock of the
 // server's) exclude each other; a hand-run `pulumi up` takes no flock, as
 // it takes no Paddock fence either.
@@ -123,7 +124,7 @@ func (f *Store) SwapCheckpoint(ctx context.Context, project, stack, key string, 
 		return state.CheckpointVersion{}, err
 	}
 	defer unlock()
-	_, now, err := f.read(project, stack)
+	cur, now, err := f.read(project, stack)
 	if err != nil {
 		return state.CheckpointVersion{}, fmt.Errorf("reading the checkpoint before writing it: %w", err)
 	}
@@ -132,6 +133,12 @@ func (f *Store) SwapCheckpoint(ctx context.Context, project, stack, key string, 
 	}
 	if !old.None() && key != old.Key {
 		return state.CheckpointVersion{}, fmt.Errorf("the checkpoint of stack %s/%s moved from %s to %s: Paddock keeps the key it read", project, stack, old.Key, key)
+	}
+	// As Pulumi does: the checkpoint replaced is kept as <key>.bak (Backups).
+	if !now.None() {
+		if err := writeAtomic(f.file(now.Key)+".bak", cur); err != nil {
+			return state.CheckpointVersion{}, fmt.Errorf("backing up the checkpoint %s: %w", f.file(now.Key), err)
+		}
 	}
 	target := f.file(key)
 	if err := writeAtomic(target, raw); err != nil {
@@ -206,12 +213,13 @@ func writeAtomic(file string, data []byte) error {
 	return nil
 }
 
-func (f *Store) PutHistory(_ context.Context, project, stack, name string, raw []byte) error {
+func (f *Store) PutUpdateFile(_ context.Context, kind, project, stack, name string, raw []byte) error {
 	if f.root == "" {
 		return errors.New("no file backend to write")
 	}
-	if name == "" || filepath.Base(name) != name || name[0] == '.' {
-		return fmt.Errorf("%q is not a history file's name", name)
+	key := state.UpdateFileKey(kind, project, stack, name)
+	if key == "" || name == "" {
+		return fmt.Errorf("%q is not a file of the stack's %s", name, kind)
 	}
-	return writeAtomic(f.file(state.HistoryKey(project, stack, name)), raw)
+	return writeAtomic(f.file(key), raw)
 }

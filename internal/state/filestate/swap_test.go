@@ -28,7 +28,7 @@ func leftovers(t *testing.T, root string) []string {
 	ents, _ := os.ReadDir(filepath.Join(root, ".pulumi", "stacks", projectName))
 	var out []string
 	for _, e := range ents {
-		if e.Name() != "s.json" {
+		if e.Name() != "s.json" && e.Name() != "s.json.bak" {
 			out = append(out, e.Name())
 		}
 	}
@@ -91,6 +91,9 @@ func TestFileSwapRefusesAWriteBetweenReadAndWrite(t *testing.T) {
 	}
 	if l := leftovers(t, root); len(l) != 0 {
 		t.Errorf("files left beside the checkpoint: %v", l)
+	}
+	if b, _ := os.ReadFile(file + ".bak"); string(b) != `{"v":"B"}` {
+		t.Errorf("the checkpoint replaced was kept as %q, want B's", b)
 	}
 	// A key that is not one of the stack's checkpoints is no write at all.
 	if _, err := s.SwapCheckpoint(ctx, projectName, "s", ".pulumi/meta.yaml", []byte("x"), v3); err == nil {
@@ -170,18 +173,23 @@ func TestFileSwapWaitsForTheLock(t *testing.T) {
 	}
 }
 
-func TestFileHistoryIsWrittenBesidePulumis(t *testing.T) {
+func TestFileUpdateFilesAreWrittenBesidePulumis(t *testing.T) {
 	s, root := swapStore(t)
 	ctx := context.Background()
-	if err := s.PutHistory(ctx, projectName, "s", "s-1.history.json", []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, ".pulumi", "history", projectName, "s", "s-1.history.json")); err != nil {
-		t.Fatal(err)
+	for _, kind := range []string{state.UpdateHistory, state.UpdateBackups} {
+		if err := s.PutUpdateFile(ctx, kind, projectName, "s", "s-1.json", []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(root, ".pulumi", kind, projectName, "s", "s-1.json")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, bad := range []string{"", "../x", ".hidden", "a/b"} {
-		if err := s.PutHistory(ctx, projectName, "s", bad, nil); err == nil {
+		if err := s.PutUpdateFile(ctx, state.UpdateHistory, projectName, "s", bad, nil); err == nil {
 			t.Errorf("history file %q was written", bad)
 		}
+	}
+	if err := s.PutUpdateFile(ctx, "stacks", projectName, "s", "s.json", nil); err == nil {
+		t.Error("a file of another kind was written")
 	}
 }

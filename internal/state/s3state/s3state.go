@@ -165,18 +165,9 @@ func (s *Store) at(key string) string { return s.where + " key " + key }
 func (s *Store) Checkpoint(ctx context.Context, project, stack string) ([]byte, string, bool, error) {
 	// Like Pulumi: of the variants present, the most recently written (on a
 	// tie the later one, as with the other backends).
-	best, bestTime := "", time.Time{}
-	for _, key := range state.CheckpointVariants(project, stack) {
-		attrs, err := s.bucket.Attributes(ctx, key)
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			continue
-		}
-		if err != nil {
-			return nil, "", false, fmt.Errorf("reading the state from %s: %w", s.where, s.Scrub(err))
-		}
-		if best == "" || !attrs.ModTime.Before(bestTime) {
-			best, bestTime = key, attrs.ModTime
-		}
+	best, err := s.latest(ctx, project, stack)
+	if err != nil {
+		return nil, "", false, err
 	}
 	if best == "" {
 		return nil, "", false, nil

@@ -27,10 +27,15 @@ import (
 // (state.Lease) stops writing. Its Pulumi CLI is killed, not interrupted:
 // on SIGINT (what the Automation API sends when its context ends) the CLI
 // cancels gracefully and saves its checkpoint on the way out, which is the
-// very write a lapsed run must not make. On a postgres:// backend the
-// database also refuses that checkpoint once another run took the stack
-// (state.Fencer, pgstate's fence); file:// and s3:// take whatever the CLI
-// writes, so there only the runner's own fence holds.
+// very write a lapsed run must not make. The runner's own fence cannot be
+// all of it: a runner stalled as a whole (its CLI with it) may, once it
+// resumes, have its CLI write before the fence kills it. So the backend
+// checks too, on write: on postgres:// the database refuses a checkpoint
+// once another run took the stack (state.Fencer, pgstate's fence); on
+// file:// and s3:// the run's CLI writes a private staging backend, and
+// Paddock copies each checkpoint back with a write the backend makes only
+// over the checkpoint this run last read or wrote (staging.go,
+// state.CheckpointSwapper).
 
 // cliProcs keeps the Pulumi CLI processes an engine runs, so a lapsed run
 // can kill them, and refuses new ones while the run is lapsed.
@@ -45,6 +50,11 @@ type cliProcs struct {
 type engineFence struct {
 	cli         *cliProcs
 	toldNoFence bool
+
+	mu sync.Mutex
+	// staged are the stacks whose writing CLI commands run on a staging
+	// backend (staging.go), by name, while a run holds them.
+	staged map[string]*stage
 }
 
 var fences sync.Map // *Engine -> *engineFence
@@ -93,12 +103,14 @@ func (c *cliProcs) done(p *os.Process) error {
 	return c.lapsed
 }
 
-// fenceCLI wraps the Pulumi CLI the engine's workspaces run (open, in
-// workspace.go: auto.Pulumi(e.fenceCLI(cmd))) so a lapsed run can kill it.
-// Without it a lapsed run still refuses every write of its own, but its
-// running CLI is only interrupted, and saves its checkpoint.
-func (e *Engine) fenceCLI(cmd auto.PulumiCommand) auto.PulumiCommand {
-	return fencedCLI{PulumiCommand: cmd, path: pulumiPath(), procs: e.cli()}
+// fenceCLI wraps the Pulumi CLI the workspace of stack name runs (open, in
+// workspace.go: auto.Pulumi(e.fenceCLI(cmd, name))) so a lapsed run can
+// kill it, and so its writes go through a staging backend while a run
+// holds the stack on file:// or s3:// (staging.go). Without it a lapsed run
+// still refuses every write of its own, but its running CLI is only
+// interrupted, and saves its checkpoint.
+func (e *Engine) fenceCLI(cmd auto.PulumiCommand, name string) auto.PulumiCommand {
+	return fencedCLI{PulumiCommand: cmd, path: pulumiPath(), procs: e.cli(), staged: func() *stage { return e.stageOf(name) }}
 }
 
 // pulumiPath is the CLI open runs: the pinned one under PADDOCK_HOME.
@@ -117,6 +129,7 @@ type fencedCLI struct {
 	auto.PulumiCommand // Version
 	path               string
 	procs              *cliProcs
+	staged             func() *stage // the stack's staging, nil when none
 }
 
 // cliWaitDelay bounds the wait for the CLI's output once it exited or was
@@ -124,6 +137,26 @@ type fencedCLI struct {
 const cliWaitDelay = 10 * time.Second
 
 func (f fencedCLI) Run(ctx context.Context, workdir string, stdin io.Reader, outs, errOuts []io.Writer, env []string, args ...string) (string, string, int, error) {
+	if f.staged != nil && writesState(args) {
+		if st := f.staged(); st != nil {
+			return st.run(ctx, f, workdir, stdin, outs, errOuts, env, args)
+		}
+	}
+	run := f.command(ctx, workdir, stdin, outs, errOuts, env, args)
+	if err := f.procs.start(run.cmd); err != nil {
+		return "", "", -2, err
+	}
+	return f.finish(run, run.cmd.Wait())
+}
+
+// cliRun is one run of the CLI: its command and what it says.
+type cliRun struct {
+	cmd            *exec.Cmd
+	stdout, stderr *bytes.Buffer
+}
+
+// command is the CLI's command for args, not started.
+func (f fencedCLI) command(ctx context.Context, workdir string, stdin io.Reader, outs, errOuts []io.Writer, env []string, args []string) cliRun {
 	flags := args
 	if i := slices.Index(args, "--"); i >= 0 {
 		flags = args[:i]
@@ -156,12 +189,13 @@ func (f fencedCLI) Run(ctx context.Context, workdir string, stdin io.Reader, out
 		return nil
 	}
 	cmd.WaitDelay = cliWaitDelay
-	if err := f.procs.start(cmd); err != nil {
-		return "", "", -2, err
-	}
-	err := cmd.Wait()
-	if lapsed := f.procs.done(cmd.Process); lapsed != nil {
-		return stdout.String(), stderr.String(), -2, lapsed
+	return cliRun{cmd: cmd, stdout: &stdout, stderr: &stderr}
+}
+
+// finish is what Run answers for a started run that ended with err.
+func (f fencedCLI) finish(run cliRun, err error) (string, string, int, error) {
+	if lapsed := f.procs.done(run.cmd.Process); lapsed != nil {
+		return run.stdout.String(), run.stderr.String(), -2, lapsed
 	}
 	code := -2
 	var exit *exec.ExitError
@@ -171,7 +205,7 @@ func (f fencedCLI) Run(ctx context.Context, workdir string, stdin io.Reader, out
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	}
-	return stdout.String(), stderr.String(), code, err
+	return run.stdout.String(), run.stderr.String(), code, err
 }
 
 // newFenceToken is a run's token for the backend's fence: short, since
@@ -185,8 +219,9 @@ func newFenceToken() string {
 // takeFence makes rec's token the fence of stack name on a backend that
 // checks one (state.Fencer), unless another live run holds it (a
 // *state.FenceHeldError, which withLock waits on as on a lock), and hands
-// the stack's CLI the environment that carries the token. The returned
-// function takes that environment back.
+// the stack's CLI the environment that carries the token. On file:// and
+// s3:// it puts the stack's writing CLI commands on a staging backend
+// instead (stageStack). The returned function undoes either.
 func (e *Engine) takeFence(name string, rec *runRecord) (func(), error) {
 	nothing := func() {}
 	if rec == nil {
@@ -201,7 +236,7 @@ func (e *Engine) takeFence(name string, rec *runRecord) (func(), error) {
 	}
 	fencer, ok := s.(state.Fencer)
 	if !ok {
-		return nothing, nil
+		return e.stageStack(name, rec, s), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()

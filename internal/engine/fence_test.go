@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/paddock-platform/paddock/internal/model"
@@ -70,7 +71,7 @@ func specProgram(v, gate string) pulumi.RunFunc {
 
 // noClusterPlatform is the local example without a kubeconfig: every check
 // beside Pulumi skips the cluster.
-func noClusterPlatform(t *testing.T) *model.Platform {
+func noClusterPlatform(t testing.TB) *model.Platform {
 	p := localPlatform(t)
 	p.Target.Kubeconfig = ""
 	return p
@@ -158,7 +159,13 @@ func TestFenceRunnerA(t *testing.T) {
 // with it) before its final checkpoint; its lease expires; runner B takes
 // the stack over and applies v2. When A resumes, its lease has lapsed: it
 // kills its CLI and says so, and B's v2 stands.
-func stalledRunner(t *testing.T, backend string) {
+//
+// With backendOnly, runner A's own fence never fires (its lease, by its
+// own clock, runs for hours and is never renewed, so B takes it for dead
+// all the same): A's CLI finishes its update and writes its final
+// checkpoint after B's, and only the backend's check stands between it
+// and B's state. The backend refuses it, and A stops as a lapsed run.
+func stalledRunner(t *testing.T, backend string, backendOnly bool) {
 	if os.Geteuid() != 0 {
 		t.Skip("runner A is another host (its own PID and UTS namespaces), which needs root")
 	}
@@ -170,8 +177,12 @@ func stalledRunner(t *testing.T, backend string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFenceRunnerA$", "-test.count=1")
 	// A /tmp of its own too, as a container has: its scratch sweep judges
 	// owners by the pids of its own namespace.
+	leaseA := fenceRenew.String() + "," + fenceExpiry.String()
+	if backendOnly {
+		leaseA = "1h,2h"
+	}
 	cmd.Env = append(os.Environ(), fenceRunnerEnv+"="+backend, "PADDOCK_HOME="+homeA, fenceGateEnv+"="+gate, "TMPDIR="+t.TempDir(),
-		fenceLeaseEnv+"="+fenceRenew.String()+","+fenceExpiry.String())
+		fenceLeaseEnv+"="+leaseA)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWNS, Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -244,7 +255,7 @@ func stalledRunner(t *testing.T, backend string) {
 	if err := syscall.Kill(group, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	lapsed := waitFor("lease in the run journal lapsed", 2*time.Minute)
+	lapsed := backendOnly || waitFor("lease in the run journal lapsed", 2*time.Minute)
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +272,9 @@ func stalledRunner(t *testing.T, backend string) {
 	if !strings.Contains(result, `up of stack "s" stopped: this run's lease in the run journal lapsed`) || !strings.Contains(result, "`paddock up` again") {
 		t.Errorf("runner A's up ended with %q, want the lapse and what to run", result)
 	}
+	if refused := "the backend refused this run's checkpoint: another run changed the stack"; backendOnly && !strings.Contains(result, refused) {
+		t.Errorf("runner A's up ended with %q, want the backend's refusal", result)
+	}
 	t.Logf("runner A said:\n%s", saidA())
 	// A's record stays for the next run to recover as a dead run's.
 	dead, err := b.deadRuns("s")
@@ -270,17 +284,29 @@ func stalledRunner(t *testing.T, backend string) {
 }
 
 func TestFileStalledRunnerWritesNothing(t *testing.T) {
-	stalledRunner(t, "file://"+t.TempDir())
+	stalledRunner(t, "file://"+t.TempDir(), false)
 }
 
 func TestPostgresStalledRunnerWritesNothing(t *testing.T) {
-	stalledRunner(t, pgtest.Start(t).NewDatabase(t))
+	stalledRunner(t, pgtest.Start(t).NewDatabase(t), false)
 }
 
 func TestS3StalledRunnerWritesNothing(t *testing.T) {
 	srv := s3test.Shared(t)
 	srv.SetEnv(t)
-	stalledRunner(t, srv.BackendURL(srv.NewBucket(t), ""))
+	stalledRunner(t, srv.BackendURL(srv.NewBucket(t), ""), false)
+}
+
+// The same stall, with runner A's own fence out of the way: the backend
+// itself refuses A's late checkpoint (staging.go).
+func TestFileStalledRunnersLateCheckpointIsRefused(t *testing.T) {
+	stalledRunner(t, "file://"+t.TempDir(), true)
+}
+
+func TestS3StalledRunnersLateCheckpointIsRefused(t *testing.T) {
+	srv := s3test.Shared(t)
+	srv.SetEnv(t)
+	stalledRunner(t, srv.BackendURL(srv.NewBucket(t), ""), true)
 }
 
 // supersededRunner: runner A's update of spec v1 finished; before A prunes
@@ -534,4 +560,130 @@ func loosenedCluster(t *testing.T, manager string) (*model.Platform, *loopbackAP
 	}
 	p.Target.Kubeconfig = kubeconfig
 	return p, srv
+}
+
+// withSpec is deployment d with its stack output "spec" set to v.
+func withSpec(t *testing.T, d apitype.UntypedDeployment, v string) apitype.UntypedDeployment {
+	t.Helper()
+	var dep map[string]any
+	if err := json.Unmarshal(d.Deployment, &dep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range dep["resources"].([]any) {
+		res := r.(map[string]any)
+		if res["type"] == "pulumi:pulumi:Stack" {
+			res["outputs"] = map[string]any{"spec": v}
+		}
+	}
+	raw, err := json.Marshal(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apitype.UntypedDeployment{Version: d.Version, Deployment: raw}
+}
+
+// stagedLateWrite: runner A's staged command read the stack (spec v1);
+// runner B then took it over and applied v2; A's Pulumi CLI writes its
+// checkpoint late, into A's staging backend, and A copies it back. Nothing
+// on A's side stops it (its lease holds, by its own clock): the backend's
+// conditional write refuses it, B's v2 stands, and A's lease is revoked.
+// Without another writer, the same late copy lands.
+func stagedLateWrite(t *testing.T, backend string) {
+	home := engineHome(t)
+	t.Setenv("PADDOCK_HOME", home)
+	t.Setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
+	ctx := context.Background()
+	var saidA, saidB strings.Builder
+	a := New(Options{Backend: backend, Stack: "s", Out: &saidA, Program: specProgram("v1", "")})
+	defer a.Close()
+	b := New(Options{Backend: backend, Stack: "s", Out: &saidB, Program: specProgram("v2", "")})
+	defer b.Close()
+	if _, err := a.Up(ctx, noClusterPlatform(t)); err != nil {
+		t.Fatalf("runner A's up: %v\n%s", err, saidA.String())
+	}
+	stackA := a.opened["s"]
+	exported, err := stackA.Export(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// lateWrite stages a command of A's that reads the stack, lets between
+	// run in the meantime, then has A's CLI write spec v into the staging
+	// backend and copies it back.
+	lateWrite := func(v string, between func()) (*runRecord, error) {
+		rec, err := a.beginRun("up", "s", noClusterPlatform(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rec.abandon)
+		unfence, err := a.takeFence("s", rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := a.stageOf("s")
+		if st == nil {
+			t.Fatal("no staging for a run on " + backend)
+		}
+		g, err := st.seed(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.remove()
+		unfence()
+		between()
+		// The real CLI, on A's staging backend, as a stalled `up` would.
+		stackA.Workspace().SetEnvVar("PULUMI_BACKEND_URL", "file://"+g.root)
+		err = stackA.Import(ctx, withSpec(t, exported, v))
+		stackA.Workspace().SetEnvVar("PULUMI_BACKEND_URL", backendForCLI(t, backend))
+		if err != nil {
+			t.Fatalf("A's CLI writing its staging backend: %v", err)
+		}
+		return rec, g.sync()
+	}
+
+	rec, err := lateWrite("v1-late", func() {
+		if _, err := b.Up(ctx, noClusterPlatform(t)); err != nil {
+			t.Fatalf("runner B's up: %v\n%s", err, saidB.String())
+		}
+	})
+	var lapsed *state.LapsedError
+	if !errors.As(err, &lapsed) || !strings.Contains(err.Error(), "the backend refused this run's checkpoint") {
+		t.Fatalf("A's late checkpoint after B's: %v\n%s", err, saidA.String())
+	}
+	if got := stackSpec(t, b, "s"); got != "v2" {
+		t.Fatalf("A's late checkpoint overwrote B's: the state holds spec %q, want B's v2", got)
+	}
+	if rec.check() == nil {
+		t.Error("A's lease still holds after the backend refused its checkpoint")
+	}
+	if locks, _ := b.Locks("s"); len(locks) != 0 {
+		t.Errorf("locks left: %+v", locks)
+	}
+
+	// No other writer: A's late copy is A's to make.
+	if _, err := lateWrite("v3", func() {}); err != nil {
+		t.Fatalf("A's late checkpoint with no other writer: %v", err)
+	}
+	if got := stackSpec(t, b, "s"); got != "v3" {
+		t.Errorf("the state holds spec %q, want A's v3", got)
+	}
+}
+
+// backendForCLI is the URL open hands the CLI for backend.
+func backendForCLI(t *testing.T, backend string) string {
+	u, _, err := pulumiBackend(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestFileStagedLateWriteIsRefused(t *testing.T) {
+	stagedLateWrite(t, "file://"+t.TempDir())
+}
+
+func TestS3StagedLateWriteIsRefused(t *testing.T) {
+	srv := s3test.Shared(t)
+	srv.SetEnv(t)
+	stagedLateWrite(t, srv.BackendURL(srv.NewBucket(t), ""))
 }

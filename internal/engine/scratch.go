@@ -20,7 +20,10 @@ import (
 // a CI runner would collect one of each per run, forever. Every Pulumi process
 // this engine starts therefore gets its own TMPDIR, one per paddock process,
 // removed when the command ends (RemoveScratch) or, if the process was killed,
-// by the next paddock that starts (sweepScratch).
+// by the next paddock that starts (sweepScratch). The staging backends of the
+// CLI commands that write a stack's state (staging.go) are made in it too, so
+// what a killed paddock staged goes the same way: its last checkpoint was
+// already copied to the shared backend as it landed.
 
 const scratchPrefix = "paddock-run-"
 

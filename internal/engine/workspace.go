@@ -316,7 +316,7 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 		return auto.Stack{}, fmt.Errorf("pulumi CLI: %w", err)
 	}
 	opts := []auto.LocalWorkspaceOption{
-		auto.Pulumi(e.fenceCLI(cmd)), // fence.go: a lapsed run kills it
+		auto.Pulumi(e.fenceCLI(cmd, name)), // fence.go: a lapsed run kills it; staging.go
 		auto.EnvVars(env),
 		auto.PulumiHome(paths.PulumiHome()),
 		auto.SecretsProvider(e.secretsProvider(name)),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/s3test"
+	"github.com/paddock-platform/paddock/internal/state"
 )
 
 // BenchmarkStagedUp measures what staging.go adds to one Pulumi update:
@@ -92,6 +93,73 @@ func BenchmarkStagedUp(b *testing.B) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkStagingOverhead is what staging.go does per staged command
+// beside the CLI, without the CLI's own noise: take the shared lock, seed
+// the staging backend, copy back one checkpoint the CLI wrote, release.
+//
+//	go test -run '^$' -bench StagingOverhead ./internal/engine/
+func BenchmarkStagingOverhead(b *testing.B) {
+	backends := []struct {
+		name string
+		url  func(b *testing.B) string
+	}{
+		{"file", func(b *testing.B) string { return "file://" + b.TempDir() }},
+		{"s3", func(b *testing.B) string {
+			srv := s3test.Shared(b)
+			srv.SetEnv(b)
+			return srv.BackendURL(srv.NewBucket(b), "")
+		}},
+	}
+	for _, be := range backends {
+		for _, kib := range []int{1, 2048} {
+			b.Run(fmt.Sprintf("%s/%dKiB", be.name, kib), func(b *testing.B) {
+				b.Setenv("PADDOCK_HOME", b.TempDir())
+				e := New(Options{Backend: be.url(b), Stack: "s"})
+				defer e.Close()
+				s, err := e.store()
+				if err != nil {
+					b.Fatal(err)
+				}
+				rec, err := e.beginRecord("up", "s", "s", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer rec.abandon()
+				defer e.stageStack("s", rec, s)()
+				st := e.stageOf("s")
+				key := "stacks/paddock/s.json"
+				body := func(i int) []byte {
+					return []byte(fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", kib<<10)))
+				}
+				ctx := context.Background()
+				if _, err := st.swap.SwapCheckpoint(ctx, "paddock", "s", ".pulumi/"+key, body(0), state.CheckpointVersion{}); err != nil {
+					b.Fatal(err)
+				}
+				i := 0
+				for b.Loop() {
+					i++
+					release, _, err := e.lockForRepair("s")
+					if err != nil || release == nil {
+						b.Fatal("lock", err)
+					}
+					g, err := st.seed(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := os.WriteFile(g.file(".pulumi/"+key), body(i), 0o600); err != nil {
+						b.Fatal(err)
+					}
+					if err := g.sync(); err != nil {
+						b.Fatal(err)
+					}
+					g.remove()
+					release()
+				}
+			})
 		}
 	}
 }

@@ -61,6 +61,17 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	// Sandboxes start only inside the finished fence: namespace, identity,
 	// network policy and guardrails first.
 	deps := slices.Concat([]pulumi.Resource{nsObj}, fenceReady, identity.Ready, egress.Ready, guardrails.Ready, args.DependsOn)
+	if len(parts.Gateway) > 0 {
+		// The gateway runs inside the same fence (its own NetworkPolicies
+		// are in the egress group, the identity guardrails bind its label),
+		// and the sandboxes start once it serves.
+		gw, err := NewEgressGateway(ctx, name, gatewayURL(parts), &EgressGatewayArgs{Objects: parts.Gateway, Namespace: nsObj},
+			pulumi.Parent(t), pulumi.DependsOn(deps))
+		if err != nil {
+			return nil, err
+		}
+		deps = slices.Concat(deps, gw.Ready)
+	}
 	templates := map[string]*SandboxTemplate{}
 	for _, tpl := range parts.Templates {
 		st, err := NewSandboxTemplate(ctx, tn.Name+"/"+tpl.Template.Name, &SandboxTemplateArgs{Part: tpl, Namespace: nsObj},

@@ -216,6 +216,7 @@ func (b *builder) tenant(tc *node, name string, namespaces map[string]hcl.Range)
 	t.LimitRange = b.limitRange(tc.one(blockLimitRange), t.LimitRange)
 	t.Identity = b.identity(tc.one(blockIdentity), name, t.Identity)
 	t.Egress = b.egress(tc.one(blockEgress), t.Egress)
+	t.EgressGateway = b.egressGateway(tc.one(blockEgressGateway), name)
 	t.Claims = b.claims(tc.one(blockClaims), t.Claims)
 
 	var templates []string

@@ -48,6 +48,10 @@ const (
 	blockObservability    = "observability"
 	blockWaiver           = "waiver"
 	blockTrustAdmission   = "trust_admission"
+	blockEgressGateway    = "egress_gateway"
+	blockDestination      = "destination"
+	blockCredential       = "credential"
+	blockBudgets          = "budgets"
 )
 
 // Target kinds, the label of a target block.
@@ -362,7 +366,51 @@ var tenantSpec = &blockSpec{
 		{Name: argNamespace, Kind: kString, Default: "agents-<tenant>", Doc: "The tenant's namespace."},
 		{Name: argPodSecurity, Kind: kString, Enum: podSecurityLevels, Default: "restricted", Doc: "Pod Security Standards level the namespace enforces: \"restricted\", or \"baseline\", which LOOSENS (audit and warn stay at restricted). \"privileged\" is refused: it turns Pod Security admission off.", Rules: []string{"PDK-101"}},
 	},
-	Blocks: []*blockSpec{quotaSpec, limitRangeSpec, identitySpec, egressSpec, claimsSpec, templateSpec, warmPoolSpec},
+	Blocks: []*blockSpec{quotaSpec, limitRangeSpec, identitySpec, egressSpec, egressGatewaySpec, claimsSpec, templateSpec, warmPoolSpec},
+}
+
+var egressGatewaySpec = &blockSpec{
+	Type: blockEgressGateway, Rules: []string{"PDK-507", "PDK-611", "PDK-612"},
+	Doc: "The tenant's egress gateway: the one route out of its sandboxes to the APIs they may call. It holds the destinations' credentials (no key enters a sandbox), " +
+		"resolves each destination itself and refuses private, link-local and cluster addresses, never follows a redirect, and budgets each sandbox. " +
+		"Sandboxes call http://<destination>/... with the gateway as their HTTP proxy, http://egress-gateway.<namespace>.svc.cluster.local:8080 (the gateway speaks TLS onwards); NetworkPolicies let only the gateway reach the destinations' ports, and only the sandboxes reach the gateway.",
+	Attrs: []attrSpec{
+		{Name: argImage, Kind: kString, Default: "target local: the gateway of this Paddock build, built and imported into the node", Doc: "The gateway image (built from cmd/paddock-gateway), by digest: \"registry.example.com/paddock-gateway@sha256:<64 hex digits>\". Required on targets gke and kubeconfig (docs/gcp.md says how to build and push it)."},
+		{Name: argReplicas, Kind: kNumber, Default: "1", Doc: "Replicas of the gateway, 1 to 10. Budgets are each replica's."},
+		{Name: argCaBundle, Kind: kString, Default: "the system roots of the gateway image", Doc: "PEM certificates of the CAs destination certificates are verified against, instead of the system roots (a private CA's destinations)."},
+		{Name: argAllowCidrs, Kind: kStringList, Doc: "Target local only, for test servers: ranges such as \"10.215.0.0/24\" the gateway may reach although they are private, loopback or CGNAT; also opened to the gateway pods on the destinations' ports. Never link-local; the gateway never reopens the cluster's own ranges."},
+	},
+	Blocks: []*blockSpec{
+		{
+			Type: blockDestination, Label: "host", Name: nameFree, What: "destination", Repeat: true,
+			Doc: "A host sandboxes may call through the gateway, over TLS with its certificate verified. A DNS name: no IP address, no wildcard.",
+			Attrs: []attrSpec{
+				{Name: argPort, Kind: kNumber, Default: "443", Doc: "The destination's TLS port."},
+			},
+			Blocks: []*blockSpec{{
+				Type: blockCredential,
+				Doc:  "The key the gateway injects into every request to the destination, from a Secret of the tenant's namespace that only the gateway mounts. Whatever credential headers a sandbox sends are stripped.",
+				Attrs: []attrSpec{
+					{Name: argSecret, Kind: kString, Doc: "The Secret's name, in the tenant's namespace."},
+					{Name: argKey, Kind: kString, Default: "key", Doc: "The key in the Secret."},
+					{Name: argHeader, Kind: kString, Default: "Authorization", Doc: "The request header that carries the key, such as \"x-api-key\"."},
+					{Name: argFormat, Kind: kString, Default: `"Bearer {{key}}" for Authorization, "{{key}}" for any other header`, Doc: "The header's value, such as \"Bearer {{key}}\"; {{key}} stands for the key, once."},
+				},
+			}},
+		},
+		{
+			Type: blockBudgets,
+			Doc:  "Each sandbox's limits at the gateway; over them it gets 429 (413 for a request too large) while the tenant's other sandboxes are served.",
+			Attrs: []attrSpec{
+				{Name: argRequestsPerMinute, Kind: kNumber, Default: "600", Doc: "Requests a minute."},
+				{Name: argBytesPerMinute, Kind: kQuantity, Default: "256Mi", Doc: "Bytes a minute, both directions."},
+				{Name: argConcurrentRequests, Kind: kNumber, Default: "16", Doc: "Requests in flight at once."},
+				{Name: argConnections, Kind: kNumber, Default: "32", Doc: "Open connections to the gateway."},
+				{Name: argMaxRequestSize, Kind: kQuantity, Default: "16Mi", Doc: "The largest request body."},
+				{Name: argMaxResponseSize, Kind: kQuantity, Default: "64Mi", Doc: "The largest response body."},
+			},
+		},
+	},
 }
 
 var runtimeClassSpec = &blockSpec{

@@ -152,9 +152,31 @@ tenant "team-b" {
     }
   }
 
+  # PDK-507: the allow above reaches api.anthropic.com on 443 directly.
+  egress_gateway {
+    image = "registry.example.com/paddock-gateway@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+    destination "api.anthropic.com" {
+      credential {
+        secret = "anthropic-key"
+        header = "x-api-key"
+      }
+    }
+  }
+
   template "shell" {
     image         = "busybox:1.36"
     runtime_class = "runc"
+
+    secret_env "ANTHROPIC_API_KEY" { # PDK-611: the gateway's own credential
+      secret = "anthropic-key"
+      key    = "key"
+    }
+
+    secret_env "GITHUB_TOKEN" { # PDK-612: a key the gateway could hold
+      secret = "github-token"
+      key    = "token"
+    }
   }
 
   warm_pool "shell" {

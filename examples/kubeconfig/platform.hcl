@@ -47,10 +47,6 @@ runtime_class "gvisor" {
   }
 }
 
-locals {
-  llm_host = "api.example-llm-provider.com"
-}
-
 tenant "squad" {
   for_each = var.squads
 
@@ -66,8 +62,6 @@ tenant "squad" {
   }
 
   egress {
-    fqdns = [local.llm_host]
-
     # The squad's internal Git mirror.
     allow {
       cidr  = "10.40.12.0/24"
@@ -82,10 +76,25 @@ tenant "squad" {
     workspace {
       kind = "ephemeral"
     }
+  }
 
-    secret_env "LLM_API_KEY" {
-      secret = "llm-credentials"
-      key    = "api-key"
+  # The LLM key never enters a sandbox: the egress gateway holds it, injects
+  # it into every request to the provider, and is the sandboxes' only route
+  # there (http://egress-gateway.<namespace>.svc.cluster.local:8080).
+  egress_gateway {
+    image = "registry.example.com/platform/paddock-gateway@sha256:4b1c1e7a5f3c6f0d9e2a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e"
+
+    destination "api.example-llm-provider.com" {
+      credential {
+        secret = "llm-credentials"
+        key    = "api-key"
+      }
+    }
+
+    budgets {
+      requests_per_minute = 120
+      bytes_per_minute    = "64Mi"
+      max_response_size   = "32Mi"
     }
   }
 

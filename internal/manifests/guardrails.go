@@ -134,6 +134,9 @@ func Guardrails(p *model.Platform, t model.Tenant) []Guardrail {
 // orchestrator. The claim matters: its additionalPodMetadata labels the
 // sandbox pod, and the orchestrator writes claims. None without the hole.
 func orchestratorGuardrails(p *model.Platform, t model.Tenant) []Guardrail {
+	if t.EgressGateway != nil {
+		return identityGuardrails(p, t)
+	}
 	if !p.OrchestratorNeedsMetadataServer(t) {
 		return nil
 	}
@@ -170,6 +173,52 @@ func orchestratorGuardrails(p *model.Platform, t model.Tenant) []Guardrail {
 		}, []admissionv1.Validation{{
 			Expression: fmt.Sprintf("!has(object.spec.additionalPodMetadata) || %s", absent("object.spec.additionalPodMetadata.labels")),
 			Message:    fmt.Sprintf("a claim in tenant %s may not label its sandbox %s: it is the orchestrator's", t.Name, IdentityLabel),
+		}}),
+	}
+}
+
+// identityGuardrails bind IdentityLabel to the service account it names, for
+// a tenant with an egress gateway (whose NetworkPolicies select its pods by
+// the label) and, when it has its metadata server hole, the orchestrator: a
+// pod may carry the label only with one of those values and only running as
+// the service account of that name; a sandbox or template never carries it
+// nor runs as one of them; a claim never labels its sandbox with it.
+func identityGuardrails(p *model.Platform, t model.Tenant) []Guardrail {
+	ids := []string{model.GatewayServiceAccount}
+	if p.OrchestratorNeedsMetadataServer(t) {
+		ids = append(ids, model.AgentOrchestratorServiceAccount)
+	}
+	sort.Strings(ids)
+	key, allowed := "'"+IdentityLabel+"'", celList(ids)
+	absent := func(labels string) string {
+		return fmt.Sprintf("!has(%s) || !(%s in %s)", labels, key, labels)
+	}
+	return []Guardrail{
+		guardrail(p, t, "identity-pods", []admissionv1.NamedRuleWithOperations{rule("", "v1", "pods")},
+			[]admissionv1.Validation{{
+				Expression: fmt.Sprintf("%s || (object.metadata.labels[%s] in %s && has(object.spec.serviceAccountName) && object.spec.serviceAccountName == object.metadata.labels[%s])",
+					absent("object.metadata.labels"), key, allowed, key),
+				Message: fmt.Sprintf("in tenant %s only a pod running as the service account it names may carry %s (%s): network policies select by it",
+					t.Name, IdentityLabel, strings.Join(ids, ", ")),
+			}}),
+		guardrail(p, t, "identity-sandboxes", []admissionv1.NamedRuleWithOperations{
+			rule("agents.x-k8s.io", "*", "sandboxes"),
+			rule("extensions.agents.x-k8s.io", "*", "sandboxtemplates"),
+		}, []admissionv1.Validation{
+			{
+				Expression: fmt.Sprintf("!has(object.spec.podTemplate.metadata) || %s", absent("object.spec.podTemplate.metadata.labels")),
+				Message:    fmt.Sprintf("a sandbox of tenant %s may not carry %s: it selects the gateway's and the orchestrator's network policies", t.Name, IdentityLabel),
+			},
+			{
+				Expression: fmt.Sprintf("!has(object.spec.podTemplate.spec.serviceAccountName) || !(object.spec.podTemplate.spec.serviceAccountName in %s)", allowed),
+				Message:    fmt.Sprintf("a sandbox of tenant %s may not run as %s", t.Name, strings.Join(ids, " or ")),
+			},
+		}),
+		guardrail(p, t, "identity-claims", []admissionv1.NamedRuleWithOperations{
+			rule(agentsandbox.SandboxClaims.Group, "*", agentsandbox.SandboxClaims.Resource),
+		}, []admissionv1.Validation{{
+			Expression: fmt.Sprintf("!has(object.spec.additionalPodMetadata) || %s", absent("object.spec.additionalPodMetadata.labels")),
+			Message:    fmt.Sprintf("a claim in tenant %s may not label its sandbox %s", t.Name, IdentityLabel),
 		}}),
 	}
 }

@@ -352,6 +352,9 @@ func templateNetworkPolicy(p *model.Platform, t model.Tenant) (*extv1beta1.Netwo
 	if tr.proxy != nil {
 		add(*tr.proxy)
 	}
+	if tr.gateway != nil {
+		add(*tr.gateway)
+	}
 	return np, extv1beta1.NetworkPolicyManagementManaged, origins, nil
 }
 

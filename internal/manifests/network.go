@@ -137,6 +137,7 @@ type tenantRules struct {
 	holes    []originRule // allow blocks, in spec order
 	proxy    *originRule
 	metadata *originRule
+	gateway  *originRule // the sandboxes' rule to the tenant's egress gateway
 }
 
 func egressRules(p *model.Platform, t model.Tenant) (tenantRules, error) {
@@ -174,6 +175,9 @@ func egressRules(p *model.Platform, t model.Tenant) (tenantRules, error) {
 	if r, ok := metadataServerRule(p, t); ok {
 		wi := t.Identity.WorkloadIdentity(model.AgentRuntimeServiceAccount)
 		tr.metadata = &originRule{r, Origin{Field: OriginAgentWI, Src: wi.Src}}
+	}
+	if r, ok := gatewayRule(t); ok {
+		tr.gateway = &r
 	}
 	return tr, nil
 }
@@ -229,9 +233,16 @@ func networkPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.Network
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 	})}
 	origins := map[RuleRef]Origin{}
+	// The sandboxes' holes select every pod but the egress gateway's (see
+	// gateway.go); DNS is every pod's.
+	sandboxes := sandboxSelector(t)
 	egress := func(name string, rules ...originRule) {
+		sel := sandboxes
+		if name == AllowDNSPolicy {
+			sel = all
+		}
 		np := netpol(p, t, name, networkingv1.NetworkPolicySpec{
-			PodSelector: all, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			PodSelector: sel, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
 		})
 		for i, r := range rules {
 			np.Spec.Egress = append(np.Spec.Egress, r.rule)
@@ -250,6 +261,9 @@ func networkPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.Network
 	}
 	if tr.metadata != nil {
 		egress(AllowMetadataServerPolicy, *tr.metadata)
+	}
+	if tr.gateway != nil {
+		egress(AllowGatewayPolicy, *tr.gateway)
 	}
 	if np := orchestratorMetadataServerPolicy(p, t); np != nil {
 		out = append(out, np)

@@ -163,6 +163,9 @@ type TenantParts struct {
 	Identity []*unstructured.Unstructured
 	// Egress is the NetworkPolicies and the FQDN policy.
 	Egress []*unstructured.Unstructured
+	// Gateway is the egress gateway's workload (its NetworkPolicies are in
+	// Egress); empty without one.
+	Gateway []*unstructured.Unstructured
 	// Guardrails are ValidatingAdmissionPolicies and bindings (cluster-scoped).
 	Guardrails []*unstructured.Unstructured
 	// Templates and WarmPools, in spec order.
@@ -173,7 +176,7 @@ type TenantParts struct {
 // All flattens the parts in apply order.
 func (tp TenantParts) All() []*unstructured.Unstructured {
 	out := []*unstructured.Unstructured{tp.Namespace}
-	for _, part := range [][]*unstructured.Unstructured{tp.Fence, tp.Identity, tp.Egress, tp.Guardrails} {
+	for _, part := range [][]*unstructured.Unstructured{tp.Fence, tp.Identity, tp.Egress, tp.Guardrails, tp.Gateway} {
 		out = append(out, part...)
 	}
 	for _, tpl := range tp.Templates {
@@ -220,13 +223,18 @@ func IdentityObjects(p *model.Platform, t model.Tenant) ([]*unstructured.Unstruc
 	return typedList(AgentRuntimeServiceAccount(p, t), osa, role, rb)
 }
 
-// EgressObjects are the tenant's NetworkPolicies and FQDN policy.
+// EgressObjects are the tenant's NetworkPolicies (the egress gateway's
+// included) and FQDN policy.
 func EgressObjects(p *model.Platform, t model.Tenant) ([]*unstructured.Unstructured, error) {
 	pols, err := NetworkPolicies(p, t)
 	if err != nil {
 		return nil, err
 	}
-	return egressObjects(p, t, pols)
+	gw, err := gatewayPolicies(p, t)
+	if err != nil {
+		return nil, err
+	}
+	return egressObjects(p, t, append(pols, gw...))
 }
 
 // GuardrailObjects are the tenant's admission policies and their bindings.
@@ -277,6 +285,9 @@ func Tenant(p *model.Platform, t model.Tenant) (TenantParts, error) {
 		return tp, err
 	}
 	if tp.Guardrails, err = GuardrailObjects(p, t); err != nil {
+		return tp, err
+	}
+	if tp.Gateway, err = GatewayObjects(p, t); err != nil {
 		return tp, err
 	}
 	for _, tpl := range t.Templates {

@@ -147,8 +147,10 @@ type Tenant struct {
 	LimitRange  LimitRange
 	Identity    Identity
 	Egress      Egress
-	Claims      ClaimPolicy
-	Attrs       Attrs
+	// EgressGateway is the tenant's egress gateway; nil for none.
+	EgressGateway *EgressGateway
+	Claims        ClaimPolicy
+	Attrs         Attrs
 }
 
 // Resources are per-container requests and limits (Kubernetes quantity strings).

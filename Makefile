@@ -85,9 +85,10 @@ tools-gcp: tool-pulumi ## fetch the pinned GCP provider plugin (target "gke" onl
 	  "$(PADDOCK_HOME)/bin/pulumi" plugin install resource gcp v$(PULUMI_GCP_VERSION)
 
 .PHONY: build
-build: ## build the paddock CLI into ./bin (it reports its commit: bin/paddock version)
+build: ## build the paddock CLI and its egress gateway (static) into ./bin (it reports its commit: bin/paddock version)
 	@mkdir -p $(BIN)
 	go build -trimpath -ldflags '$(GO_LDFLAGS) -X main.commit=$(shell git describe --always --dirty --abbrev=12 2>/dev/null) -X main.commitTime=$(shell git show -s --format=%ct HEAD 2>/dev/null)' -o $(PADDOCK) ./cmd/paddock
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/paddock-gateway ./cmd/paddock-gateway
 
 # The demo's node kind: empty lets `local up` choose (a real node running gVisor
 # where the machine allows it, else kwok saying why); real or fake forces one.

@@ -215,7 +215,8 @@ func writeNodeImages(dir, busybox string, bins map[string]string) error {
 			return err
 		}
 	}
-	return nil
+	_, err = writeGatewayImage(dir)
+	return err
 }
 
 func goarch() string { return runtime.GOARCH }

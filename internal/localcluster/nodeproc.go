@@ -25,6 +25,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/paddock-platform/paddock/internal/model"
 )
 
 const nodeReportFile = "node.json"
@@ -235,7 +237,14 @@ func (n *nodeRunner) afterContainerd(ctx context.Context) error {
 	}
 	start := time.Now()
 	var refs []string
-	for _, spec := range nodeImages() {
+	all := nodeImages()
+	// The egress gateway's image, when writeNodeImages found its binary.
+	if gw := model.LocalGatewayImage(); fileExists(filepath.Join(d.images(), imageFileName(gw))) {
+		all = append(all, imageSpec{Ref: gw})
+	} else {
+		n.log.Printf("node: no egress gateway image (%s): build paddock-gateway beside paddock (`make build`) or set %s", gw, GatewayBinaryEnv)
+	}
+	for _, spec := range all {
 		ref := spec.Ref
 		refs = append(refs, ref)
 		tar := filepath.Join(d.images(), imageFileName(ref))

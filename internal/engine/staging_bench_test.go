@@ -117,8 +117,9 @@ func BenchmarkStagingOverhead(b *testing.B) {
 	for _, be := range backends {
 		for _, kib := range []int{1, 2048} {
 			b.Run(fmt.Sprintf("%s/%dKiB", be.name, kib), func(b *testing.B) {
+				backend := be.url(b) // before PADDOCK_HOME moves: weed is found there
 				b.Setenv("PADDOCK_HOME", b.TempDir())
-				e := New(Options{Backend: be.url(b), Stack: "s"})
+				e := New(Options{Backend: backend, Stack: "s"})
 				defer e.Close()
 				s, err := e.store()
 				if err != nil {

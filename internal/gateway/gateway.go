@@ -225,7 +225,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseRecorder{ResponseWriter: w, creds: creds}
 	defer func() {
 		if p := recover(); p != nil {
-			rec.cut = true
+			rec.cut = rec.status != statusClientClosed
 			g.audit(rec, rw, start)
 			panic(p) // http.ErrAbortHandler: the server drops the connection
 		}
@@ -362,11 +362,19 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.Is(err, context.DeadlineExceeded):
 		g.refuse(w, rec, http.StatusGatewayTimeout, "destination timed out")
 	case errors.Is(err, context.Canceled):
-		rec.status = 499 // the sandbox went away; nobody reads an answer
+		// The sandbox closed its side (a client that half-closes after
+		// its request, as busybox nc does, counts): no answer at all
+		// rather than an empty 200 it might read as the destination's.
+		rec.status = statusClientClosed
+		panic(http.ErrAbortHandler)
 	default:
 		g.refuse(w, rec, http.StatusBadGateway, "destination unreachable")
 	}
 }
+
+// statusClientClosed is the audit status of a request whose sandbox went
+// away before the answer (nginx's 499): nothing was sent back.
+const statusClientClosed = 499
 
 // refuse answers with status and a one-line reason.
 func (g *Gateway) refuse(w http.ResponseWriter, rec *auditRecord, status int, reason string) {

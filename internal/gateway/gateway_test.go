@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -418,5 +419,50 @@ func TestHeaderSizesBounded(t *testing.T) {
 	e.up.handler = func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Big", huge) }
 	if res := e.get(sandboxA, "api.test", "/"); res.status != http.StatusBadGateway {
 		t.Errorf("an 80 KiB response header: %d, want 502", res.status)
+	}
+}
+
+// A sandbox that closes its side while the destination is still answering
+// (busybox nc half-closes once its request is sent) gets no answer: before,
+// the gateway sent an empty 200 that read as the destination's.
+func TestSandboxGoneGetsNoAnswer(t *testing.T) {
+	e := newEnv(t)
+	arrived := make(chan struct{})
+	var once sync.Once
+	e.up.handler = func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(arrived) })
+		<-r.Context().Done()
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(sandboxA)}}
+	c, err := d.Dial("tcp", e.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: api.test\r\n\r\n")
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request never reached the destination")
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got, _ := io.ReadAll(c)
+	if len(got) != 0 {
+		t.Errorf("a sandbox that went away was answered:\n%s", got)
+	}
+	var line map[string]any
+	for i := 0; i < 100 && line == nil; i++ {
+		for _, l := range e.auditLines() {
+			if l["path"] == "/slow" {
+				line = l
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if line == nil || line["status"] != float64(statusClientClosed) || line["cut"] == true {
+		t.Errorf("audit line for the request: %v, want status %d and not cut", line, statusClientClosed)
 	}
 }

@@ -139,7 +139,7 @@ func startWorldHost(h WorldHost, pid int) (func(), error) {
 		}
 	}
 	for _, port := range h.Ports {
-		l, err := listenInNetns(pid, net.JoinHostPort(h.Addr(), strconv.Itoa(port)))
+		l, err := ListenInNetns(pid, net.JoinHostPort(h.Addr(), strconv.Itoa(port)))
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("world host %s: %w", h.Name, err)
@@ -168,11 +168,12 @@ func serveGreeting(l net.Listener, greeting string) {
 	}
 }
 
-// listenInNetns opens a TCP listener inside the network namespace of pid.
+// ListenInNetns opens a TCP listener inside the network namespace of pid (a
+// world host's holder, or one an e2e test serves a destination of its own in).
 // The socket is made on a thread that enters the namespace and is never
 // handed back: the goroutine ends locked, so the runtime retires the thread
 // rather than let another goroutine run in that namespace.
-func listenInNetns(pid int, addr string) (net.Listener, error) {
+func ListenInNetns(pid int, addr string) (net.Listener, error) {
 	type result struct {
 		l   net.Listener
 		err error

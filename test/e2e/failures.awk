@@ -6,9 +6,11 @@
 # written outside any test (TestMain's set-up and tear-down) and a panic, if
 # the run had one (a panic or the -timeout ends every test at once).
 #
-#	awk -v keep=120 -f test/e2e/failures.awk e2e.log
+#	awk [-v keep=80] [-v keepmsgs=40] -f test/e2e/failures.awk e2e.log
 #
-# keep bounds the lines shown per failed test (its last ones); the log has all.
+# A failed test that wrote more than keep lines shows its last keepmsgs
+# messages (the first line of each t.Log/t.Error/t.Fatal), then its last keep
+# lines; the log has all.
 
 function top(name) {
 	sub(/\/.*/, "", name)
@@ -22,14 +24,32 @@ function add(test, line) {
 	lines[test, count[test]++] = line
 }
 
-function show(test, title,    n, i, from) {
+# A test's own messages: the first line of each t.Log, t.Error and t.Fatal
+# (terratest's command output, logger.go, is left to the tail), cut at 300
+# characters: a failure followed by a long dump still shows.
+function message(line) {
+	return line ~ /^ +[A-Za-z0-9_]+\.go:[0-9]+: / && line !~ /^ +logger\.go:/
+}
+
+function show(test, title,    n, i, from, m, msgs) {
 	n = count[test]
-	from = 0
-	if (keep > 0 && n > keep) {
-		from = n - keep
-	}
 	print ""
 	print "=== " title
+	m = 0
+	for (i = 0; i < n; i++) {
+		if (message(lines[test, i])) {
+			msgs[m++] = lines[test, i]
+		}
+	}
+	if (m > 0 && n > keep) {
+		from = (m > keepmsgs) ? m - keepmsgs : 0
+		print "  its messages, the first line of each" (from > 0 ? " (the last " keepmsgs ")" : "") ":"
+		for (i = from; i < m; i++) {
+			print substr(msgs[i], 1, 300)
+		}
+		print "  its last " keep " lines:"
+	}
+	from = (n > keep) ? n - keep : 0
 	if (from > 0) {
 		print "    (" from " earlier line(s) left out: the full log has them)"
 	}
@@ -40,7 +60,10 @@ function show(test, title,    n, i, from) {
 
 BEGIN {
 	if (keep == "") {
-		keep = 120
+		keep = 80
+	}
+	if (keepmsgs == "") {
+		keepmsgs = 40
 	}
 	cur = ""
 	panicking = 0

@@ -13,7 +13,8 @@ import (
 
 // CheckLocalImages refuses, before an update of a local-target platform, a
 // spec whose templates name an image the local cluster's real node does not
-// hold (see checkLocalImages). Other targets pull their images; it passes them.
+// hold, or whose egress gateway's image it has not imported (see
+// checkLocalImages). Other targets pull their images; it passes them.
 func CheckLocalImages(ctx context.Context, p *model.Platform) error {
 	if p.Target.Kind != model.TargetLocal {
 		return nil
@@ -46,20 +47,37 @@ func checkLocalImages(p *model.Platform, nodes []localcluster.NodeStatus) error 
 			held[r.String()] = true
 		}
 	}
-	var problems []string
+	var problems, fixes []string
+	var templates, gateways bool
 	for _, t := range p.Tenants {
 		for _, tpl := range t.Templates {
 			if why := imageProblem(tpl.Image, held); why != "" {
 				at := tpl.Attrs.At("image", tpl.Src)
 				problems = append(problems, fmt.Sprintf("  %s: tenant %q template %q: %s", at, t.Name, tpl.Name, why))
+				templates = true
+			}
+		}
+		// The gateway's image is the one this paddock's node imports at
+		// `local up` from the paddock-gateway built beside it: absent when
+		// it was not built, or when paddock was rebuilt since.
+		if g := t.EgressGateway; g != nil {
+			if why := imageProblem(g.Image, held); why != "" {
+				problems = append(problems, fmt.Sprintf("  %s: tenant %q egress_gateway: %s", g.Src, t.Name, why))
+				gateways = true
 			}
 		}
 	}
 	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the local cluster's node %s cannot run every template: nothing on it can pull from a registry\n%s\nuse an image the node holds (%s, built from Debian's busybox-static; `paddock local status` lists them), or `paddock local down && paddock local up --nodes fake` for a cluster where no container runs",
-		real.Name, strings.Join(problems, "\n"), localcluster.SandboxImage)
+	if templates {
+		fixes = append(fixes, fmt.Sprintf("use an image the node holds (%s, built from Debian's busybox-static; `paddock local status` lists them), or `paddock local down && paddock local up --nodes fake` for a cluster where no container runs", localcluster.SandboxImage))
+	}
+	if gateways {
+		fixes = append(fixes, fmt.Sprintf("the node imports the egress gateway's image (%s) at `paddock local up`, from the paddock-gateway beside this paddock (`make build` builds both): build it, then `paddock local down && paddock local up`", model.LocalGatewayImage()))
+	}
+	return fmt.Errorf("the local cluster's node %s cannot run every image the platform names: nothing on it can pull from a registry\n%s\n%s",
+		real.Name, strings.Join(problems, "\n"), strings.Join(fixes, "\n"))
 }
 
 // imageProblem says why a template's image cannot run on a node holding the

@@ -52,3 +52,33 @@ func TestLocalImagesOnKwokNodes(t *testing.T) {
 		t.Fatalf("kwok nodes run nothing, so any image will do: %v", err)
 	}
 }
+
+// A gateway whose image the node did not import (paddock-gateway was not
+// built beside paddock, or paddock was rebuilt since `local up`) is refused
+// before anything is applied: its pods could never start (pull policy Never).
+func TestLocalGatewayImageOnARealNode(t *testing.T) {
+	p := platformWithImages("localhost/paddock/busybox:v1")
+	p.Tenants[0].EgressGateway = &model.EgressGateway{Image: "localhost/paddock/gateway:0123456789ab",
+		Src: model.Range{Filename: "spec/platform.hcl", Line: 20, Column: 3}}
+	err := checkLocalImages(p, []localcluster.NodeStatus{realNode})
+	if err == nil {
+		t.Fatal("a gateway image the node lacks was accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`spec/platform.hcl:20:3: tenant "team-a" egress_gateway: image "localhost/paddock/gateway:0123456789ab" is not on the node`,
+		"paddock local down && paddock local up",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "--nodes fake") {
+		t.Errorf("the refusal gives the templates' fix though every template's image is held:\n%s", msg)
+	}
+	held := realNode
+	held.Images = append(append([]string(nil), realNode.Images...), "localhost/paddock/gateway:0123456789ab")
+	if err := checkLocalImages(p, []localcluster.NodeStatus{held}); err != nil {
+		t.Errorf("a gateway image the node holds was refused: %v", err)
+	}
+}

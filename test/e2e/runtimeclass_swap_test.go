@@ -42,12 +42,17 @@ func TestRuntimeClassSwapRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostKernel := strings.TrimSpace(string(hostOut))
+	// A sandbox the pool just reported ready may not have its container
+	// running yet ("container not found" from the kubelet, seen once):
+	// exec is retried for a minute.
 	kernelOf := func(pod string) string {
 		t.Helper()
-		out, err := k8s.RunKubectlAndGetOutputE(t, e.kubectl, "exec", "-n", namespace, pod, "--", "uname", "-r")
-		if err != nil {
-			t.Fatalf("uname in %s: %v", pod, err)
-		}
+		var out string
+		eventually(t, "uname in "+pod, time.Minute, func() error {
+			var err error
+			out, err = k8s.RunKubectlAndGetOutputE(t, e.kubectl, "exec", "-n", namespace, pod, "--", "uname", "-r")
+			return err
+		})
 		return strings.TrimSpace(out)
 	}
 	before := poolSandboxes(t, e)

@@ -132,7 +132,7 @@ PROMRULES = cd test/promrules && go vet ./... && go test -count=1 ./...
 # the guard sits well beyond either; CI's own limit bounds the run.
 # E2E_PARALLEL=N (N > 1) runs the tests that share nothing cluster-wide N at a time,
 # after every other test (go test -parallel N; test/e2e/README.md says which and why).
-# Off (0: every test alone) by default: today those are two short tests, since every
+# Off (0: every test alone) by default: today those are two tests of 0.2 s, since every
 # test that runs `up` holds the cluster's one Agent Sandbox release (README.md).
 E2E_LOG ?= $(BIN)/e2e.log
 E2E_PARALLEL ?= 0

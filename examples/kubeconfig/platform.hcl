@@ -62,6 +62,10 @@ tenant "squad" {
   }
 
   egress {
+    # The public package index holds no credential of the squad's: reached
+    # directly, by name (Cilium's FQDN policy), not through the gateway.
+    fqdns = ["pypi.org", "files.pythonhosted.org"]
+
     # The squad's internal Git mirror.
     allow {
       cidr  = "10.40.12.0/24"

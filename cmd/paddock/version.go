@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/pins"
 )
 
@@ -24,30 +25,7 @@ func buildCommit() string {
 	if commit != "" {
 		return commit
 	}
-	bi, ok := readBuildInfo()
-	if !ok {
-		return ""
-	}
-	var rev string
-	var modified bool
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return ""
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if modified {
-		rev += "-dirty"
-	}
-	return rev
+	return model.RevisionOf(readBuildInfo())
 }
 
 var errNoCommit = errors.New("this binary does not know the commit it was built from: build it with `make build`")

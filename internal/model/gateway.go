@@ -163,9 +163,18 @@ func LocalGatewayImage() string { return LocalGatewayRepository + ":" + BuildVer
 // hex digits, "-dirty" when built from a modified tree), or "dev" when the
 // build carries no version control information (go test, go run).
 func BuildVersion() string {
-	info, ok := debug.ReadBuildInfo()
+	if rev := RevisionOf(debug.ReadBuildInfo()); rev != "" {
+		return rev
+	}
+	return "dev"
+}
+
+// RevisionOf is the commit a build's information carries (12 hex digits,
+// "-dirty" when built from a modified tree), "" when it carries none: one
+// reading for the gateway image's tag and `paddock version`.
+func RevisionOf(info *debug.BuildInfo, ok bool) string {
 	if !ok {
-		return "dev"
+		return ""
 	}
 	var rev string
 	dirty := false
@@ -178,7 +187,7 @@ func BuildVersion() string {
 		}
 	}
 	if rev == "" {
-		return "dev"
+		return ""
 	}
 	rev = strings.ToLower(rev[:min(12, len(rev))])
 	if dirty {

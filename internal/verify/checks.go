@@ -88,7 +88,10 @@ func checkPrivilegedPodRejected(ctx context.Context, v *Verifier) []Result {
 				}},
 			},
 		}
-		_, err := v.kube.CoreV1().Pods(t.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		err := untilAdmissionSettles(ctx, v, func() (error, bool) {
+			_, err := v.kube.CoreV1().Pods(t.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err, apierrors.IsForbidden(err) && strings.Contains(err.Error(), "PodSecurity")
+		})
 		switch {
 		case err == nil:
 			out = append(out, fail(t.Namespace, "the API server accepted a privileged pod"))

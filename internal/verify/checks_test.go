@@ -677,6 +677,46 @@ func TestV08ClaimLifecycleRefusedByEachRule(t *testing.T) {
 		})
 	}
 
+	// The API server enforces a policy put back by `up` a moment after it is
+	// written. A probe answered the old way is asked again within the settle
+	// window: a guardrail back in force passes; one still off fails when the
+	// window ends, and without a window the first answer is the verdict.
+	t.Run("a guardrail that takes effect a moment late", func(t *testing.T) {
+		for _, c := range []struct {
+			name     string
+			settle   time.Duration
+			laxFirst int // claims admitted before the guardrail holds; -1: never holds
+			want     Status
+			words    string
+		}{
+			{"back in force within the window", 3 * time.Second, 5, Pass, g.Policy.Name},
+			{"no window: the first answer stands", 0, 5, Fail, "was accepted"},
+			{"still off when the window ends", time.Second, -1, Fail, "a claim without spec.lifecycle.shutdownTime was accepted"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				v, _, dyn := fakeVerifier(t, p, nil)
+				v.admissionSettle = c.settle
+				admission(t, dyn, g, 0)
+				sent := 0
+				dyn.PrependReactor("create", "sandboxclaims", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					sent++
+					if c.laxFirst < 0 || sent <= c.laxFirst {
+						return true, a.(k8stesting.CreateAction).GetObject(), nil
+					}
+					return false, nil, nil
+				})
+				start := time.Now()
+				wantStatus(t, only(t, v, "V08"), c.want, c.words)
+				if c.laxFirst < 0 && time.Since(start) < c.settle {
+					t.Errorf("a guardrail still off was reported after %s, before the %s window ended", time.Since(start), c.settle)
+				}
+				if c.settle == 0 && sent != 4 {
+					t.Errorf("%d claims sent without a window, want one asking (4)", sent)
+				}
+			})
+		}
+	})
+
 	// A session opened without a claim: the direct Sandbox probe must be
 	// refused by the sandbox-lifetime rule, and a live one past its end (the
 	// controller down) fails V08 by name with how long it is over.

@@ -118,16 +118,27 @@ func checkClaimLifecycleEnforced(ctx context.Context, v *Verifier) []Result {
 	for _, t := range v.p.Tenants {
 		var problems, proven []string
 		if len(t.WarmPools) > 0 {
-			p, ok := claimRulesRefused(ctx, v, t)
-			problems = append(problems, p...)
-			if ok != "" {
-				proven = append(proven, ok)
+			type answer struct {
+				problems []string
+				proven   string
+			}
+			a := untilAdmissionSettles(ctx, v, func() (answer, bool) {
+				p, ok := claimRulesRefused(ctx, v, t)
+				return answer{p, ok}, len(p) == 0
+			})
+			problems = append(problems, a.problems...)
+			if a.proven != "" {
+				proven = append(proven, a.proven)
 			}
 		}
-		if p, ok := directSandboxRefused(ctx, v, t); p != "" {
-			problems = append(problems, p)
-		} else if ok != "" {
-			proven = append(proven, ok)
+		type answer struct{ problem, proven string }
+		if a := untilAdmissionSettles(ctx, v, func() (answer, bool) {
+			p, ok := directSandboxRefused(ctx, v, t)
+			return answer{p, ok}, p == ""
+		}); a.problem != "" {
+			problems = append(problems, a.problem)
+		} else if a.proven != "" {
+			proven = append(proven, a.proven)
 		}
 		// Admission holds a session's end only when it is written: a claim
 		// made before the guardrail, under a longer max_ttl, or that the

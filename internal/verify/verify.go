@@ -177,6 +177,9 @@ type Verifier struct {
 	impersonate func(user string) (dynamic.Interface, error)
 	// auditWait bounds V13's wait for its event; zero: defaultAuditWait.
 	auditWait time.Duration
+	// admissionSettle is how long an admission probe answered the wrong
+	// way is asked again (untilAdmissionSettles); zero: once.
+	admissionSettle time.Duration
 }
 
 // New returns a verifier for platform p on the cluster cfg points at.
@@ -208,7 +211,7 @@ func New(p *model.Platform, cfg *rest.Config, opts Options) (*Verifier, error) {
 		c.Impersonate = rest.ImpersonationConfig{UserName: user}
 		return dynamic.NewForConfig(c)
 	}
-	return &Verifier{p: p, kube: kube, dyn: dyn, opts: opts, exec: ex, impersonate: impersonate}, nil
+	return &Verifier{p: p, kube: kube, dyn: dyn, opts: opts, exec: ex, impersonate: impersonate, admissionSettle: DefaultAdmissionSettle}, nil
 }
 
 // check is one conformance check; it appends its results.

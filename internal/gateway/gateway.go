@@ -330,6 +330,7 @@ var errResponseTooLarge = errors.New("response body over the size limit")
 func (g *Gateway) modifyResponse(res *http.Response) error {
 	st := stateOf(res.Request.Context())
 	st.creds.maskHeader(res.Header)
+	res.Header.Del(RefusalHeader) // only the gateway's own answers carry it
 	max := g.cfg.Budgets.MaxResponseBytes
 	if res.ContentLength > max {
 		return errResponseTooLarge
@@ -376,15 +377,32 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 // away before the answer (nginx's 499): nothing was sent back.
 const statusClientClosed = 499
 
+// RefusalHeader marks every answer the gateway makes itself rather than
+// relays, with its one-line reason: a destination's own 403 or 502 never
+// carries it, so a client (and verify) can tell the two apart.
+const RefusalHeader = "X-Paddock-Gateway-Refusal"
+
 // refuse answers with status and a one-line reason.
 func (g *Gateway) refuse(w http.ResponseWriter, rec *auditRecord, status int, reason string) {
 	rec.reason = reason
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set(RefusalHeader, headerSafe(reason))
 	h.Del("Content-Length")
 	w.WriteHeader(status)
 	io.WriteString(w, "paddock gateway: "+reason+"\n")
+}
+
+// headerSafe keeps reason to printable ASCII: it may quote a host the
+// sandbox sent.
+func headerSafe(reason string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, reason)
 }
 
 func headerHasToken(h http.Header, name, token string) bool {

@@ -466,3 +466,38 @@ func TestSandboxGoneGetsNoAnswer(t *testing.T) {
 		t.Errorf("audit line for the request: %v, want status %d and not cut", line, statusClientClosed)
 	}
 }
+
+// Every answer the gateway makes itself carries RefusalHeader with its
+// reason; a destination's own refusal, relayed, never does: a client tells
+// "the gateway said no" from "the API said no" by the header, not the status
+// (a destination that sends the header itself has it removed).
+func TestRefusalsMarkedRelayedAnswersNot(t *testing.T) {
+	var server *upstream
+	e := newEnv(t, func(c *Config, e *env) {
+		server = newUpstream(t, e.ca.leaf(t, "api.test"), func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set(RefusalHeader, "forged by the destination")
+			w.WriteHeader(http.StatusForbidden)
+		})
+		c.Destinations[0].Port = server.port
+	})
+	e.dns.set("other.test", []string{"127.0.0.1"})
+	for _, host := range []string{"other.test", "127.0.0.1"} {
+		res := e.get(sandboxA, host, "/")
+		if got := res.header.Get(RefusalHeader); res.status != http.StatusForbidden || got == "" || !strings.Contains(res.body, got) {
+			t.Errorf("Host %s: %d, %s %q, body %q: want 403 with the reason in the header and the body", host, res.status, RefusalHeader, got, res.body)
+		}
+	}
+	res := e.get(sandboxA, "api.test", "/")
+	if res.status != http.StatusForbidden || len(server.requests()) != 1 {
+		t.Fatalf("the destination's own 403: %d after %d upstream requests", res.status, len(server.requests()))
+	}
+	if got := res.header.Get(RefusalHeader); got != "" {
+		t.Errorf("a relayed 403 carries %s %q: it would read as the gateway's refusal", RefusalHeader, got)
+	}
+}
+
+func TestHeaderSafe(t *testing.T) {
+	if got := headerSafe("host \"a\r\nX-Evil: 1\u00e9\" refused"); got != `host "a??X-Evil: 1?" refused` {
+		t.Errorf("headerSafe: %q", got)
+	}
+}

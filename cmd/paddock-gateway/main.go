@@ -35,6 +35,9 @@ func main() {
 
 // run serves until ctx ends; it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "loadgen" {
+		return runLoadgen(ctx, args[1:], stdout, stderr) // loadgen.go
+	}
 	fs := flag.NewFlagSet("paddock-gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "the gateway's configuration file (JSON)")

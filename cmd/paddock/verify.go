@@ -21,6 +21,7 @@ func newVerifyCmd() *cobra.Command {
 		strict         bool
 		probeImage     string
 		fqdnProbeHosts []string
+		only           []string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify [SPEC]",
@@ -45,6 +46,14 @@ func newVerifyCmd() *cobra.Command {
 			"V14 fails on whatever drift's sweep finds outside the stack that weakens the platform\n" +
 			"(every rule but S02, which is V09's): see `paddock drift --help`.\n" +
 			"V15 fails on every object of the stack that drift's comparison finds changed, whole.\n" +
+			"V16, for each tenant with an egress gateway, execs into a ready sandbox and asks the\n" +
+			"gateway (as its HTTP proxy, with wget or curl) for an unlisted host (paddock-verify-\n" +
+			"unlisted.invalid) and an IP literal (192.0.2.1, which the gateway never dials): both must\n" +
+			"carry the gateway's refusal header; and for each destination, which must be answered\n" +
+			"through it (one GET / with the key injected). It connects to each destination directly\n" +
+			"(nc), which must fail, and reads every process environment in the sandbox, which must\n" +
+			"hold none of the gateway's keys (read from their Secrets by verify, never printed).\n" +
+			"--check V16 runs that check alone; --no-probes skips it.\n" +
 			"Exit status: 0 when nothing failed, 1 when a check failed (with --strict, also when a\n" +
 			"check is not verifiable here), 2 when verify could not run.",
 		Args: cobra.MaximumNArgs(1),
@@ -64,7 +73,7 @@ func newVerifyCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			opts := verify.Options{NoProbes: noProbes, ProbeImage: probeImage, Strict: strict, FQDNProbeHosts: fqdnProbeHosts}
+			opts := verify.Options{NoProbes: noProbes, ProbeImage: probeImage, Strict: strict, FQDNProbeHosts: fqdnProbeHosts, Only: only}
 			opts.StackDrift = func(ctx context.Context) (*drift.Report, error) { return l.eng.Drift(ctx, l.p) }
 			if p.Target.Kind == model.TargetLocal {
 				opts.ControllerHealth = localControllerHealth
@@ -101,7 +110,8 @@ func newVerifyCmd() *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
-	cmd.Flags().BoolVar(&noProbes, "no-probes", false, "skip the runtime checks (V10 network probe pods, V12 exec into a sandbox)")
+	cmd.Flags().BoolVar(&noProbes, "no-probes", false, "skip the runtime checks (V10 network probe pods, V12 and V16 exec into a sandbox)")
+	cmd.Flags().StringSliceVar(&only, "check", nil, "run only these checks (repeat or comma-separate IDs, e.g. --check V08,V16); default: every check")
 	cmd.Flags().BoolVar(&strict, "strict", false, "count a check that is not verifiable here as failed (exit 1), for CI")
 	cmd.Flags().StringSliceVar(&fqdnProbeHosts, "fqdn-probe-host", nil, "a host name V10 may connect to on port 443 and look up from probe pods, to show each tenant's FQDN allow-list (give one the list names and one it does not; repeat or comma-separate); default on target local: the local stack's world hosts")
 	cmd.Flags().StringVar(&probeImage, "probe-image", "", "image of the network probe pods (needs sh, nc, nslookup, sleep); default "+verify.DefaultProbeImage+", or the local node's busybox image on target local")

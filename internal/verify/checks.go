@@ -46,6 +46,7 @@ var checks = []check{
 	{"V13", "API audit records who changed sandboxes, claims and the fence (a dry-run claim as the orchestrator, found in the API server's audit log)", checkAuditTrail},
 	{"V14", "nothing outside the stack weakens the platform (the drift sweep: bindings, pods' runtime handlers, dangling bindings, guardrails as enforced, session lifetimes, mutating admission; network policies are V09's)", checkSweep},
 	{"V15", "every object of the stack is, whole, what Paddock applies (drift's comparison, every kind)", checkStackWhole},
+	{"V16", "each egress gateway is its tenant's route out and the only holder of its keys, from inside a ready sandbox: an unlisted host and an IP literal refused by the gateway, each listed destination answered through it, the direct route to it refused, no key in any process environment or the pod's Secret references", checkEgressGateway},
 }
 
 func checkNamespaces(ctx context.Context, v *Verifier) []Result {

@@ -40,8 +40,8 @@ func gatewayPlatform(t *testing.T) *model.Platform {
 // answer as a working gateway and fence do; each case bends one.
 type fakeSandboxTools struct {
 	unlisted, literal, listed string // what wget prints for each URL
-	directExit                    string // nc's exit status
-	noWget                        bool
+	directExit                string // nc's exit status
+	noWget                    bool
 }
 
 func workingGateway() fakeSandboxTools {
@@ -173,7 +173,9 @@ func TestV16GatewayProvenFromASandbox(t *testing.T) {
 			bend:  func(f *fakeSandboxTools) { f.literal = "  HTTP/1.1 404 Not Found\n" },
 			words: []string{"an IP literal was answered (404)"}},
 		{name: "the listed destination refused by the gateway", secret: true, environ: &clean, want: Fail,
-			bend:  func(f *fakeSandboxTools) { f.listed = "  HTTP/1.1 502 Bad Gateway\n  " + gateway.RefusalHeader + ": destination certificate not trusted\n" },
+			bend: func(f *fakeSandboxTools) {
+				f.listed = "  HTTP/1.1 502 Bad Gateway\n  " + gateway.RefusalHeader + ": destination certificate not trusted\n"
+			},
 			words: []string{"api.llm.example:443 is listed, but the gateway answered 502: destination certificate not trusted"}},
 		{name: "no gateway answering", secret: true, environ: &clean, want: Fail,
 			bend:  func(f *fakeSandboxTools) { f.unlisted = "wget: can't connect to remote host: Connection refused\n" },

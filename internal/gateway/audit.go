@@ -33,7 +33,8 @@ func (g *Gateway) audit(rec *auditRecord, rw *responseRecorder, start time.Time)
 	}
 	attrs := []slog.Attr{
 		slog.String("sandbox", rec.caller.Sandbox),
-		slog.String("claim", rec.caller.Claim),
+		slog.String("claim", rec.caller.Claim), // "": a warm sandbox, no claim yet
+		slog.String("pod", rec.caller.Pod),
 		slog.String("namespace", rec.caller.Namespace),
 		slog.String("destination", rec.destination),
 		slog.String("method", rec.method),

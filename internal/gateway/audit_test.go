@@ -27,7 +27,7 @@ func TestAuditLine(t *testing.T) {
 		t.Fatalf("%d audit lines, want one per request:\n%s", len(lines), e.logs.String())
 	}
 	want := map[string]any{
-		"sandbox": "sandbox-a", "claim": "claim-a", "namespace": "tenant-a", "destination": "api.test",
+		"sandbox": "sandbox-a", "claim": "claim-a", "pod": "sandbox-a", "namespace": "tenant-a", "destination": "api.test",
 		"method": "POST", "path": "/v1/chat", "status": float64(200),
 		"bytes_in": float64(len(`{"prompt":"body-secret-777"}`)), "bytes_out": float64(len("hello from upstream\n")),
 		"caller_addr": sandboxA,

@@ -306,8 +306,8 @@ var (
 	sandboxB = "127.0.0.2"
 	stranger = "127.0.0.3"
 	callers  = fakeIdentifier{
-		netip.MustParseAddr(sandboxA): {Namespace: "tenant-a", Sandbox: "sandbox-a", Claim: "claim-a"},
-		netip.MustParseAddr(sandboxB): {Namespace: "tenant-a", Sandbox: "sandbox-b", Claim: "claim-b"},
+		netip.MustParseAddr(sandboxA): {Namespace: "tenant-a", Pod: "sandbox-a", Sandbox: "sandbox-a", Claim: "claim-a"},
+		netip.MustParseAddr(sandboxB): {Namespace: "tenant-a", Pod: "sandbox-b", Sandbox: "sandbox-b", Claim: "claim-b"},
 	}
 )
 

@@ -11,11 +11,16 @@ import (
 // Caller is who sent a request: the sandbox pod and the claim it serves.
 type Caller struct {
 	Namespace string
-	Sandbox   string
-	Claim     string
+	// Pod is the sandbox's pod; "" when only the sandbox is known.
+	Pod     string
+	Sandbox string
+	// Claim is the SandboxClaim the sandbox serves; "" for a warm sandbox
+	// no claim has taken yet.
+	Claim string
 }
 
-// key is the caller's budget key.
+// key is the caller's budget key: the sandbox, not its pod or address, so
+// a pod the sandbox recreates (a new address) keeps the budget it had.
 func (c Caller) key() string { return c.Namespace + "/" + c.Sandbox }
 
 // ErrUnknownCaller is returned by an Identifier or a TokenReviewer for a
@@ -36,8 +41,9 @@ type TokenReviewer interface {
 }
 
 // AddressIdentifier names each caller by its address alone: every address
-// is its own sandbox. It is the stand-in until a pod informer knows the
-// sandboxes; budgets then apply per address.
+// is its own sandbox, and budgets apply per address. It is for tests and
+// for a gateway run outside a cluster; paddock-gateway in a cluster uses
+// the pod informer of internal/gateway/cluster.
 type AddressIdentifier struct{}
 
 // Identify names the caller after its address.

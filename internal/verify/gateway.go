@@ -231,6 +231,9 @@ func (v *Verifier) proveGateway(ctx context.Context, t model.Tenant, subject str
 
 	switch {
 	case len(problems) > 0:
+		if len(held) > 0 {
+			return fail(subject, "from sandbox %s: %s; held: %s", pod.Name, strings.Join(problems, "; "), strings.Join(held, ", "))
+		}
 		return fail(subject, "from sandbox %s: %s", pod.Name, strings.Join(problems, "; "))
 	case len(unshown) > 0:
 		return notVerifiable(subject, "from sandbox %s: not shown: %s; held: %s", pod.Name, strings.Join(unshown, ", "), strings.Join(held, ", "))

@@ -182,7 +182,7 @@ func TestV16GatewayProvenFromASandbox(t *testing.T) {
 			words: []string{"an unlisted host: no answer from the gateway", "Connection refused"}},
 		{name: "the direct route open", secret: true, environ: &clean, want: Fail,
 			bend:  func(f *fakeSandboxTools) { f.directExit = "0" },
-			words: []string{"connected to api.llm.example:443 directly, around the gateway"}},
+			words: []string{"connected to api.llm.example:443 directly, around the gateway", "held: an unlisted host refused by the gateway (403)"}},
 		{name: "the key in a process environment", secret: true, environ: &leaked, want: Fail,
 			words: []string{"a process environment in sandbox agent-gw001 holds the key of Secret llm-key key key (api.llm.example)"}},
 		{name: "the key's Secret in the pod spec", secret: true, environ: &clean, want: Fail,

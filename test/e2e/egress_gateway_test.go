@@ -27,6 +27,7 @@ import (
 	"github.com/paddock-platform/paddock/internal/localcluster"
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
+	"github.com/paddock-platform/paddock/internal/verify"
 	"github.com/paddock-platform/paddock/schemas/specgen"
 )
 
@@ -197,6 +198,43 @@ func TestEgressGatewayHoldsTheKey(t *testing.T) {
 		refusedInARow(t, "sandbox "+a+" to "+dest.Name+":443 by name", func() bool {
 			return strings.Contains(inSandbox(a, "nc -w 3 "+dest.Name+" 443 </dev/null"), localcluster.WorldGreeting)
 		})
+	})
+
+	// verify's own proof (V16), before the budget test spends the sandbox's
+	// budget: the spec lists two names the gateway must never dial (a
+	// private and a cluster address), so V16 fails naming exactly those two
+	// and shows every other part held.
+	t.Run("verify V16 proves the route and fails on the two refused destinations", func(t *testing.T) {
+		r := e.runPaddock(t, nil, "verify", dir, "--check", "V16", "--format", "json")
+		var rep verify.Report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("verify JSON (exit %d): %v\n%s\n%s", r.code, err, r.stdout, tail(r.stderr, 20))
+		}
+		res := statusOf(&rep, "V16")
+		if len(res) != 1 || len(rep.Results) != 1 {
+			t.Fatalf("verify --check V16: %d V16 results of %d, want one alone: %+v", len(res), len(rep.Results), rep.Results)
+		}
+		got := res[0]
+		if got.Status != verify.Fail || r.code != 1 {
+			t.Errorf("V16 %s (exit %d), want fail: %s", got.Status, r.code, got.Reason)
+		}
+		for _, want := range []string{
+			private.Name + ":443 is listed, but the gateway answered 403: destination address refused",
+			"kubernetes.default.svc.cluster.local:443 is listed, but the gateway answered 403: destination address refused",
+			"held: an unlisted host refused by the gateway (403)", "an IP literal refused by the gateway (403)",
+			destHost + " answered through the gateway (", "the direct route to " + destHost + " refused",
+			"no process environment holds any of the gateway's 1 key(s)",
+		} {
+			if !strings.Contains(got.Reason, want) {
+				t.Errorf("V16 does not say %q:\n%s", want, got.Reason)
+			}
+		}
+		if strings.Contains(got.Reason, key) || strings.Contains(r.stderr, key) {
+			t.Error("verify printed the key")
+		}
+		if strings.Count(got.Reason, "is listed, but") != 2 || strings.Contains(got.Reason, "directly, around the gateway") {
+			t.Errorf("V16 names other failures than the two refused destinations:\n%s", got.Reason)
+		}
 	})
 
 	t.Run("a sandbox over its budget gets 429 while another is served", func(t *testing.T) {

@@ -198,11 +198,20 @@ func ListenInNetns(pid int, addr string) (net.Listener, error) {
 	return r.l, r.err
 }
 
-// ensureWorldHostNames keeps DNSHostsConfigMap saying the world hosts' names:
-// it creates it, or puts the stack's text back when it says anything else.
+// ensureWorldHostNames keeps DNSHostsConfigMap saying the world hosts' names
+// and the test hosts' (DNSTestHostsConfigMap, its lines that pass
+// testHostLines): it creates it, or puts that text back when it says
+// anything else.
 func ensureWorldHostNames(ctx context.Context, cs kubernetes.Interface) (did string, err error) {
-	want := map[string]string{"hosts": worldHostsFile()}
 	cms := cs.CoreV1().ConfigMaps(DNSNamespace)
+	text := worldHostsFile()
+	switch tcm, err := cms.Get(ctx, DNSTestHostsConfigMap, metav1.GetOptions{}); {
+	case err == nil:
+		text += testHostLines(tcm.Data["hosts"])
+	case !apierrors.IsNotFound(err):
+		return "", err
+	}
+	want := map[string]string{"hosts": text}
 	cm, err := cms.Get(ctx, DNSHostsConfigMap, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -219,9 +228,13 @@ func ensureWorldHostNames(ctx context.Context, cs kubernetes.Interface) (did str
 	case cm.Data["hosts"] == want["hosts"] && len(cm.Data) == 1:
 		return "", nil
 	}
+	onlyTestHosts := len(cm.Data) == 1 && strings.HasPrefix(cm.Data["hosts"], worldHostsFile())
 	cm.Data = want
 	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "paddock-local"}); err != nil {
 		return "", err
+	}
+	if onlyTestHosts {
+		return "the resolver's names follow " + DNSNamespace + "/" + DNSTestHostsConfigMap + ": " + strings.Join(strings.Fields(testHostLines(want["hosts"][len(worldHostsFile()):])), " "), nil
 	}
 	return "the world hosts' names were changed in " + DNSNamespace + "/" + DNSHostsConfigMap + ": put back", nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -101,5 +102,53 @@ func TestEnsureWorldHostNames(t *testing.T) {
 		if len(cm.Data) != 1 || cm.Data["hosts"] != worldHostsFile() {
 			t.Fatalf("after put back: %v", cm.Data)
 		}
+	}
+}
+
+// A test host's name reaches the resolver's file beside the world hosts';
+// a line that would rename a world host, point a name at any other address
+// or name something outside .test is left out; removing the test's
+// ConfigMap takes its names back out.
+func TestTestHostNamesFollowTheirConfigMap(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	if _, err := ensureWorldHostNames(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Join([]string{
+		"10.215.16.2 tls.e2e.paddock.test",
+		"10.215.17.2 api.llm.paddock.test",      // a world host's name
+		"10.215.18.2 metadata.google.internal",  // not under .test
+		"10.215.1.2 low.paddock.test",           // a world host's address
+		"10.215.19.1 machine-side.paddock.test", // not a host's .2
+		"169.254.169.254 meta.paddock.test",
+		"# a comment",
+	}, "\n")
+	if _, err := cs.CoreV1().ConfigMaps(DNSNamespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: DNSTestHostsConfigMap, Namespace: DNSNamespace},
+		Data:       map[string]string{"hosts": lines},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	did, err := ensureWorldHostNames(ctx, cs)
+	if err != nil || !strings.Contains(did, "tls.e2e.paddock.test") || strings.Contains(did, "put back") {
+		t.Fatalf("did %q, err %v; want the test host named", did, err)
+	}
+	cm, _ := cs.CoreV1().ConfigMaps(DNSNamespace).Get(ctx, DNSHostsConfigMap, metav1.GetOptions{})
+	if want := worldHostsFile() + "10.215.16.2 tls.e2e.paddock.test\n"; cm.Data["hosts"] != want {
+		t.Errorf("resolver's file:\n%s\nwant:\n%s", cm.Data["hosts"], want)
+	}
+	if did, err := ensureWorldHostNames(ctx, cs); err != nil || did != "" {
+		t.Errorf("unchanged: did %q, err %v", did, err)
+	}
+	if err := UnnameTestHosts(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureWorldHostNames(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	cm, _ = cs.CoreV1().ConfigMaps(DNSNamespace).Get(ctx, DNSHostsConfigMap, metav1.GetOptions{})
+	if cm.Data["hosts"] != worldHostsFile() {
+		t.Errorf("after the test's names are removed:\n%s", cm.Data["hosts"])
 	}
 }

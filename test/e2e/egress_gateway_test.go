@@ -34,15 +34,19 @@ import (
 const (
 	gatewayNS     = "agents-gw"
 	gatewaySecret = "llm-key"
-	gatewayPort   = 8443 // the test's TLS destination, beside the world host's greeting on 443
+	gatewayPort   = 8443 // the test's TLS destination
+	// gatewayTestHost is the destination's name, in a network namespace
+	// the test makes (localcluster.StartTestHost) with this index.
+	gatewayTestHost      = "tls.gateway.e2e.paddock.test"
+	gatewayTestHostIndex = localcluster.MinTestHostIndex
 )
 
 // TestEgressGatewayHoldsTheKey: on the real node (gVisor, Cilium) a tenant's
 // sandboxes reach a TLS destination only through the tenant's egress
 // gateway, which injects a key the sandboxes never hold. The destination is
-// the test's own HTTPS server (a CA of the test's own) listening inside the
-// network namespace of the local stack's world host pypi.mirror.paddock.test,
-// a name the cluster resolver answers. Checked from two warm sandboxes:
+// the test's own HTTPS server (a CA of the test's own) listening inside a
+// network namespace the test makes (a test host), under a name the test has
+// the cluster resolver answer. Checked from two warm sandboxes:
 // the server receives the gateway's key and never the sandbox's own header;
 // the sandbox's environment, files and /proc hold no key; an unlisted host,
 // an IP literal, listed names resolving to a private or a cluster address
@@ -55,11 +59,27 @@ func TestEgressGatewayHoldsTheKey(t *testing.T) {
 	if e.nodes == "fake" {
 		t.Skip("kwok nodes run no container and no dataplane (PADDOCK_E2E_NODES=fake)")
 	}
-	dest, unlisted, private := localcluster.WorldHosts[1], localcluster.WorldHosts[0], localcluster.WorldHosts[2]
+	unlisted, private := localcluster.WorldHosts[0], localcluster.WorldHosts[2]
 	key := "pdk-e2e-" + randomHex(t, 16)
 
+	// The destination: a network namespace this test makes, a name the
+	// cluster resolver answers for it, a TLS server with the test's own CA.
+	host, err := localcluster.StartTestHost(gatewayTestHost, gatewayTestHostIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Stop()
+	dest := host.WorldHost
+	if err := localcluster.NameTestHosts(ctxT(t, 10*time.Second), e.kube, dest); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := localcluster.UnnameTestHosts(ctxTimeout(10*time.Second), e.kube); err != nil {
+			t.Errorf("removing the test host's name: %v", err)
+		}
+	}()
 	ca, caPEM := testCA(t)
-	srv := startDestination(t, e, dest, ca)
+	srv := startDestination(t, host, ca)
 	destAddr := net.JoinHostPort(dest.Addr(), fmt.Sprint(gatewayPort))
 	eventually(t, "control: this machine reaches the destination directly", time.Minute, func() error {
 		c, err := tls.Dial("tcp", destAddr, &tls.Config{RootCAs: ca.pool, ServerName: dest.Name})
@@ -116,7 +136,9 @@ func TestEgressGatewayHoldsTheKey(t *testing.T) {
 
 	t.Run("a listed destination gets the gateway's key, never the sandbox's header", func(t *testing.T) {
 		var resp string
-		eventually(t, "the gateway serves "+destHost+" for sandbox "+a, 2*time.Minute, func() error {
+		// The resolver reads the test host's name when its kubelet next syncs
+		// the ConfigMap volume: up to a minute or so after the test wrote it.
+		eventually(t, "the gateway serves "+destHost+" for sandbox "+a, 3*time.Minute, func() error {
 			resp = request(a, destHost, "/echo?session=s1", "Authorization: Bearer sandbox-own-token")
 			if status(resp) != "200" {
 				return fmt.Errorf("%s", status(resp))
@@ -195,8 +217,8 @@ func TestEgressGatewayHoldsTheKey(t *testing.T) {
 		refusedInARow(t, "sandbox "+a+" to "+destAddr+" directly", func() bool {
 			return strings.Contains(inSandbox(a, "nc -w 3 "+dest.Addr()+" "+fmt.Sprint(gatewayPort)+" </dev/null && echo connected"), "connected")
 		})
-		refusedInARow(t, "sandbox "+a+" to "+dest.Name+":443 by name", func() bool {
-			return strings.Contains(inSandbox(a, "nc -w 3 "+dest.Name+" 443 </dev/null"), localcluster.WorldGreeting)
+		refusedInARow(t, "sandbox "+a+" to "+destHost+" by name", func() bool {
+			return strings.Contains(inSandbox(a, "nc -w 3 "+dest.Name+" "+fmt.Sprint(gatewayPort)+" </dev/null && echo connected"), "connected")
 		})
 	})
 
@@ -393,7 +415,7 @@ func gatewayLogs(t *testing.T, e *env) string {
 	return b.String()
 }
 
-// destination is the test's HTTPS server inside a world host's namespace.
+// destination is the test's HTTPS server inside its test host's namespace.
 type destination struct {
 	mu   sync.Mutex
 	seen []seenRequest
@@ -416,30 +438,12 @@ func (d *destination) count() int {
 	return len(d.seen)
 }
 
-// startDestination serves HTTPS for h.Name on gatewayPort inside the world
-// host's network namespace (its holder's pid from the node's report):
-// /echo answers, /redirect sends the caller to another world host.
-func startDestination(t *testing.T, e *env, h localcluster.WorldHost, ca *testAuthority) *destination {
+// startDestination serves HTTPS for h.Name on gatewayPort inside the test
+// host's network namespace: /echo answers, /redirect sends the caller to a
+// world host.
+func startDestination(t *testing.T, h *localcluster.TestHost, ca *testAuthority) *destination {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.home, "local", "node.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep struct {
-		Procs map[string]struct {
-			Proc *struct {
-				PID int `json:"pid"`
-			} `json:"proc"`
-		} `json:"procs"`
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
-	holder := rep.Procs["world-"+h.Name].Proc
-	if holder == nil || holder.PID == 0 {
-		t.Fatalf("node.json names no holder for world host %s", h.Name)
-	}
-	l, err := localcluster.ListenInNetns(holder.PID, net.JoinHostPort(h.Addr(), fmt.Sprint(gatewayPort)))
+	l, err := localcluster.ListenInNetns(h.PID(), net.JoinHostPort(h.Addr(), fmt.Sprint(gatewayPort)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,21 +16,26 @@ import (
 )
 
 // loadgenUsage is the subcommand's synopsis.
-const loadgenUsage = "usage: paddock-gateway loadgen -url URL [-proxy http://HOST:PORT] [-ca FILE] [-c N] (-d DURATION | -n REQUESTS) [-warmup DURATION] [-ready DURATION] [-json]"
+const loadgenUsage = "usage: paddock-gateway loadgen -url URL [-proxy http://HOST:PORT] [-ca FILE|-] [-c N] (-d DURATION | -n REQUESTS) [-warmup DURATION] [-ready DURATION] [-json]\n       paddock-gateway loadgen -idle"
+
+// loadgenStdin is where -ca - reads the CAs (a test's reader in tests).
+var loadgenStdin io.Reader = os.Stdin
 
 // runLoadgen is `paddock-gateway loadgen`: GET requests to -url from -c
 // workers over kept-alive connections, through -proxy (the egress gateway)
 // or directly, measured for -d or -n requests. The gateway benchmark runs it
 // in a sandbox pod, which is why it lives in the gateway's binary: the
-// image is already on the node and holds nothing else. Exit 0 when the run
-// was measured (its errors are in the report), 1 when it could not be, 2 on
-// a usage error.
+// image is already on the node and holds nothing else. With -idle it only
+// waits for SIGTERM: a sandbox of the gateway's image (which has no shell)
+// stays up for the runs the benchmark execs in it. Exit 0 when the run was
+// measured (its errors are in the report), 1 when it could not be, 2 on a
+// usage error.
 func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("paddock-gateway loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	target := fs.String("url", "", "the URL to GET: https://host:port/path directly, or http://host:port/path through -proxy")
 	proxy := fs.String("proxy", "", "the HTTP proxy (the egress gateway) as http://host:port; empty for a direct connection (http_proxy is not read)")
-	caFile := fs.String("ca", "", "PEM file of the CAs the server's certificate is verified against (default: the system roots)")
+	caFile := fs.String("ca", "", "PEM file of the CAs the server's certificate is verified against, - for standard input (default: the system roots)")
 	conc := fs.Int("c", 8, "workers, each with one request in flight and one kept-alive connection")
 	dur := fs.Duration("d", 0, "how long to measure")
 	count := fs.Int("n", 0, "how many requests to measure (with -d too, whichever comes first)")
@@ -38,8 +43,17 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	ready := fs.Duration("ready", 0, "retry one request until it is answered 200 for at most this long before starting (a new pod's network policy may take a moment)")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on one request")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	idle := fs.Bool("idle", false, "send nothing: wait for SIGTERM (a sandbox's process, for runs exec'd beside it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *idle {
+		if *target != "" || fs.NArg() > 0 {
+			fmt.Fprintln(stderr, loadgenUsage)
+			return 2
+		}
+		<-ctx.Done()
+		return 0
 	}
 	if *target == "" || fs.NArg() > 0 || (*dur <= 0 && *count <= 0) {
 		fmt.Fprintln(stderr, loadgenUsage)
@@ -48,7 +62,13 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	o := loadgen.Options{URL: *target, Proxy: *proxy, Concurrency: *conc, Duration: *dur, Requests: *count,
 		Warmup: *warmup, Ready: *ready, Timeout: *timeout}
 	if *caFile != "" {
-		pem, err := os.ReadFile(*caFile)
+		var pem []byte
+		var err error
+		if *caFile == "-" {
+			pem, err = io.ReadAll(io.LimitReader(loadgenStdin, 1<<20))
+		} else {
+			pem, err = os.ReadFile(*caFile)
+		}
 		if err != nil {
 			fmt.Fprintln(stderr, "paddock-gateway loadgen: -ca:", err)
 			return 1

@@ -73,6 +73,8 @@ func run() error {
 		fleet     = flag.String("fleet", "", "stack counts of the fleet benchmark, e.g. 1,3,10: one project grown to each count of stacks (each a platform of one tenant on the benchmark's cluster), then `paddock drift --all` timed over it (median of 3); empty skips it and carries over the fleet figures of the results in -out")
 		backends  = flag.String("backends", "1,10", "tenant counts of the state backends benchmark, e.g. 1,10: one platform on file://, then on postgres:// (a PostgreSQL server from Debian's packages started on loopback) and s3:// (SeaweedFS's S3 gateway on loopback), no-op up and drift timed with the path each took (median of 5); -backends= (empty) skips it and carries over the backends figures of the results in -out")
 		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
+		profile   = flag.Bool("profile", false, "have each paddock run of the provisioning benchmark write a CPU profile of its own process beside its event log in the work directory (keep it with -keep-home)")
+		onlySizes = flag.Bool("only-sizes", false, "keep only the provisioning figures of the -tenants measured; by default the results in -out keep their figures at other tenant counts, each named with the binary that measured it")
 		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)
 	flag.Parse()
@@ -280,20 +282,31 @@ func run() error {
 	}
 
 	if !*skipProv {
-		samples, err := bench.Provision(ctx, bench.ProvisionOptions{
-			Paddock: bin, Kubectl: kubectl, Kubeconfig: kubeconfig, Env: env,
-			Tenants: counts, EveryStepMax: *everyMax, Full: full, FullMax: *fullMax, WorkDir: work, Out: os.Stdout,
-		})
-		res.Provision = samples
 		measured(bench.SectionProvision)
-		if serr := save(); serr != nil {
-			return serr
+		if oldErr == nil && !*onlySizes {
+			res.CarrySizes(old, counts)
 		}
-		if err != nil {
-			return err
+		// One size at a time, each saved as it ends, with who measured it
+		// and how loaded the shared machine was.
+		for _, n := range counts {
+			by := bench.SizeRun{Tenants: n, Paddock: build, Date: res.Date, Machine: res.Machine, LoadStart: bench.LoadAverage()}
+			samples, err := bench.Provision(ctx, bench.ProvisionOptions{
+				Paddock: bin, Kubectl: kubectl, Kubeconfig: kubeconfig, Env: env,
+				Tenants: []int{n}, EveryStepMax: *everyMax, Full: full, FullMax: *fullMax, WorkDir: work,
+				StateDir: filepath.Join(home, "state"), Profile: *profile, Out: os.Stdout,
+			})
+			res.Provision = append(res.Provision, samples...)
+			by.LoadEnd = bench.LoadAverage()
+			res.ProvisionBy = append(res.ProvisionBy, by)
+			if serr := save(); serr != nil {
+				return serr
+			}
+			if err != nil {
+				return err
+			}
 		}
 	} else if oldErr == nil && len(old.Provision) > 0 && old.Paddock != nil {
-		res.Provision = old.Provision
+		res.Provision, res.ProvisionBy = old.Provision, old.ProvisionBy
 		carried(bench.SectionProvision, "Provisioning", "-skip-provision")
 	}
 

@@ -35,6 +35,9 @@ type Run struct {
 	// controllers), which serve every tool alike. It says where the time of
 	// a slow run goes: our processes, the provider, or the API server.
 	CPU map[string]float64 `json:"cpuSeconds"`
+	// APIRequests are the API server's requests during the run, by verb,
+	// where the caller counted them (Provision).
+	APIRequests map[string]int64 `json:"apiRequests,omitempty"`
 	// Output is stdout and stderr interleaved; Stdout the standard output
 	// alone, where paddock prints its summary line.
 	Output string `json:"-"`

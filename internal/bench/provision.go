@@ -78,6 +78,17 @@ type Sample struct {
 	// Summary is the line paddock printed to sum the run up (SummaryLine),
 	// which is all there is to say where a run without an engine went.
 	Summary string `json:"summary,omitempty"`
+	// APIRequests are the requests the API server served during the run,
+	// by verb (its apiserver_request_total before and after): the tool's
+	// own and those of the controllers that reacted to it, the cluster's
+	// background (kwok's leases, the controllers' resyncs) included.
+	APIRequests map[string]int64 `json:"apiRequests,omitempty"`
+	// CheckpointBytes is the size of paddock's state (the stack's Pulumi
+	// checkpoint in the file backend) when the run ended.
+	CheckpointBytes int64 `json:"checkpointBytes,omitempty"`
+	// LoadAvg is the machine's 1, 5 and 15 minute load averages when the
+	// run ended: the benchmark shares the machine with whatever else runs.
+	LoadAvg []float64 `json:"loadAvg,omitempty"`
 }
 
 // ProvisionOptions configure Provision.
@@ -97,6 +108,13 @@ type ProvisionOptions struct {
 	Full    bool
 	FullMax int
 	WorkDir string
+	// StateDir is the file backend's directory paddock keeps its state in
+	// ($PADDOCK_HOME/state), whose checkpoint size each paddock run
+	// records; empty records none.
+	StateDir string
+	// Profile has each paddock run write a CPU profile of its own process
+	// beside its event log (PADDOCK_CPU_PROFILE), for go tool pprof.
+	Profile bool
 	Out     io.Writer
 }
 
@@ -141,6 +159,7 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 	if err != nil {
 		return nil, err
 	}
+	requests := NewRequestCounter(kube.Discovery().RESTClient())
 	var out []Sample
 	for _, n := range o.Tenants {
 		dir := filepath.Join(o.WorkDir, fmt.Sprintf("tenants-%d", n))
@@ -158,6 +177,16 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The local cluster's one kwok node holds about 100 tenants' pools.
+		pods, err := poolPods(objs)
+		if err != nil {
+			return nil, err
+		}
+		if added, err := EnsureFakeNodes(ctx, kube, pods); err != nil {
+			return out, err
+		} else if added > 0 {
+			fmt.Fprintf(o.Out, "bench: %d kwok node(s) added for %d pods (%d a node)\n", added, pods, PodsPerFakeNode)
+		}
 		sample := func(tool, op string, r *Run, resources int) Sample {
 			s := Sample{Tool: tool, Op: op, Tenants: n, Objects: len(objs), Resources: resources, Seconds: r.Wall.Seconds(), PeakRSS: r.PeakRSS, TreePeakRSS: r.TreePeak, CPU: r.CPU}
 			if r.PeakRSS == nil && r.CPU == nil {
@@ -165,8 +194,18 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 				fmt.Fprintf(o.Out, "bench: %-9s %-8s %4d tenants %5d objects: %7.2fs\n", tool, op, n, len(objs), s.Seconds)
 				return s
 			}
-			fmt.Fprintf(o.Out, "bench: %-9s %-8s %4d tenants %5d objects: %7.2fs  peak %s  cpu %s\n", tool, op, n, len(objs), s.Seconds, r.PeakSummary(), r.CPUSummary())
+			s.APIRequests, s.LoadAvg = r.APIRequests, LoadAverage()
+			fmt.Fprintf(o.Out, "bench: %-9s %-8s %4d tenants %5d objects: %7.2fs  peak %s  cpu %s  requests %d  load %v\n", tool, op, n, len(objs), s.Seconds, r.PeakSummary(), r.CPUSummary(), TotalRequests(s.APIRequests), s.LoadAvg)
 			return s
+		}
+		// measure is Measure with the API server's requests counted.
+		measure := func(cmd *exec.Cmd) (*Run, error) {
+			before := requests.Read(ctx)
+			r, err := Measure(ctx, cmd)
+			if r != nil {
+				r.APIRequests = requestsDelta(before, requests.Read(ctx))
+			}
+			return r, err
 		}
 
 		for _, mode := range paddockModes(o, n) {
@@ -177,8 +216,11 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 				events := filepath.Join(dir, mode.tool+"-"+strings.NewReplacer(" ", "-", "--", "").Replace(op)+".events.jsonl")
 				_ = os.Remove(events)
 				cmd.Env = paddockEnv(os.Environ(), o.Env, mode.tool, events)
+				if o.Profile {
+					cmd.Env = append(cmd.Env, "PADDOCK_CPU_PROFILE="+strings.TrimSuffix(events, ".events.jsonl")+".cpu.pprof")
+				}
 				began := time.Now()
-				r, err := Measure(ctx, cmd)
+				r, err := measure(cmd)
 				if err != nil {
 					return out, err
 				}
@@ -188,7 +230,8 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 				smp := sample(mode.tool, op, r, resources)
 				smp.Phases = Phases(events, began, r.Wall)
 				smp.Summary = SummaryLine(r.Stdout, args[0])
-				fmt.Fprintf(o.Out, "bench:   %s\n", smp.Summary)
+				smp.CheckpointBytes = checkpointBytes(o.StateDir)
+				fmt.Fprintf(o.Out, "bench:   %s (checkpoint %s)\n", smp.Summary, MiB(smp.CheckpointBytes))
 				out = append(out, smp)
 			}
 			if err := clean(ctx, dyn, kube, objs); err != nil {
@@ -227,7 +270,7 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 			script += " >/dev/null"
 		}
 		began := time.Now()
-		r, err := Measure(ctx, exec.CommandContext(ctx, "sh", "-c", script))
+		r, err := measure(exec.CommandContext(ctx, "sh", "-c", script))
 		if err != nil {
 			return out, err
 		}
@@ -243,6 +286,7 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 		// The floor, in this process (its own CPU is not told apart), then
 		// the same wait for the pools.
 		before := clusterCPU()
+		reqBefore := requests.Read(ctx)
 		began = time.Now()
 		d, err := Floor(ctx, cfg, objs)
 		if err != nil {
@@ -252,6 +296,7 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 			return out, fmt.Errorf("ssa floor: %w", err)
 		}
 		fr := &Run{Wall: time.Since(began), CPU: map[string]float64{}}
+		fr.APIRequests = requestsDelta(reqBefore, requests.Read(ctx))
 		for name, c := range clusterCPU() {
 			if dc := c - before[name]; dc > 0 {
 				fr.CPU[name] = dc
@@ -262,11 +307,12 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 		// The destroy floor deletes what the floor created, on the same
 		// cluster paddock's destroy ran on.
 		before = clusterCPU()
+		reqBefore = requests.Read(ctx)
 		d, err = FloorDestroy(ctx, cfg, objs)
 		if err != nil {
 			return out, err
 		}
-		fr = &Run{Wall: d, CPU: map[string]float64{}}
+		fr = &Run{Wall: d, CPU: map[string]float64{}, APIRequests: requestsDelta(reqBefore, requests.Read(ctx))}
 		for name, c := range clusterCPU() {
 			if dc := c - before[name]; dc > 0 {
 				fr.CPU[name] = dc

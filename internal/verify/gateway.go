@@ -43,9 +43,11 @@ func gatewayScript(gatewayURL string, dests []model.GatewayDestination) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "GW=%s\n", shellQuote(gatewayURL))
 	b.WriteString(`have() { command -v "$1" >/dev/null 2>&1; }
+# busybox wget crashes when -T is given with a proxy: timeout bounds it.
+limit() { if have timeout; then timeout 20 "$@"; else "$@"; fi; }
 via() {
-  if have wget; then http_proxy="$GW" HTTP_PROXY="$GW" wget -S -T 10 -O /dev/null "$1" 2>&1
-  elif have curl; then curl -sS -D - -o /dev/null --max-time 10 -x "$GW" "$1" 2>&1
+  if have wget; then http_proxy="$GW" HTTP_PROXY="$GW" limit wget -S -O /dev/null "$1" 2>&1
+  elif have curl; then curl -sS -D - -o /dev/null --max-time 20 -x "$GW" "$1" 2>&1
   else echo "neither wget nor curl in the image"; return 127; fi
 }
 `)
@@ -102,7 +104,7 @@ var (
 type gatewayAnswer struct {
 	status  int    // 0: no HTTP answer
 	refusal string // the gateway's own reason; "" for an answer it relayed
-	missing bool   // no HTTP client in the image
+	missing bool   // no HTTP client that ran to an answer: nothing shown
 	detail  string // the first line, when there was no answer
 }
 
@@ -119,8 +121,13 @@ func readGatewayAnswer(p gatewayProbe) gatewayAnswer {
 	}
 	if a.status == 0 {
 		a.detail = firstLine(strings.TrimSpace(p.out))
-		if !p.ran {
-			a.detail = "the probe did not finish"
+		switch {
+		case !p.ran:
+			a.detail, a.missing = "the probe did not finish", true
+		case p.exit >= 128:
+			// Killed by a signal: the client crashed, or timeout ended it.
+			// Either way it proves nothing about the gateway.
+			a.detail, a.missing = fmt.Sprintf("the HTTP client ended by signal %d: %s", p.exit-128, a.detail), true
 		}
 	}
 	return a

@@ -42,6 +42,7 @@ type fakeSandboxTools struct {
 	unlisted, literal, listed string // what wget prints for each URL
 	directExit                string // nc's exit status
 	noWget                    bool
+	crash                     bool // wget dies of SIGSEGV, as busybox's did given -T and a proxy
 }
 
 func workingGateway() fakeSandboxTools {
@@ -66,7 +67,9 @@ func (f fakeSandboxTools) run(t *testing.T, script string) string {
 			t.Fatal(err)
 		}
 	}
-	if !f.noWget {
+	if f.crash {
+		write("wget", `kill -SEGV $$`)
+	} else if !f.noWget {
 		write("wget", `case "$*" in
 *unlisted.invalid*) printf '%s' "$UNLISTED"; exit 1;;
 *192.0.2.1*) printf '%s' "$LITERAL"; exit 1;;
@@ -195,6 +198,9 @@ func TestV16GatewayProvenFromASandbox(t *testing.T) {
 		{name: "no HTTP client in the image", secret: true, environ: &clean, want: NotVerifiable,
 			bend:  func(f *fakeSandboxTools) { f.noWget = true },
 			words: []string{"an unlisted host through the gateway (neither wget nor curl in the image)", "the direct route to api.llm.example:443 refused"}},
+		{name: "the HTTP client crashing", secret: true, environ: &clean, want: NotVerifiable,
+			bend:  func(f *fakeSandboxTools) { f.crash = true },
+			words: []string{"an unlisted host through the gateway (the HTTP client ended by signal 11"}},
 		{name: "the key's Secret unreadable", secret: false, environ: &clean, want: NotVerifiable,
 			words: []string{"whether the sandbox holds the key of Secret llm-key key key (api.llm.example)", "not found"}},
 	} {

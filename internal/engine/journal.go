@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-platform/paddock/internal/manifests"
@@ -72,6 +73,11 @@ type runRecord struct {
 	lease *state.Lease
 	// token is the run's fence token on a backend that checks one.
 	token string
+	// ended is set once end removed the record: the run then holds no
+	// lease that could lapse (no other runner can take a run without a
+	// record for dead), and what it still does (an up's repair, under the
+	// stack's lock) is not refused for the time it takes.
+	ended atomic.Bool
 }
 
 // runsDir is the journal directory of stack name on a file backend (or on
@@ -148,7 +154,7 @@ func (r *runRecord) abandon() {
 // check is nil while the run holds its lease; once it lapsed, the error
 // every write of the run refuses with (state.LapsedError).
 func (r *runRecord) check() error {
-	if r == nil {
+	if r == nil || r.ended.Load() {
 		return nil
 	}
 	return r.lease.Check()
@@ -168,7 +174,11 @@ func (r *runRecord) end() error {
 	r.abandon()
 	ctx, cancel := context.WithTimeout(context.Background(), state.Timeout)
 	defer cancel()
-	return r.journal.DeleteRun(ctx, r.key)
+	if err := r.journal.DeleteRun(ctx, r.key); err != nil {
+		return err
+	}
+	r.ended.Store(true)
+	return nil
 }
 
 // alive reports whether the run still goes on (state.Run.Alive), by its

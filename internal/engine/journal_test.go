@@ -341,3 +341,38 @@ func TestFinishRunFindsRunsThatDiedWhileItWaited(t *testing.T) {
 		t.Errorf("records left: %v %v", recs, damaged)
 	}
 }
+
+// A run whose record end removed holds no lease: what it still does after
+// (an up's repair, which at 1,000 tenants compares the whole platform for
+// longer than a lease lasts) is not refused as lapsed, while a record only
+// abandoned still lapses.
+func TestEndedRunHoldsNoLease(t *testing.T) {
+	oldRenew, oldExpiry := state.LeaseRenewEvery, state.LeaseExpiry
+	state.LeaseRenewEvery, state.LeaseExpiry = 5*time.Millisecond, 60*time.Millisecond
+	t.Cleanup(func() { state.LeaseRenewEvery, state.LeaseExpiry = oldRenew, oldExpiry })
+	t.Setenv("PADDOCK_HOME", t.TempDir())
+	e := journalEngine(t, "file://"+t.TempDir())
+	ended, err := e.beginRun("up", "fault", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ended.end(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ended.key); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("end left the record: %v", err)
+	}
+	abandoned, err := e.beginRun("up", "other", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abandoned.abandon()
+	time.Sleep(2 * state.LeaseExpiry)
+	if err := ended.check(); err != nil {
+		t.Errorf("a run whose record was removed was refused: %v", err)
+	}
+	var lapsed *state.LapsedError
+	if err := abandoned.check(); !errors.As(err, &lapsed) {
+		t.Errorf("an abandoned run's lease did not lapse: %v", err)
+	}
+}

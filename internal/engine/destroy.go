@@ -72,7 +72,18 @@ const (
 	directDestroyWorkers = 32
 	directDestroyTimeout = 5 * time.Minute
 	directDestroyMaxPoll = time.Second
+	// directDestroyPerObject is added to each wait's bound per object the
+	// stack holds: the namespace controller empties a namespace at a time
+	// (a few at once), so 1,000 tenants' namespaces take minutes to go
+	// even on an idle control plane.
+	directDestroyPerObject = 20 * time.Millisecond
 )
+
+// directDestroyBound is how long each of direct destroy's waits may take
+// for a stack of objects objects.
+func directDestroyBound(objects int) time.Duration {
+	return directDestroyTimeout + time.Duration(objects)*directDestroyPerObject
+}
 
 // destroyObject is one Kubernetes object the state holds.
 type destroyObject struct {
@@ -642,7 +653,7 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 	if len(plan.Kept) > 0 {
 		fmt.Fprintf(e.opts.Out, "paddock destroy: leaving %d objects other stacks of the project hold too (the last of them deletes them): %s\n", len(plan.Kept), keptList(plan.Kept))
 	}
-	d := &directDeleter{client: client, mapper: mapper, out: e.opts.Out, workers: directDestroyWorkers, timeout: directDestroyTimeout, poll: 100 * time.Millisecond}
+	d := &directDeleter{client: client, mapper: mapper, out: e.opts.Out, workers: directDestroyWorkers, timeout: directDestroyBound(plan.Resources), poll: 100 * time.Millisecond}
 	fmt.Fprintf(e.opts.Out, "  %s: state exported and read\n", time.Since(start).Round(10*time.Millisecond))
 	if err := rec.check(); err != nil {
 		return nil, false, err

@@ -662,3 +662,15 @@ func TestPlanDirectDestroyTakesMonitoringWithTheRelease(t *testing.T) {
 		t.Errorf("%d objects, want 14", plan.Resources)
 	}
 }
+
+// Direct destroy's waits grow with the stack: 1,000 tenants' objects get
+// more than the small platform's five minutes, which stay its floor.
+func TestDirectDestroyBoundGrowsWithTheStack(t *testing.T) {
+	if got := directDestroyBound(0); got != directDestroyTimeout {
+		t.Errorf("bound of an empty stack %s, want %s", got, directDestroyTimeout)
+	}
+	small, large := directDestroyBound(36), directDestroyBound(20016)
+	if small < directDestroyTimeout || large <= small || large < 10*time.Minute {
+		t.Errorf("bounds: 36 objects %s, 20,016 objects %s", small, large)
+	}
+}

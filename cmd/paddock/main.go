@@ -31,11 +31,13 @@ func main() {
 	// the environment every child would inherit, and are masked in output.
 	engine.CaptureBackendEnv()
 	outputRedaction.addValues(engine.CapturedBackendSecrets())
+	stopProfiles := startProfiles()
 	root := newRootCmd()
 	stdout, stderr := newRedactingWriter(os.Stdout, outputRedaction), newRedactingWriter(os.Stderr, outputRedaction)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	stopProfiles()
 	engine.RemoveScratch()
 	if err == nil {
 		_ = stdout.Flush()

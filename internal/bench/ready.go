@@ -20,8 +20,9 @@ import (
 // carry (which `render` leaves out); kubectl and the floor wait for it
 // after their last apply, so no column compares applying with converging.
 
-// ReadyTimeout bounds the wait, as the pools' pulumi.com/timeoutSeconds does paddock's.
-const ReadyTimeout = 5 * time.Minute
+// ReadyTimeout bounds the wait (paddock's is each pool's pulumi.com/timeoutSeconds, from its
+// create): 1,000 pools on a loaded machine take the controller minutes.
+const ReadyTimeout = 15 * time.Minute
 
 const (
 	kubectlReadiness = "kubectl runs `kubectl wait --for=jsonpath={.status.readyReplicas}=N` on the platform's pools after its last apply"

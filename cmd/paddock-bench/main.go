@@ -2,7 +2,8 @@
 // throwaway PADDOCK_HOME (so it never touches the platforms of yours), then
 // measures provisioning (paddock, kubectl, the parallel SSA floor), validate
 // on generated specs, `paddock drift --all` over projects of N stacks
-// (-fleet) and sandbox start through claims, and writes
+// (-fleet), sandbox start through claims and the egress gateway's
+// throughput against a direct connection (-gateway), and writes
 // internal/bench/results/{results.json,README.md,provision.png}.
 package main
 
@@ -75,6 +76,9 @@ func run() error {
 		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
 		profile   = flag.Bool("profile", false, "have each paddock run of the provisioning benchmark write a CPU profile of its own process beside its event log in the work directory (keep it with -keep-home)")
 		onlySizes = flag.Bool("only-sizes", false, "keep only the provisioning figures of the -tenants measured; by default the results in -out keep their figures at other tenant counts, each named with the binary that measured it")
+		gateway   = flag.Bool("gateway", true, "measure the egress gateway's throughput on a cluster of its own with a real node (requests/s and added P50/P95 against a direct connection to the same server, about 2 minutes); -gateway=false carries over the gateway figures of the results in -out")
+		gwConc    = flag.Int("gateway-c", 16, "workers of the gateway benchmark's load generator")
+		gwDur     = flag.Duration("gateway-d", 30*time.Second, "measured time of each path of the gateway benchmark (after 5 s of warmup)")
 		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)
 	flag.Parse()
@@ -357,6 +361,26 @@ func run() error {
 	}
 	if err := save(); err != nil {
 		return err
+	}
+
+	// A real node of its own, after the claims' has gone: the machine runs
+	// one real node at a time.
+	if *gateway {
+		g, err := bench.Gateway(ctx, bench.GatewayOptions{Paddock: bin, Kubectl: kubectl, RealHome: realHome,
+			Concurrency: *gwConc, Duration: *gwDur, Warmup: 5 * time.Second, KeepHome: *keepHome, Out: os.Stdout})
+		if err != nil {
+			return err
+		}
+		res.Gateway = g
+		measured(bench.SectionGateway)
+		if err := save(); err != nil {
+			return err
+		}
+	} else if oldErr == nil {
+		bench.CarryGateway(res, old)
+		if err := save(); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("paddock-bench: results in %s\n", *outDir)
 	return nil

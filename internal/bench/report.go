@@ -48,6 +48,9 @@ type Results struct {
 	// ClaimsNodes is the node kind the claims ran on: real (containers
 	// start under gVisor) or fake (kwok: the controller's part only).
 	ClaimsNodes string `json:"claimsNodes,omitempty"`
+	// Gateway is the egress gateway's throughput against a direct
+	// connection to the same server, on the real node (gateway.go).
+	Gateway *GatewayResult `json:"gateway,omitempty"`
 	// MeasuredBy names, per section ("provision", "validate", "claims",
 	// "fleet", "backends"), the binary and date that measured it: a run
 	// that skips a section carries its figures over together with who
@@ -695,6 +698,9 @@ func (r *Results) writeMarkdown(w io.Writer) {
 			fmt.Fprintf(w, "On kwok nodes: no container starts, so these are the controller's part alone.\n\n")
 		}
 		WriteClaimsTable(w, r.Claims)
+	}
+	if r.Gateway != nil {
+		r.writeGateway(w)
 	}
 }
 

@@ -105,7 +105,7 @@ demo: ## fresh machine to a running local platform: tools, local cluster, paddoc
 	@$(PADDOCK) status $(EXAMPLE)
 
 .PHONY: bench
-bench: tools-all build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, no-op up and drift on each state backend, claims -> internal/bench/results/
+bench: tools-all build ## benchmarks on a throwaway local cluster: provisioning vs kubectl and an SSA floor, validate, no-op up and drift on each state backend, claims, egress gateway throughput vs a direct connection -> internal/bench/results/
 	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out internal/bench/results $(BENCH_FLAGS)
 
 # The spec's limit (issue 39): provisioning alone at 1,000 tenants (kwok nodes are added,

@@ -265,6 +265,13 @@ func homeInCmdline(pid string) string {
 	return ""
 }
 
+// checksNodeElsewhere says Up refuses to start beside a real node of the
+// same name from another PADDOCK_HOME: only a cluster that may run a real
+// node would share its bridge, address range and cgroup. One of kwok nodes
+// shares nothing with it (its ports are chosen free, its directory is its
+// home's own), so a benchmark on kwok nodes runs beside a real-node e2e.
+func (c *cluster) checksNodeElsewhere() bool { return c.nodes != NodesFake }
+
 // errNodeElsewhere is Up's refusal when another PADDOCK_HOME runs the real
 // node of a cluster of the same name.
 func errNodeElsewhere(cluster, home string) error {

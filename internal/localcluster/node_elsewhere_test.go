@@ -118,3 +118,14 @@ func TestSameNameNodeElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// Only a cluster that may run a real node refuses to start beside another
+// home's real node of the same name: kwok nodes share nothing with it.
+func TestOnlyARealNodeChecksForOneElsewhere(t *testing.T) {
+	for nodes, want := range map[string]bool{NodesFake: false, NodesReal: true, NodesAuto: true} {
+		c := New(Options{Nodes: nodes}).(*cluster)
+		if got := c.checksNodeElsewhere(); got != want {
+			t.Errorf("nodes %q: checks %v, want %v", nodes, got, want)
+		}
+	}
+}

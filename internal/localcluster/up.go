@@ -74,7 +74,7 @@ func (c *cluster) Up(ctx context.Context) (*Info, error) {
 			return nil, err
 		}
 	case errors.Is(err, errNoState):
-		if running, home := sameNameNodeElsewhere(c.name); running {
+		if running, home := sameNameNodeElsewhere(c.name); running && c.checksNodeElsewhere() {
 			return nil, errNodeElsewhere(c.name, home)
 		}
 		if c.hasLeftovers() {

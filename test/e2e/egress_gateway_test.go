@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -103,6 +105,12 @@ func TestEgressGatewayHoldsTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The resolver reads the test host's name when its kubelet next syncs
+	// the ConfigMap volume, up to a minute or so after the test wrote it.
+	// Asked directly, so that no request spends the sandbox's budget.
+	eventually(t, "the cluster resolver answers "+dest.Name, 3*time.Minute, func() error {
+		return resolverAnswers(e, dest.Name, dest.Addr())
+	})
 	pods := runningSandboxPods(t, e, gatewayNS, 2)
 	a, b := pods[0], pods[1]
 	aIP := podIP(t, e, gatewayNS, a)
@@ -136,9 +144,7 @@ func TestEgressGatewayHoldsTheKey(t *testing.T) {
 
 	t.Run("a listed destination gets the gateway's key, never the sandbox's header", func(t *testing.T) {
 		var resp string
-		// The resolver reads the test host's name when its kubelet next syncs
-		// the ConfigMap volume: up to a minute or so after the test wrote it.
-		eventually(t, "the gateway serves "+destHost+" for sandbox "+a, 3*time.Minute, func() error {
+		eventually(t, "the gateway serves "+destHost+" for sandbox "+a, 2*time.Minute, func() error {
 			resp = request(a, destHost, "/echo?session=s1", "Authorization: Bearer sandbox-own-token")
 			if status(resp) != "200" {
 				return fmt.Errorf("%s", status(resp))
@@ -314,7 +320,7 @@ var httpStatus = regexp.MustCompile(`HTTP/1\.[01] (\d{3})`)
 
 // gatewayRequestsPerMinute is the spec's budget per sandbox: low, so the
 // budget test runs out of it in a few requests.
-const gatewayRequestsPerMinute = 12
+const gatewayRequestsPerMinute = 24
 
 // gatewaySpec is the local platform's header (specgen's, no tenants of its
 // own) and one tenant with two warm sandboxes behind an egress gateway.
@@ -353,6 +359,30 @@ tenant "gw" {
   }
 }
 `, dest.Index, strings.TrimSpace(caPEM), dest.Name, gatewayPort, gatewaySecret, private.Name, gatewayRequestsPerMinute)
+}
+
+// resolverAnswers asks the cluster resolver's pod (the stack's) for name
+// and says whether it answers addr.
+func resolverAnswers(e *env, name, addr string) error {
+	pod, err := e.kube.CoreV1().Pods(localcluster.DNSNamespace).Get(ctxTimeout(5*time.Second), localcluster.DNSPodName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if pod.Status.PodIP == "" {
+		return fmt.Errorf("the resolver pod has no address yet")
+	}
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, net.JoinHostPort(pod.Status.PodIP, "53"))
+	}}
+	got, err := r.LookupHost(ctxTimeout(3*time.Second), name)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(got, addr) {
+		return fmt.Errorf("%s resolves to %v, want %s", name, got, addr)
+	}
+	return nil
 }
 
 // createWhenNamespaceExists makes the key's Secret once ns exists.

@@ -19,6 +19,7 @@ import (
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/paddock-platform/paddock/internal/gateway"
+	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/model"
 )
 
@@ -67,6 +68,14 @@ const (
 	GatewayBinary = "/paddock-gateway"
 	// GatewayUID is the user the gateway runs as (never root).
 	GatewayUID int64 = 65532
+	// GatewayTokenDir is where the gateway's service-account token is
+	// mounted (where in-cluster clients read it), GatewayTokenSeconds how
+	// long each token the kubelet projects there is valid.
+	GatewayTokenDir           = "/var/run/secrets/kubernetes.io/serviceaccount"
+	GatewayTokenSeconds int64 = 3600
+	// GatewayAPIServerPolicy lets the gateway pods reach the API server
+	// (a CiliumNetworkPolicy; see GatewayAPIServerRule).
+	GatewayAPIServerPolicy = "egress-gateway-apiserver"
 	// GatewayConfigHashAnnotation carries the configuration's hash on the
 	// pod template, so a new configuration rolls the pods.
 	GatewayConfigHashAnnotation = "paddock.dev/gateway-config-sha256"
@@ -151,7 +160,7 @@ func GatewayConfig(p *model.Platform, t model.Tenant) (*gateway.Config, error) {
 }
 
 // GatewayObjects are the gateway's workload objects: ServiceAccount, Role
-// and RoleBinding (when a destination has a credential), ConfigMap,
+// and RoleBinding, ConfigMap,
 // Deployment and Service. None without a gateway; its NetworkPolicies are
 // among the tenant's egress objects (EgressObjects).
 func GatewayObjects(p *model.Platform, t model.Tenant) ([]*unstructured.Unstructured, error) {
@@ -184,11 +193,13 @@ func GatewayObjects(p *model.Platform, t model.Tenant) ([]*unstructured.Unstruct
 	return typedList(sa, role, rb, cm, dep, gatewayService(p, t))
 }
 
-// gatewayIdentity is the gateway's ServiceAccount (no token mounted: it
-// identifies callers by pod address and needs no API access) and, when a
-// destination has a credential, a Role letting it get exactly those Secrets
-// (resourceNames) and the binding. The kubelet mounts the Secrets into the
-// gateway pod alone; the Role states the one identity meant to read them.
+// gatewayIdentity is the gateway's ServiceAccount (its token not
+// automounted: the Deployment mounts it explicitly, see gatewayAPIToken), a
+// Role and its binding. The Role lets the gateway read, in the tenant's
+// namespace only, the pods and Sandboxes it names callers from (get, list,
+// watch) and, when a destination has a credential, get exactly those
+// Secrets (resourceNames). The kubelet mounts the Secrets into the gateway
+// pod alone; the Role states the one identity meant to read them.
 func gatewayIdentity(p *model.Platform, t model.Tenant) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
 	no := false
 	l := p.Labels(t.Name)
@@ -197,14 +208,18 @@ func gatewayIdentity(p *model.Platform, t model.Tenant) (*corev1.ServiceAccount,
 		ObjectMeta:                   meta(GatewayName, t.Namespace, l),
 		AutomountServiceAccountToken: &no,
 	}
-	secrets := t.GatewayCredentialSecrets()
-	if len(secrets) == 0 {
-		return sa, nil, nil
+	read := []string{"get", "list", "watch"}
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
+		{APIGroups: []string{agentsandbox.Sandboxes.Group}, Resources: []string{agentsandbox.Sandboxes.Resource}, Verbs: read},
+	}
+	if secrets := t.GatewayCredentialSecrets(); len(secrets) > 0 {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get"}})
 	}
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 		ObjectMeta: meta(GatewayName, t.Namespace, l),
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get"}}},
+		Rules:      rules,
 	}
 	rb := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
@@ -213,6 +228,30 @@ func gatewayIdentity(p *model.Platform, t model.Tenant) (*corev1.ServiceAccount,
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: GatewayName, Namespace: t.Namespace}},
 	}
 	return sa, role, rb
+}
+
+// gatewayAPIToken is the gateway's own service-account token, mounted where
+// in-cluster clients look for it: a projected token for the API server's
+// audience, rotated by the kubelet, valid an hour (GatewayTokenSeconds), with
+// the cluster's CA and the namespace. Exactly what automounting would give,
+// written out so the pod spec says what the gateway holds.
+func gatewayAPIToken() (corev1.Volume, corev1.VolumeMount) {
+	exp := GatewayTokenSeconds
+	mode := int32(0o440)
+	v := corev1.Volume{Name: "api-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: &mode,
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &exp}},
+			{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+			}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
+				Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
+			}}}},
+		},
+	}}}
+	return v, corev1.VolumeMount{Name: v.Name, MountPath: GatewayTokenDir, ReadOnly: true}
 }
 
 // gatewayRuntimeClass is the runtime class the gateway runs under: the
@@ -242,9 +281,10 @@ func gatewayResources() (corev1.ResourceRequirements, error) {
 
 // gatewayDeployment runs the gateway hardened like a sandbox: non-root,
 // read-only root, every capability dropped, seccomp RuntimeDefault, no
-// privilege escalation, no service account token, limits set, on the
-// sandboxes' runtime class. Each credential's Secret is mounted read-only,
-// only the keys the configuration names.
+// privilege escalation, limits set, on the sandboxes' runtime class. Its
+// own service-account token is mounted (gatewayAPIToken): it watches the
+// namespace's pods and Sandboxes to name its callers. Each credential's
+// Secret is mounted read-only, only the keys the configuration names.
 func gatewayDeployment(p *model.Platform, t model.Tenant, cm *corev1.ConfigMap) (*appsv1.Deployment, error) {
 	g := t.EgressGateway
 	res, err := gatewayResources()
@@ -259,6 +299,8 @@ func gatewayDeployment(p *model.Platform, t model.Tenant, cm *corev1.ConfigMap) 
 		LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}, DefaultMode: &cfgMode,
 	}}}}
 	mounts := []corev1.VolumeMount{{Name: "config", MountPath: GatewayConfigDir, ReadOnly: true}}
+	tokVol, tokMount := gatewayAPIToken()
+	volumes, mounts = append(volumes, tokVol), append(mounts, tokMount)
 	keys := map[string][]string{}
 	for _, d := range g.Destinations {
 		if c := d.Credential; c != nil && !slices.Contains(keys[c.Secret], c.Key) {
@@ -285,7 +327,7 @@ func gatewayDeployment(p *model.Platform, t model.Tenant, cm *corev1.ConfigMap) 
 	container := corev1.Container{
 		Name:    "gateway",
 		Image:   g.Image,
-		Command: []string{GatewayBinary, "-config", path.Join(GatewayConfigDir, GatewayConfigKey)},
+		Command: []string{GatewayBinary, "-config", path.Join(GatewayConfigDir, GatewayConfigKey), "-namespace", t.Namespace},
 		Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: model.GatewayListenPort, Protocol: corev1.ProtocolTCP}},
 		SecurityContext: &corev1.SecurityContext{
 			Privileged:               &no,
@@ -414,4 +456,43 @@ func gatewayPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.Network
 		}},
 	})
 	return []*networkingv1.NetworkPolicy{egress, ingress}, nil
+}
+
+// GatewayAPIServerPorts are the ports the gateway may reach the API server
+// on: the kubernetes Service's backend port, which network policy sees
+// (443 on GKE and on Paddock's local node, 6443 where kubeadm set it up).
+var GatewayAPIServerPorts = []int32{443, 6443}
+
+// GatewayAPIServerRule is the gateway pods' hole to the API server, as a
+// CiliumNetworkPolicy: the kube-apiserver entity (Cilium's name for the
+// kubernetes Service's endpoints, wherever they are) on GatewayAPIServerPorts.
+// A NetworkPolicy cannot name the API server, and the gateway's own egress
+// policy opens no private or node address. nil without a gateway, when
+// nothing is fenced, or on a target whose CNI is not Cilium (there the API
+// server is reached through the gateway's world rule on a public endpoint
+// only).
+func GatewayAPIServerRule(p *model.Platform, t model.Tenant) *unstructured.Unstructured {
+	if t.EgressGateway == nil || t.Egress.Unrestricted || p.Target.FQDNPolicy != model.FQDNPolicyCilium {
+		return nil
+	}
+	sel := map[string]any{}
+	for k, v := range GatewayPodLabels() {
+		sel[k] = v
+	}
+	var ports []any
+	for _, n := range GatewayAPIServerPorts {
+		ports = append(ports, map[string]any{"port": fmt.Sprint(n), "protocol": "TCP"})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": CiliumNetworkPolicies.GroupVersion().String(),
+		"kind":       "CiliumNetworkPolicy",
+		"metadata":   map[string]any{"name": GatewayAPIServerPolicy, "namespace": t.Namespace, "labels": labelsAny(p, t)},
+		"spec": map[string]any{
+			"endpointSelector": map[string]any{"matchLabels": sel},
+			"egress": []any{map[string]any{
+				"toEntities": []any{"kube-apiserver"},
+				"toPorts":    []any{map[string]any{"ports": ports}},
+			}},
+		},
+	}}
 }

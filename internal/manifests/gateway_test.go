@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -250,9 +251,16 @@ func TestGatewaySecretAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	role := gatewayObject[rbacv1.Role](t, objs, "Role", GatewayName)
-	wantRule := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{"git-token", "llm-keys"}}
-	if !reflect.DeepEqual(role.Rules, []rbacv1.PolicyRule{wantRule}) {
-		t.Errorf("role rules %+v, want %+v", role.Rules, wantRule)
+	// Read on the namespace's pods and Sandboxes (to name callers), get on
+	// exactly the credentials' Secrets; nothing else.
+	read := []string{"get", "list", "watch"}
+	wantRules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
+		{APIGroups: []string{"agents.x-k8s.io"}, Resources: []string{"sandboxes"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{"git-token", "llm-keys"}},
+	}
+	if !reflect.DeepEqual(role.Rules, wantRules) {
+		t.Errorf("role rules %+v, want %+v", role.Rules, wantRules)
 	}
 	rb := gatewayObject[rbacv1.RoleBinding](t, objs, "RoleBinding", GatewayName)
 	if !reflect.DeepEqual(rb.Subjects, []rbacv1.Subject{{Kind: "ServiceAccount", Name: GatewayName, Namespace: tn.Namespace}}) || rb.RoleRef.Name != GatewayName {
@@ -310,6 +318,21 @@ func TestGatewayPodSecurity(t *testing.T) {
 	sa := gatewayObject[corev1.ServiceAccount](t, objs, "ServiceAccount", GatewayName)
 	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
 		t.Error("the gateway's ServiceAccount mounts its token")
+	}
+	// Its own token is mounted explicitly: the API server's audience, an
+	// hour, read-only, where in-cluster clients look.
+	var tok *corev1.ProjectedVolumeSource
+	for _, v := range ps.Volumes {
+		if v.Projected != nil {
+			tok = v.Projected
+		}
+	}
+	if tok == nil || len(tok.Sources) != 3 || tok.Sources[0].ServiceAccountToken == nil || tok.Sources[0].ServiceAccountToken.Audience != "" ||
+		tok.Sources[0].ServiceAccountToken.ExpirationSeconds == nil || *tok.Sources[0].ServiceAccountToken.ExpirationSeconds > 3600 {
+		t.Errorf("the gateway's token volume: %+v", tok)
+	}
+	if cmd := ps.Containers[0].Command; !slices.Equal(cmd[len(cmd)-2:], []string{"-namespace", tn.Namespace}) {
+		t.Errorf("the gateway is not told its namespace: %v", cmd)
 	}
 	if ps.RuntimeClassName == nil || *ps.RuntimeClassName != "gvisor" {
 		t.Errorf("runtime class %v, want the sandboxes' gvisor", ps.RuntimeClassName)
@@ -424,5 +447,47 @@ func TestGatewayConfigRoundTrips(t *testing.T) {
 	dep2 := gatewayObject[appsv1.Deployment](t, objs2, "Deployment", GatewayName)
 	if dep.Spec.Template.Annotations[GatewayConfigHashAnnotation] == dep2.Spec.Template.Annotations[GatewayConfigHashAnnotation] {
 		t.Error("a changed configuration leaves the pod template as it was")
+	}
+}
+
+// The gateway pods, and only they, reach the API server, on its ports only,
+// on a Cilium target; elsewhere no such rule is rendered.
+func TestGatewayAPIServerRule(t *testing.T) {
+	p, tn := gatewayTenant(t, "")
+	u := GatewayAPIServerRule(p, tn)
+	if u == nil {
+		t.Fatalf("no API server rule on target %s (FQDN policy %q)", p.Target.Kind, p.Target.FQDNPolicy)
+	}
+	sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "endpointSelector", "matchLabels")
+	if !maps.Equal(sel, GatewayPodLabels()) {
+		t.Errorf("selects %v, want the gateway pods %v", sel, GatewayPodLabels())
+	}
+	egress, _, _ := unstructured.NestedSlice(u.Object, "spec", "egress")
+	if len(egress) != 1 {
+		t.Fatalf("%d egress rules", len(egress))
+	}
+	rule := egress[0].(map[string]any)
+	if ents, _ := rule["toEntities"].([]any); len(ents) != 1 || ents[0] != "kube-apiserver" || len(rule) != 2 {
+		t.Errorf("rule %v, want toEntities [kube-apiserver] and ports only", rule)
+	}
+	ports, _, _ := unstructured.NestedSlice(rule, "toPorts")
+	got, _ := ports[0].(map[string]any)["ports"].([]any)
+	if len(got) != 2 || got[0].(map[string]any)["port"] != "443" || got[1].(map[string]any)["port"] != "6443" {
+		t.Errorf("ports %v, want TCP 443 and 6443", got)
+	}
+	objs, err := EgressObjects(p, tn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range objs {
+		found = found || (o.GetKind() == "CiliumNetworkPolicy" && o.GetName() == GatewayAPIServerPolicy)
+	}
+	if !found {
+		t.Error("EgressObjects lacks the gateway's API server rule")
+	}
+	p.Target.FQDNPolicy = model.FQDNPolicyGKE
+	if GatewayAPIServerRule(p, tn) != nil {
+		t.Error("a CiliumNetworkPolicy rendered for a GKE target")
 	}
 }

@@ -234,7 +234,11 @@ func EgressObjects(p *model.Platform, t model.Tenant) ([]*unstructured.Unstructu
 	if err != nil {
 		return nil, err
 	}
-	return egressObjects(p, t, append(pols, gw...))
+	out, err := egressObjects(p, t, append(pols, gw...))
+	if api := GatewayAPIServerRule(p, t); api != nil && err == nil {
+		out = append(out, api)
+	}
+	return out, err
 }
 
 // GuardrailObjects are the tenant's admission policies and their bindings.

@@ -226,7 +226,7 @@ func (c *cluster) componentArgs(name string) []string {
 			"--quota-backend-bytes=8589934592",
 		}
 	case "kube-apiserver":
-		return []string{
+		return append([]string{
 			"--etcd-servers=https://" + loop(p.Etcd),
 			"--etcd-cafile=" + c.pki(pkiCA, ".crt"),
 			"--etcd-certfile=" + c.pki(pkiEtcdClient, ".crt"), "--etcd-keyfile=" + c.pki(pkiEtcdClient, ".key"),
@@ -259,7 +259,7 @@ func (c *cluster) componentArgs(name string) []string {
 			"--audit-log-mode=blocking",
 			"--audit-log-maxsize=" + strconv.Itoa(auditLogMaxMB),
 			"--audit-log-maxbackup=" + strconv.Itoa(auditLogBackups),
-		}
+		}, c.apiServerRouteArgs()...)
 	case "kube-controller-manager":
 		args := []string{
 			"--kubeconfig=" + kc,

@@ -139,9 +139,12 @@ func (n *nodeRunner) run(ctx context.Context) {
 	}
 	dnsDone := make(chan struct{})
 	go func() { defer close(dnsDone); n.keepClusterDNS(ctx) }()
+	apiDone := make(chan struct{})
+	go func() { defer close(apiDone); n.keepAPIServerRoute(ctx) }() // apiserverroute.go
 	n.keepCNIConf(ctx)
 	<-ctx.Done()
 	<-dnsDone
+	<-apiDone
 }
 
 // keepCNIConf mirrors the Cilium agent's CNI configuration into containerd's

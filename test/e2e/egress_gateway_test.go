@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/paddock-platform/paddock/internal/localcluster"
@@ -291,26 +292,86 @@ func TestEgressGatewayHoldsTheKey(t *testing.T) {
 		if strings.Contains(logs, "session=s1") {
 			t.Error("the gateway's log holds a query string")
 		}
-		var found bool
-		for _, line := range strings.Split(logs, "\n") {
-			var l map[string]any
-			if json.Unmarshal([]byte(line), &l) != nil {
-				continue
-			}
-			if l["caller_addr"] == aIP && l["destination"] == dest.Name && l["path"] == "/echo" && fmt.Sprint(l["status"]) == "200" {
-				found = true
-				for _, f := range []string{"method", "bytes_in", "bytes_out", "duration_ms", "sandbox"} {
-					if _, ok := l[f]; !ok {
-						t.Errorf("the audit line lacks %s: %s", f, line)
-					}
+		// auditLine finds the first 200 for /echo from addr, and says what
+		// it lacks of want (pod, sandbox and claim by name).
+		auditLine := func(logs, addr string, want map[string]string) {
+			t.Helper()
+			for _, line := range strings.Split(logs, "\n") {
+				var l map[string]any
+				if json.Unmarshal([]byte(line), &l) != nil {
+					continue
 				}
-				t.Logf("audit: %s", line)
-				break
+				if l["caller_addr"] == addr && l["destination"] == dest.Name && l["path"] == "/echo" && fmt.Sprint(l["status"]) == "200" {
+					for _, f := range []string{"method", "bytes_in", "bytes_out", "duration_ms"} {
+						if _, ok := l[f]; !ok {
+							t.Errorf("the audit line lacks %s: %s", f, line)
+						}
+					}
+					for f, v := range want {
+						if got, ok := l[f].(string); !ok || got != v {
+							t.Errorf("the audit line's %s is %v, want %q: %s", f, l[f], v, line)
+						}
+					}
+					t.Logf("audit: %s", line)
+					return
+				}
 			}
+			t.Errorf("no audit line for %v (%s) reaching %s /echo with 200:\n%s", want, addr, dest.Name, tail(logs, 20))
 		}
-		if !found {
-			t.Errorf("no audit line for sandbox %s (%s) reaching %s /echo with 200:\n%s", a, aIP, dest.Name, tail(logs, 20))
+		// A warm sandbox: its pod and Sandbox by name (the pod's
+		// controller), no claim.
+		pa, err := e.kube.CoreV1().Pods(gatewayNS).Get(ctxT(t, 10*time.Second), a, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
+		owner := metav1.GetControllerOf(pa)
+		if owner == nil || owner.Kind != "Sandbox" {
+			t.Fatalf("pod %s has no Sandbox controller: %v", a, pa.OwnerReferences)
+		}
+		auditLine(logs, aIP, map[string]string{"pod": a, "sandbox": owner.Name, "claim": ""})
+
+		// A claimed one: a claim takes a warm sandbox, whose next request
+		// the audit line names with the claim.
+		const claimName = "gw-session"
+		claims := e.dyn.Resource(claimsGVR).Namespace(gatewayNS)
+		claim := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": claimsGVR.GroupVersion().String(), "kind": "SandboxClaim",
+			"metadata": map[string]any{"name": claimName, "namespace": gatewayNS},
+			"spec":     map[string]any{"warmPoolRef": map[string]any{"name": "agent"}, "lifecycle": sessionLifecycle(time.Now().Add(time.Hour))},
+		}}
+		if _, err := claims.Create(ctxT(t, 10*time.Second), claim, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var bound, pod, podIPAddr string
+		eventually(t, "the claim takes a warm sandbox, its pod running", 2*time.Minute, func() error {
+			u, err := claims.Get(ctxT(t, 5*time.Second), claimName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if bound, _, _ = unstructured.NestedString(u.Object, "status", "sandbox", "name"); bound == "" {
+				return fmt.Errorf("not bound yet")
+			}
+			pods, err := e.kube.CoreV1().Pods(gatewayNS).List(ctxT(t, 10*time.Second), metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, p := range pods.Items {
+				if o := metav1.GetControllerOf(&p); o != nil && o.Kind == "Sandbox" && o.Name == bound && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+					pod, podIPAddr = p.Name, p.Status.PodIP
+					return nil
+				}
+			}
+			return fmt.Errorf("sandbox %s has no running pod", bound)
+		})
+		// The sandbox may be the one the budget test spent: its budget
+		// refills within a minute.
+		eventually(t, "claimed sandbox "+bound+" served through the gateway", 2*time.Minute, func() error {
+			if got := status(request(pod, destHost, "/echo")); got != "200" {
+				return fmt.Errorf("%s", got)
+			}
+			return nil
+		})
+		auditLine(gatewayLogs(t, e), podIPAddr, map[string]string{"pod": pod, "sandbox": bound, "claim": claimName})
 	})
 	e.driftReport(t, 0, nil, dir)
 }

@@ -168,7 +168,17 @@ func (v *Verifier) proveGateway(ctx context.Context, t model.Tenant, subject str
 		problems = append(problems, fmt.Sprintf("sandbox %s reads the gateway's credential Secret through %s", pod.Name, strings.Join(refs, ", ")))
 	}
 
-	stdout, stderr, err := v.exec.Exec(ctx, t.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"sh", "-c", gatewayScript(manifests.GatewayURL(t), gw.Destinations)})
+	// The Service by its address: the name is the cluster resolver's to
+	// answer, and the local stack's resolver knows no Services.
+	svc, err := v.kube.CoreV1().Services(t.Namespace).Get(ctx, manifests.GatewayName, metav1.GetOptions{})
+	if err != nil {
+		return fail(subject, "the gateway's Service: %s", shortErr(err))
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return fail(subject, "the gateway's Service has no cluster address (%q)", svc.Spec.ClusterIP)
+	}
+	gatewayURL := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(model.GatewayListenPort)))
+	stdout, stderr, err := v.exec.Exec(ctx, t.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"sh", "-c", gatewayScript(gatewayURL, gw.Destinations)})
 	if err != nil {
 		return notVerifiable(subject, "exec into sandbox %s: %v %s (the image needs sh, and wget or curl)", pod.Name, err, firstLine(stderr))
 	}
@@ -183,7 +193,7 @@ func (v *Verifier) proveGateway(ctx context.Context, t model.Tenant, subject str
 		case a.missing:
 			unshown = append(unshown, c.what+" through the gateway ("+a.detail+")")
 		case a.status == 0:
-			problems = append(problems, fmt.Sprintf("%s: no answer from the gateway at %s (%s)", c.what, manifests.GatewayURL(t), a.detail))
+			problems = append(problems, fmt.Sprintf("%s: no answer from the gateway at %s (%s)", c.what, gatewayURL, a.detail))
 		case a.refusal == "":
 			problems = append(problems, fmt.Sprintf("%s was answered (%d), not refused by the gateway", c.what, a.status))
 		default:

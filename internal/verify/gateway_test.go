@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/paddock-platform/paddock/internal/gateway"
+	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
 )
 
@@ -73,7 +74,7 @@ func (f fakeSandboxTools) run(t *testing.T, script string) string {
 		write("wget", `case "$*" in
 *unlisted.invalid*) printf '%s' "$UNLISTED"; exit 1;;
 *192.0.2.1*) printf '%s' "$LITERAL"; exit 1;;
-*api.llm.example:443*) [ -n "$http_proxy" ] || { echo "no proxy set"; exit 1; }; printf '%s' "$LISTED"; exit 1;;
+*api.llm.example:443*) [ "$http_proxy" = http://10.96.0.80:8080 ] || { echo "proxy $http_proxy, not the gateway Service's address"; exit 1; }; printf '%s' "$LISTED"; exit 1;;
 esac
 echo "unexpected wget $*"; exit 1
 `)
@@ -134,7 +135,8 @@ func gatewayVerifier(t *testing.T, p *model.Platform, pod *corev1.Pod, withSecre
 			"ownerReferences": []any{map[string]any{"apiVersion": warmPoolsGVR.GroupVersion().String(), "kind": "SandboxWarmPool", "name": p.Tenants[0].WarmPools[0].Name, "uid": "u", "controller": true}}},
 		"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
 	}}
-	objs := []runtime.Object{pod, node("real-0", false)}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: manifests.GatewayName, Namespace: ns}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.80"}}
+	objs := []runtime.Object{pod, node("real-0", false), svc}
 	if withSecret {
 		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: gwTestSecret, Namespace: ns}, Data: map[string][]byte{"key": []byte(gwTestKey + "\n")}})
 	}
@@ -252,6 +254,13 @@ func TestV16WhereNothingCanBeShown(t *testing.T) {
 	v, _, _ = fakeVerifier(t, p, []runtime.Object{pod, node("kwok-0", true)})
 	v.opts.NoProbes = false
 	wantStatus(t, only(t, v, "V16"), NotVerifiable, "no warm pool has a ready sandbox")
+
+	v = gatewayVerifier(t, p, gatewayVantagePod(ns), true)
+	if err := v.kube.CoreV1().Services(ns).Delete(context.Background(), manifests.GatewayName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v.exec = &shellExec{t: t, tools: workingGateway()}
+	wantStatus(t, only(t, v, "V16"), Fail, "the gateway's Service", "not found")
 
 	v = gatewayVerifier(t, p, gatewayVantagePod(ns), true)
 	v.exec = failingExec{}

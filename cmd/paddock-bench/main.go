@@ -76,9 +76,10 @@ func run() error {
 		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
 		profile   = flag.Bool("profile", false, "have each paddock run of the provisioning benchmark write a CPU profile of its own process beside its event log in the work directory (keep it with -keep-home)")
 		onlySizes = flag.Bool("only-sizes", false, "keep only the provisioning figures of the -tenants measured; by default the results in -out keep their figures at other tenant counts, each named with the binary that measured it")
-		gateway   = flag.Bool("gateway", true, "measure the egress gateway's throughput on a cluster of its own with a real node (requests/s and added P50/P95 against a direct connection to the same server, about 2 minutes); -gateway=false carries over the gateway figures of the results in -out")
+		gateway   = flag.Bool("gateway", true, "measure the egress gateway's throughput on a cluster of its own with a real node (requests/s and added P50/P95 against a direct connection to the same server, about 4 minutes); -gateway=false carries over the gateway figures of the results in -out")
 		gwConc    = flag.Int("gateway-c", 16, "workers of the gateway benchmark's load generator")
-		gwDur     = flag.Duration("gateway-d", 30*time.Second, "measured time of each path of the gateway benchmark (after 5 s of warmup)")
+		gwDur     = flag.Duration("gateway-d", 20*time.Second, "measured time of each run of the gateway benchmark (after 5 s of warmup)")
+		gwRounds  = flag.Int("gateway-rounds", 3, "rounds of the gateway benchmark, each running both paths (the first alternating); the figures are the rounds' medians")
 		rerender  = flag.Bool("rerender", false, "measure nothing: rewrite README.md and provision.png from the results.json in -out")
 	)
 	flag.Parse()
@@ -367,7 +368,7 @@ func run() error {
 	// one real node at a time.
 	if *gateway {
 		g, err := bench.Gateway(ctx, bench.GatewayOptions{Paddock: bin, Kubectl: kubectl, RealHome: realHome,
-			Concurrency: *gwConc, Duration: *gwDur, Warmup: 5 * time.Second, KeepHome: *keepHome, Out: os.Stdout})
+			Concurrency: *gwConc, Duration: *gwDur, Warmup: 5 * time.Second, Rounds: *gwRounds, KeepHome: *keepHome, Out: os.Stdout})
 		if err != nil {
 			return err
 		}

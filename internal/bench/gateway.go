@@ -12,7 +12,9 @@ package bench
 // gateway's own image (already on the node; its process is `loadgen -idle`):
 // once through the gateway (plain HTTP to the gateway's Service, which
 // speaks TLS upstream and injects the key) and once directly (TLS to the
-// server), same workers, same duration. A real sandbox, not a pod of the
+// server), same workers, same duration, in rounds that alternate which
+// path goes first (the shared machine's load drifts; paired rounds and
+// their medians keep one busy minute from deciding). A real sandbox, not a pod of the
 // bench's own, so the gateway knows the caller as it knows any sandbox.
 //
 // Both paths run from the one tenant: its egress block opens the world
@@ -87,10 +89,11 @@ type GatewayOptions struct {
 	// throwaway PADDOCK_HOME.
 	RealHome string
 	// Concurrency is the load's workers; Duration each path's measured
-	// time, after Warmup.
+	// time, after Warmup; Rounds how many times both paths run.
 	Concurrency int
 	Duration    time.Duration
 	Warmup      time.Duration
+	Rounds      int
 	KeepHome    bool
 	Out         io.Writer
 }
@@ -105,12 +108,15 @@ type GatewayResult struct {
 	Concurrency int     `json:"concurrency"`
 	Seconds     float64 `json:"durationSeconds"`
 	Warmup      float64 `json:"warmupSeconds"`
-	// Gateway and Direct are the two runs.
-	Gateway GatewayRun `json:"gateway"`
-	Direct  GatewayRun `json:"direct"`
-	// AddedP50Ms and AddedP95Ms are the gateway's latency less the
-	// direct's; RPSRatio the gateway's requests per second over the
-	// direct's.
+	// Rounds are the runs, each path once per round.
+	Rounds []GatewayRound `json:"rounds"`
+	// Gateway and Direct are each path's medians over the rounds.
+	Gateway GatewayFigures `json:"gateway"`
+	Direct  GatewayFigures `json:"direct"`
+	// AddedP50Ms and AddedP95Ms are the medians over the rounds of the
+	// gateway's latency less the direct's, RPSRatio of the gateway's
+	// requests per second over the direct's: paired within a round, so
+	// the load of the moment weighs on both sides of each.
 	AddedP50Ms float64 `json:"addedP50Ms"`
 	AddedP95Ms float64 `json:"addedP95Ms"`
 	RPSRatio   float64 `json:"rpsRatio"`
@@ -119,6 +125,21 @@ type GatewayResult struct {
 	// gateway's if it injects the key into every one).
 	KeyInjected int64 `json:"keyInjected"`
 	KeyAbsent   int64 `json:"keyAbsent"`
+}
+
+// GatewayRound is both paths' runs, First the one that ran first.
+type GatewayRound struct {
+	First   string     `json:"first"`
+	Direct  GatewayRun `json:"direct"`
+	Gateway GatewayRun `json:"gateway"`
+}
+
+// GatewayFigures are one path's medians over the rounds.
+type GatewayFigures struct {
+	RPS   float64 `json:"rps"`
+	P50Ms float64 `json:"p50Ms"`
+	P95Ms float64 `json:"p95Ms"`
+	P99Ms float64 `json:"p99Ms"`
 }
 
 // GatewayRun is one path's load: how it went and how loaded the machine
@@ -137,8 +158,8 @@ func Gateway(ctx context.Context, o GatewayOptions) (*GatewayResult, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	if o.Concurrency < 1 || o.Duration <= 0 {
-		return nil, fmt.Errorf("gateway benchmark: concurrency %d and duration %s must be positive", o.Concurrency, o.Duration)
+	if o.Concurrency < 1 || o.Duration <= 0 || o.Rounds < 1 {
+		return nil, fmt.Errorf("gateway benchmark: concurrency %d, duration %s and rounds %d must be positive", o.Concurrency, o.Duration, o.Rounds)
 	}
 	home, err := os.MkdirTemp("", "paddock-bench-gateway-")
 	if err != nil {
@@ -242,47 +263,73 @@ func Gateway(ctx context.Context, o GatewayOptions) (*GatewayResult, error) {
 	res := &GatewayResult{Nodes: "real", RuntimeClass: gatewayBenchRuntime, Destination: dest, Concurrency: o.Concurrency,
 		Seconds: o.Duration.Seconds(), Warmup: o.Warmup.Seconds()}
 	common := []string{"-c", strconv.Itoa(o.Concurrency), "-d", o.Duration.String(), "-warmup", o.Warmup.String(), "-ready", "2m", "-json"}
-	runs := []struct {
-		run   *GatewayRun
-		path  string
-		args  []string
-		stdin string
-	}{
-		// Directly first: the gateway's run then finds the server warm too.
-		// The bench's CA goes in on standard input: the image has no shell
-		// to write a file with.
-		{&res.Direct, "direct: TLS from the sandbox to the server", []string{"-url", "https://" + dest + "/echo", "-ca", "-"}, ca.pem},
-		{&res.Gateway, "through the gateway: plain HTTP to its Service, TLS from it to the server",
-			[]string{"-url", "http://" + dest + "/echo", "-proxy", fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, model.GatewayListenPort)}, ""},
+	type path struct {
+		name, what string
+		args       []string
+		stdin      string
 	}
-	for _, r := range runs {
-		r.run.Path = r.path
-		r.run.LoadStart = LoadAvg()
-		got, err := execLoad(ctx, o.Kubectl, kubeconfig, sandbox, append(r.args, common...), r.stdin)
-		r.run.LoadEnd = LoadAvg()
-		if err != nil {
-			return nil, fmt.Errorf("gateway benchmark, %s: %w", r.path, err)
+	// The bench's CA goes in on standard input: the image has no shell to
+	// write a file with.
+	direct := path{"direct", "direct: TLS from the sandbox to the server", []string{"-url", "https://" + dest + "/echo", "-ca", "-"}, ca.pem}
+	through := path{"gateway", "through the gateway: plain HTTP to its Service, TLS from it to the server",
+		[]string{"-url", "http://" + dest + "/echo", "-proxy", fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, model.GatewayListenPort)}, ""}
+	for i := range o.Rounds {
+		var round GatewayRound
+		order := []path{direct, through}
+		if i%2 == 1 {
+			order = []path{through, direct}
 		}
-		r.run.Load = got
-		fmt.Fprintf(o.Out, "bench gateway: %-13s %d workers %.0fs: %d ok, %.1f/s, P50 %.2f ms, P95 %.2f ms, P99 %.2f ms, errors %v, %d connections (load %v)\n",
-			strings.SplitN(r.path, ":", 2)[0], o.Concurrency, got.Seconds, got.OK, got.RPS, got.P50Ms, got.P95Ms, got.P99Ms, got.Errors, got.Connections, r.run.LoadEnd)
+		round.First = order[0].name
+		for _, pt := range order {
+			run := &round.Direct
+			if pt.name == through.name {
+				run = &round.Gateway
+			}
+			run.Path = pt.what
+			run.LoadStart = LoadAvg()
+			got, err := execLoad(ctx, o.Kubectl, kubeconfig, sandbox, append(pt.args, common...), pt.stdin)
+			run.LoadEnd = LoadAvg()
+			if err != nil {
+				return nil, fmt.Errorf("gateway benchmark, round %d, %s: %w", i+1, pt.what, err)
+			}
+			run.Load = got
+			fmt.Fprintf(o.Out, "bench gateway: round %d %-8s %d workers %.0fs: %d ok, %.1f/s, P50 %.2f ms, P95 %.2f ms, P99 %.2f ms, errors %v, %d connections (load %v)\n",
+				i+1, pt.name, o.Concurrency, got.Seconds, got.OK, got.RPS, got.P50Ms, got.P95Ms, got.P99Ms, got.Errors, got.Connections, run.LoadEnd)
+		}
+		res.Rounds = append(res.Rounds, round)
 	}
 	res.KeyInjected, res.KeyAbsent = srv.withKey.Load(), srv.withoutKey.Load()
 	res.derive()
 	return res, nil
 }
 
-// derive fills in what the two runs say together.
+// derive fills in the medians over the rounds that have both runs
+// (median: repeat.go's, the upper middle of an even count).
 func (r *GatewayResult) derive() {
-	g, d := r.Gateway.Load, r.Direct.Load
-	if g == nil || d == nil {
-		return
+	var d, g [4][]float64 // rps, P50, P95, P99
+	var added50, added95, ratio []float64
+	for _, rd := range r.Rounds {
+		dl, gl := rd.Direct.Load, rd.Gateway.Load
+		if dl == nil || gl == nil {
+			continue
+		}
+		for i, v := range []float64{dl.RPS, dl.P50Ms, dl.P95Ms, dl.P99Ms} {
+			d[i] = append(d[i], v)
+		}
+		for i, v := range []float64{gl.RPS, gl.P50Ms, gl.P95Ms, gl.P99Ms} {
+			g[i] = append(g[i], v)
+		}
+		added50 = append(added50, gl.P50Ms-dl.P50Ms)
+		added95 = append(added95, gl.P95Ms-dl.P95Ms)
+		if dl.RPS > 0 {
+			ratio = append(ratio, gl.RPS/dl.RPS)
+		}
 	}
-	r.AddedP50Ms = roundTo(g.P50Ms-d.P50Ms, 3)
-	r.AddedP95Ms = roundTo(g.P95Ms-d.P95Ms, 3)
-	if d.RPS > 0 {
-		r.RPSRatio = roundTo(g.RPS/d.RPS, 3)
+	figures := func(v [4][]float64) GatewayFigures {
+		return GatewayFigures{RPS: roundTo(median(v[0]), 1), P50Ms: roundTo(median(v[1]), 3), P95Ms: roundTo(median(v[2]), 3), P99Ms: roundTo(median(v[3]), 3)}
 	}
+	r.Direct, r.Gateway = figures(d), figures(g)
+	r.AddedP50Ms, r.AddedP95Ms, r.RPSRatio = roundTo(median(added50), 3), roundTo(median(added95), 3), roundTo(median(ratio), 3)
 }
 
 func roundTo(v float64, places int) float64 {
@@ -632,26 +679,35 @@ func (r *Results) writeGateway(w io.Writer) {
 	fmt.Fprintf(w, "On the %s node, the load generator (`paddock-gateway loadgen`, Go's net/http, HTTP/1.1, one kept-alive connection per worker) runs in a warm sandbox of the tenant under %s whose template runs the gateway's own image (exec'd beside its idle process; the template's default limit of %s CPU). ", g.Nodes, g.RuntimeClass, model.DefaultLimitsCPU)
 	fmt.Fprintf(w, "The server is the benchmark's HTTPS server (a CA of its own) at %s, inside the network namespace of that local world host. ", g.Destination)
 	fmt.Fprintf(w, "*through the gateway*: plain HTTP to the gateway's Service (one replica, gVisor too, its default limit of %s CPU), which checks the destination, budgets the caller, injects the key, writes its audit line and speaks TLS (HTTP/2) to the server; *direct*: TLS from the sandbox to the server, opened by an egress allow of the same tenant (the default-deny fence closes it otherwise). ", model.GatewayLimitsCPU)
-	fmt.Fprintf(w, "%d workers, %.0f s each after %.0f s of warmup not counted; latency is request sent to body read, of the requests answered 200. ", g.Concurrency, g.Seconds, g.Warmup)
+	fmt.Fprintf(w, "%d rounds, each path once per round, the first path alternating; %d workers, %.0f s each after %.0f s of warmup not counted; latency is request sent to body read, of the requests answered 200. ", len(g.Rounds), g.Concurrency, g.Seconds, g.Warmup)
 	fmt.Fprintf(w, "The machine (%s) is shared with other work, so the load averages (1, 5, 15 min) at each run's start and end belong with the figures.\n\n", r.Machine)
-	fmt.Fprintf(w, "| path | requests/s | P50 (ms) | P95 (ms) | P99 (ms) | ok | errors | connections | load avg start → end |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, run := range []struct {
-		name string
-		r    GatewayRun
-	}{{"direct", g.Direct}, {"through the gateway", g.Gateway}} {
-		l := run.r.Load
-		if l == nil {
-			continue
-		}
-		errs := "none"
-		if len(l.Errors) > 0 {
-			b, _ := json.Marshal(l.Errors)
-			errs = mdCell(string(b))
-		}
-		fmt.Fprintf(w, "| %s | %.1f | %.2f | %.2f | %.2f | %d | %s | %d | %s → %s |\n", run.name, l.RPS, l.P50Ms, l.P95Ms, l.P99Ms, l.OK, errs, l.Connections, gatewayLoadText(run.r.LoadStart), gatewayLoadText(run.r.LoadEnd))
-	}
-	fmt.Fprintf(w, "\nAdded by the gateway: P50 %+.2f ms, P95 %+.2f ms; its requests/s are %.0f%% of the direct path's. The server saw the gateway's key on %d requests and no key on %d (the direct run's, warmup included).\n",
+	fmt.Fprintf(w, "| path | requests/s | P50 (ms) | P95 (ms) | P99 (ms) |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| direct | %.1f | %.2f | %.2f | %.2f |\n", g.Direct.RPS, g.Direct.P50Ms, g.Direct.P95Ms, g.Direct.P99Ms)
+	fmt.Fprintf(w, "| through the gateway | %.1f | %.2f | %.2f | %.2f |\n", g.Gateway.RPS, g.Gateway.P50Ms, g.Gateway.P95Ms, g.Gateway.P99Ms)
+	fmt.Fprintf(w, "\nAdded by the gateway (medians of the rounds' paired differences): P50 %+.2f ms, P95 %+.2f ms; its requests/s are %.0f%% of the direct path's. The server saw the gateway's key on %d requests and no key on %d (the direct runs', warmup included).\n\n",
 		g.AddedP50Ms, g.AddedP95Ms, 100*g.RPSRatio, g.KeyInjected, g.KeyAbsent)
+	fmt.Fprintf(w, "Each run:\n\n| round | path | requests/s | P50 (ms) | P95 (ms) | P99 (ms) | ok | errors | connections | load avg start → end |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for i, rd := range g.Rounds {
+		runs := []struct {
+			name string
+			r    GatewayRun
+		}{{"direct", rd.Direct}, {"through the gateway", rd.Gateway}}
+		if rd.First == "gateway" {
+			runs[0], runs[1] = runs[1], runs[0]
+		}
+		for _, run := range runs {
+			l := run.r.Load
+			if l == nil {
+				continue
+			}
+			errs := "none"
+			if len(l.Errors) > 0 {
+				b, _ := json.Marshal(l.Errors)
+				errs = mdCell(string(b))
+			}
+			fmt.Fprintf(w, "| %d | %s | %.1f | %.2f | %.2f | %.2f | %d | %s | %d | %s → %s |\n", i+1, run.name, l.RPS, l.P50Ms, l.P95Ms, l.P99Ms, l.OK, errs, l.Connections, gatewayLoadText(run.r.LoadStart), gatewayLoadText(run.r.LoadEnd))
+		}
+	}
 }
 
 func gatewayLoadText(l []float64) string {

@@ -176,35 +176,28 @@ func TestParseLoadOutput(t *testing.T) {
 }
 
 func sampleGateway() *GatewayResult {
+	run := func(rps, p50, p95, p99 float64, errs map[string]int) GatewayRun {
+		return GatewayRun{Load: &loadgen.Result{OK: int(rps * 30), RPS: rps, P50Ms: p50, P95Ms: p95, P99Ms: p99, Errors: errs, Connections: 16},
+			LoadStart: []float64{1, 2, 3}, LoadEnd: []float64{1.5, 2, 3}}
+	}
 	g := &GatewayResult{Nodes: "real", RuntimeClass: "gvisor", Destination: "pypi.mirror.paddock.test:8443", Concurrency: 16, Seconds: 30, Warmup: 5,
-		Direct:      GatewayRun{Load: &loadgen.Result{OK: 3000, RPS: 100, P50Ms: 2, P95Ms: 5, P99Ms: 9}, LoadStart: []float64{1, 2, 3}, LoadEnd: []float64{1.5, 2, 3}},
-		Gateway:     GatewayRun{Load: &loadgen.Result{OK: 1500, RPS: 50, P50Ms: 4.5, P95Ms: 11, P99Ms: 20, Errors: map[string]int{"status_502": 2}}},
+		Rounds: []GatewayRound{
+			{First: "direct", Direct: run(100, 2, 5, 9, nil), Gateway: run(50, 4.5, 11, 20, map[string]int{"status_502": 2})},
+			{First: "gateway", Direct: run(80, 3, 6, 10, nil), Gateway: run(60, 4, 9, 15, nil)},
+			{First: "direct", Direct: run(120, 1, 4, 8, nil), Gateway: run(30, 9, 30, 40, nil)},
+		},
 		KeyInjected: 1600, KeyAbsent: 3100}
 	g.derive()
 	return g
 }
 
-func TestGatewayImageOf(t *testing.T) {
-	// The test binary itself: go test builds carry no version control
-	// information, so the tag is model.BuildVersion's "dev".
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := gatewayImageOf(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != model.LocalGatewayImage() {
-		t.Errorf("gatewayImageOf(the test binary) = %s, want what the binary names itself: %s", got, model.LocalGatewayImage())
-	}
-	if _, err := gatewayImageOf(filepath.Join(t.TempDir(), "none")); err == nil {
-		t.Error("a missing binary: no error")
-	}
-}
-
 func TestGatewayDeriveAndReport(t *testing.T) {
 	g := sampleGateway()
+	// Each path's medians, and the medians of the paired differences
+	// (+2.5/+1/+8 and +6/+3/+26 ms, ratios 0.5/0.75/0.25).
+	if g.Direct != (GatewayFigures{RPS: 100, P50Ms: 2, P95Ms: 5, P99Ms: 9}) || g.Gateway != (GatewayFigures{RPS: 50, P50Ms: 4.5, P95Ms: 11, P99Ms: 20}) {
+		t.Errorf("medians: direct %+v, gateway %+v", g.Direct, g.Gateway)
+	}
 	if g.AddedP50Ms != 2.5 || g.AddedP95Ms != 6 || g.RPSRatio != 0.5 {
 		t.Errorf("added P50 %v, P95 %v, ratio %v; want 2.5, 6, 0.5", g.AddedP50Ms, g.AddedP95Ms, g.RPSRatio)
 	}
@@ -214,14 +207,19 @@ func TestGatewayDeriveAndReport(t *testing.T) {
 	r.writeGateway(&b)
 	out := b.String()
 	for _, want := range []string{
-		"## Egress gateway throughput", "Measured by binary def123 on today",
-		"| direct | 100.0 | 2.00 | 5.00 | 9.00 | 3000 | none |", "1.00 2.00 3.00 → 1.50 2.00 3.00",
-		"| through the gateway | 50.0 | 4.50 | 11.00 | 20.00 | 1500 | `{\"status_502\":2}` |",
+		"## Egress gateway throughput", "Measured by binary def123 on today", "3 rounds",
+		"| direct | 100.0 | 2.00 | 5.00 | 9.00 |\n", "| through the gateway | 50.0 | 4.50 | 11.00 | 20.00 |\n",
+		"| 1 | direct | 100.0 | 2.00 | 5.00 | 9.00 | 3000 | none | 16 | 1.00 2.00 3.00 → 1.50 2.00 3.00 |",
+		"| 1 | through the gateway | 50.0 | 4.50 | 11.00 | 20.00 | 1500 | `{\"status_502\":2}` |",
+		"| 2 | through the gateway | 60.0 |", // the round that ran the gateway first lists it first
 		"P50 +2.50 ms, P95 +6.00 ms", "50% of the direct path's", "key on 1600 requests and no key on 3100",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the section lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Index(out, "| 2 | through the gateway") > strings.Index(out, "| 2 | direct") {
+		t.Errorf("round 2 ran the gateway first but lists it second:\n%s", out)
 	}
 	// The whole report renders the section too.
 	if err := r.WriteMarkdown(io.Discard); err != nil {

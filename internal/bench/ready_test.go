@@ -63,7 +63,7 @@ func TestKubectlWaitsForWhatPaddockWaitsFor(t *testing.T) {
 			t.Errorf("kubectl %s does not wait for paddock's %s", w, cond)
 		}
 	}
-	for _, part := range []string{"sandboxwarmpools.extensions.agents.x-k8s.io", "--all-namespaces", "-l paddock.dev/platform=bench", "--timeout=5m0s"} {
+	for _, part := range []string{"sandboxwarmpools.extensions.agents.x-k8s.io", "--all-namespaces", "-l paddock.dev/platform=bench", "--timeout=" + ReadyTimeout.String()} {
 		if !strings.Contains(w, part) {
 			t.Errorf("kubectl %s lacks %s", w, part)
 		}

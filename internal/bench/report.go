@@ -657,6 +657,7 @@ func (r *Results) writeMarkdown(w io.Writer) {
 	}
 	r.writeRequests(w, ns, series)
 	r.writeSizeRuns(w, ns)
+	r.writeCost(w, ns)
 	fmt.Fprintf(w, "\n### Where paddock's time goes (seconds)\n\n")
 	writePhases(w, r.Provision)
 	if r.Baseline != nil {

@@ -6,6 +6,10 @@
 // offered to users as `paddock bench claims`); and the egress gateway's
 // requests per second and added latency against a direct connection to the
 // same server, on the real node (Gateway). Results are written as JSON,
-// a markdown report that judges the targets of issue 14 and compares with
-// the results it replaced (Report, Baseline), and a PNG plot.
+// a markdown report that judges the targets of issues 14 and 39 and compares
+// with the results it replaced (Report, Baseline), and a PNG plot. Each
+// provisioning run also records the API server's requests and paddock's
+// checkpoint size; `make bench-limit` measures the spec's limit of 1,000
+// tenants, whose figures join the other sizes' with the binary, machine and
+// load average of each.
 package bench

@@ -47,12 +47,12 @@ func newVerifyCmd() *cobra.Command {
 			"(every rule but S02, which is V09's): see `paddock drift --help`.\n" +
 			"V15 fails on every object of the stack that drift's comparison finds changed, whole.\n" +
 			"V16, for each tenant with an egress gateway, execs into a ready sandbox and asks the\n" +
-			"gateway (its Service's address as the HTTP proxy, with wget or curl) for an unlisted\n" +
+			"gateway (its Service's address as the HTTP proxy, with curl or nc) for an unlisted\n" +
 			"host (paddock-verify-unlisted.invalid) and an IP literal (192.0.2.1, which the gateway\n" +
 			"never dials): both must carry the gateway's refusal header; and for each destination,\n" +
 			"which must be answered\n" +
 			"through it (one GET / with the key injected). It connects to each destination directly\n" +
-			"(nc), which must fail, and reads every process environment in the sandbox, which must\n" +
+			"(nc or curl), which must fail, and reads every process environment in the sandbox, which must\n" +
 			"hold none of the gateway's keys (read from their Secrets by verify, never printed).\n" +
 			"--check V16 runs that check alone; --no-probes skips it.\n" +
 			"Exit status: 0 when nothing failed, 1 when a check failed (with --strict, also when a\n" +

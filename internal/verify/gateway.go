@@ -35,31 +35,49 @@ const (
 )
 
 // gatewayScript is what V16 runs in a sandbox: each probe's output between
-// a begin line and its exit status. Through the gateway (its Service, named
-// as the HTTP proxy, as any client with http_proxy set uses it): an
-// unlisted host, an IP literal and each destination; around it: a TCP
-// connection to each destination; then every process's environment.
-func gatewayScript(gatewayURL string, dests []model.GatewayDestination) string {
+// a begin line and its exit status. Through the gateway (its Service's
+// address, host and port, used as an HTTP proxy, as any client with
+// http_proxy set uses it): an unlisted host, an IP literal and each
+// destination; around it: a TCP connection to each destination; then every
+// process's environment.
+//
+// The answer's headers must be seen, refusals included, to tell the
+// gateway's own answer from a destination's: curl shows them, and so does
+// nc given the request by hand. busybox wget shows no header of an error
+// answer, so it is not used.
+func gatewayScript(gwHost string, gwPort int32, dests []model.GatewayDestination) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "GW=%s\n", shellQuote(gatewayURL))
+	fmt.Fprintf(&b, "GWHOST=%s; GWPORT=%d\n", shellQuote(gwHost), gwPort)
 	b.WriteString(`have() { command -v "$1" >/dev/null 2>&1; }
-# busybox wget crashes when -T is given with a proxy: timeout bounds it.
-limit() { if have timeout; then timeout 20 "$@"; else "$@"; fi; }
+# via HOST[:PORT] WAIT: GET http://HOST/ through the gateway; with nc the
+# request stays open WAIT seconds for the answer (nc ends when its input does).
 via() {
-  if have wget; then http_proxy="$GW" HTTP_PROXY="$GW" limit wget -S -O /dev/null "$1" 2>&1
-  elif have curl; then curl -sS -D - -o /dev/null --max-time 20 -x "$GW" "$1" 2>&1
-  else echo "neither wget nor curl in the image"; return 127; fi
+  if have curl; then curl -sS -D - -o /dev/null --max-time 20 -x "http://$GWHOST:$GWPORT" "http://$1/" 2>&1
+  elif have nc; then
+    { printf 'GET http://%s/ HTTP/1.1\r\nHost: %s\r\nUser-Agent: paddock-verify\r\nConnection: close\r\n\r\n' "$1" "$1"; sleep "$2"; } |
+      nc -w "$(($2 + 2))" "$GWHOST" "$GWPORT" 2>&1
+  else echo "neither curl nor nc in the image"; return 127; fi
+}
+# direct HOST PORT: succeeds when a TCP connection to HOST:PORT is made
+# without the gateway (curl: any answer, TLS included, means it connected).
+direct() {
+  if have nc; then nc -w 3 "$1" "$2" </dev/null 2>&1
+  elif have curl; then curl -sS -k -o /dev/null --max-time 5 --noproxy '*' "https://$1:$2/" 2>&1
+    case $? in 6|7|28) return 1;; *) return 0;; esac
+  else echo "neither nc nor curl in the image"; return 127; fi
 }
 `)
 	probe := func(name, cmd string) {
 		fmt.Fprintf(&b, "echo '%sbegin %s'; %s; echo \"%sexit $?\"\n", gatewayMarker, name, cmd, gatewayMarker)
 	}
-	probe("unlisted", "via "+shellQuote("http://"+gatewayUnlistedHost+"/"))
-	probe("literal", "via "+shellQuote("http://"+gatewayLiteral+"/"))
+	// The gateway refuses these itself, at once; a destination answers
+	// through it within a few seconds.
+	probe("unlisted", "via "+shellQuote(gatewayUnlistedHost)+" 2")
+	probe("literal", "via "+shellQuote(gatewayLiteral)+" 2")
 	for i, d := range dests {
 		port := strconv.Itoa(int(d.Port))
-		probe("listed "+strconv.Itoa(i), "via "+shellQuote("http://"+net.JoinHostPort(d.Host, port)+"/"))
-		probe("direct "+strconv.Itoa(i), "env -u http_proxy -u HTTP_PROXY nc -w 3 "+shellQuote(d.Host)+" "+port+" </dev/null 2>&1")
+		probe("listed "+strconv.Itoa(i), "via "+shellQuote(net.JoinHostPort(d.Host, port))+" 6")
+		probe("direct "+strconv.Itoa(i), "direct "+shellQuote(d.Host)+" "+port)
 	}
 	probe("environ", `cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n'`)
 	return b.String()
@@ -178,9 +196,9 @@ func (v *Verifier) proveGateway(ctx context.Context, t model.Tenant, subject str
 		return fail(subject, "the gateway's Service has no cluster address (%q)", svc.Spec.ClusterIP)
 	}
 	gatewayURL := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(model.GatewayListenPort)))
-	stdout, stderr, err := v.exec.Exec(ctx, t.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"sh", "-c", gatewayScript(gatewayURL, gw.Destinations)})
+	stdout, stderr, err := v.exec.Exec(ctx, t.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"sh", "-c", gatewayScript(svc.Spec.ClusterIP, model.GatewayListenPort, gw.Destinations)})
 	if err != nil {
-		return notVerifiable(subject, "exec into sandbox %s: %v %s (the image needs sh, and wget or curl)", pod.Name, err, firstLine(stderr))
+		return notVerifiable(subject, "exec into sandbox %s: %v %s (the image needs sh, and curl or nc)", pod.Name, err, firstLine(stderr))
 	}
 	probes := parseGatewayProbes(stdout)
 
@@ -218,7 +236,7 @@ func (v *Verifier) proveGateway(ctx context.Context, t model.Tenant, subject str
 		case !direct.ran:
 			unshown = append(unshown, "the direct route to "+hp+" (the probe did not finish)")
 		case commandMissing(direct.exit, direct.out):
-			unshown = append(unshown, "the direct route to "+hp+" (no nc in the image)")
+			unshown = append(unshown, "the direct route to "+hp+" (neither nc nor curl in the image)")
 		case direct.exit == 0:
 			problems = append(problems, fmt.Sprintf("sandbox %s connected to %s directly, around the gateway", pod.Name, hp))
 		default:

@@ -37,23 +37,24 @@ func gatewayPlatform(t *testing.T) *model.Platform {
 	return p
 }
 
-// fakeSandboxTools are stand-ins for a sandbox image's wget and nc that
+// fakeSandboxTools are stand-ins for a sandbox image's nc (or curl) that
 // answer as a working gateway and fence do; each case bends one.
 type fakeSandboxTools struct {
-	unlisted, literal, listed string // what wget prints for each URL
-	directExit                string // nc's exit status
-	noWget                    bool
-	crash                     bool // wget dies of SIGSEGV, as busybox's did given -T and a proxy
+	unlisted, literal, listed string // the gateway's answer to each request
+	directExit                string // nc's exit status going around the gateway
+	curl                      bool   // the image has curl (and no nc)
+	noTools                   bool   // neither curl nor nc
+	crash                     bool   // the client dies of SIGSEGV, as busybox wget did given -T and a proxy
 }
 
 func workingGateway() fakeSandboxTools {
 	refused := func(why string) string {
-		return "  HTTP/1.1 403 Forbidden\n  " + gateway.RefusalHeader + ": " + why + "\nwget: server returned error: HTTP/1.1 403 Forbidden\n"
+		return "HTTP/1.1 403 Forbidden\r\n" + gateway.RefusalHeader + ": " + why + "\r\nContent-Type: text/plain; charset=utf-8\r\n\r\npaddock gateway: " + why + "\n"
 	}
 	return fakeSandboxTools{
 		unlisted:   refused(`host "paddock-verify-unlisted.invalid" is not a destination of this gateway`),
 		literal:    refused("IP literal refused: name a destination by its host name"),
-		listed:     "  HTTP/1.1 401 Unauthorized\n  Content-Type: application/json\nwget: server returned error: HTTP/1.1 401 Unauthorized\n",
+		listed:     "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n\r\n{}\n",
 		directExit: "1",
 	}
 }
@@ -68,22 +69,41 @@ func (f fakeSandboxTools) run(t *testing.T, script string) string {
 			t.Fatal(err)
 		}
 	}
-	if f.crash {
-		write("wget", `kill -SEGV $$`)
-	} else if !f.noWget {
-		write("wget", `case "$*" in
-*unlisted.invalid*) printf '%s' "$UNLISTED"; exit 1;;
-*192.0.2.1*) printf '%s' "$LITERAL"; exit 1;;
-*api.llm.example:443*) [ "$http_proxy" = http://10.96.0.80:8080 ] || { echo "proxy $http_proxy, not the gateway Service's address"; exit 1; }; printf '%s' "$LISTED"; exit 1;;
+	// The gateway's answer to a request for the URL in $1, or nothing.
+	const answer = `case "$1" in
+*paddock-verify-unlisted.invalid*) printf '%s' "$UNLISTED";;
+*192.0.2.1*) printf '%s' "$LITERAL";;
+*api.llm.example:443*) printf '%s' "$LISTED";;
+*) echo "unexpected request $1"; exit 1;;
 esac
-echo "unexpected wget $*"; exit 1
+`
+	switch {
+	case f.noTools:
+	case f.crash:
+		write("nc", `[ "$3" = 10.96.0.80 ] && kill -SEGV $$; exit $DIRECT_EXIT`)
+	case f.curl:
+		// curl -sS -D - -o /dev/null --max-time 20 -x PROXY URL
+		// curl -sS -D - -o /dev/null --max-time 20 -x PROXY URL through the
+		// gateway; curl ... --noproxy * https://HOST:PORT/ around it.
+		write("curl", `case "$*" in *--noproxy*) exit $DIRECT_EXIT;; esac
+[ "$8" = -x ] && [ "$9" = http://10.96.0.80:8080 ] || { echo "curl $*: not through the gateway's address"; exit 2; }
+set -- "${10}"
+`+answer)
+	default:
+		// nc -w N HOST PORT: to the gateway's address the request comes on
+		// standard input; anywhere else it is the direct route.
+		write("nc", `if [ "$3:$4" = 10.96.0.80:8080 ]; then read -r method url proto; set -- "$url"
+`+answer+`exit 0; fi
+exit $DIRECT_EXIT
 `)
 	}
-	write("nc", `[ -z "$http_proxy" ] || { echo "the direct route ran with a proxy set"; exit 3; }; exit $DIRECT_EXIT`)
-	// Only the fakes and the shell's own tools (cat, tr, env) are on PATH:
-	// a machine's real wget or curl must never answer for the fakes.
+	// The script keeps nc's input open a few seconds for the answer; the
+	// fakes answer at once, so sleep need not.
+	write("sleep", "exit 0\n")
+	// Only the fakes and the shell's own tools (cat, tr) are on PATH: a
+	// machine's real curl or nc must never answer for the fakes.
 	bin := t.TempDir()
-	for _, tool := range []string{"cat", "tr", "env"} {
+	for _, tool := range []string{"cat", "tr"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			t.Skipf("%s not on this machine", tool)
@@ -172,10 +192,10 @@ func TestV16GatewayProvenFromASandbox(t *testing.T) {
 			"api.llm.example:443 answered through the gateway (401)", "the direct route to api.llm.example:443 refused",
 			"no process environment holds any of the gateway's 1 key(s)"}},
 		{name: "an unlisted host relayed", secret: true, environ: &clean, want: Fail,
-			bend:  func(f *fakeSandboxTools) { f.unlisted = "  HTTP/1.1 200 OK\n" },
+			bend:  func(f *fakeSandboxTools) { f.unlisted = "HTTP/1.1 200 OK\r\n\r\n" },
 			words: []string{"an unlisted host was answered (200), not refused by the gateway"}},
 		{name: "an IP literal relayed", secret: true, environ: &clean, want: Fail,
-			bend:  func(f *fakeSandboxTools) { f.literal = "  HTTP/1.1 404 Not Found\n" },
+			bend:  func(f *fakeSandboxTools) { f.literal = "HTTP/1.1 404 Not Found\r\n\r\n" },
 			words: []string{"an IP literal was answered (404)"}},
 		{name: "the listed destination refused by the gateway", secret: true, environ: &clean, want: Fail,
 			bend: func(f *fakeSandboxTools) {
@@ -183,8 +203,10 @@ func TestV16GatewayProvenFromASandbox(t *testing.T) {
 			},
 			words: []string{"api.llm.example:443 is listed, but the gateway answered 502: destination certificate not trusted"}},
 		{name: "no gateway answering", secret: true, environ: &clean, want: Fail,
-			bend:  func(f *fakeSandboxTools) { f.unlisted = "wget: can't connect to remote host: Connection refused\n" },
-			words: []string{"an unlisted host: no answer from the gateway", "Connection refused"}},
+			bend: func(f *fakeSandboxTools) {
+				f.unlisted = "nc: can't connect to remote host (10.96.0.80): Connection refused\n"
+			},
+			words: []string{"an unlisted host: no answer from the gateway at http://10.96.0.80:8080", "Connection refused"}},
 		{name: "the direct route open", secret: true, environ: &clean, want: Fail,
 			bend:  func(f *fakeSandboxTools) { f.directExit = "0" },
 			words: []string{"connected to api.llm.example:443 directly, around the gateway", "held: an unlisted host refused by the gateway (403)"}},
@@ -197,12 +219,18 @@ func TestV16GatewayProvenFromASandbox(t *testing.T) {
 				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: gwTestSecret}, Key: "key"}}}}
 			},
 			words: []string{"reads the gateway's credential Secret through env TOKEN of container agent, projected volume creds"}},
-		{name: "no HTTP client in the image", secret: true, environ: &clean, want: NotVerifiable,
-			bend:  func(f *fakeSandboxTools) { f.noWget = true },
-			words: []string{"an unlisted host through the gateway (neither wget nor curl in the image)", "the direct route to api.llm.example:443 refused"}},
+		{name: "curl instead of nc", secret: true, environ: &clean, want: Pass,
+			bend:  func(f *fakeSandboxTools) { f.curl, f.directExit = true, "7" },
+			words: []string{"an unlisted host refused by the gateway (403)", "api.llm.example:443 answered through the gateway (401)", "the direct route to api.llm.example:443 refused"}},
+		{name: "curl connecting around the gateway", secret: true, environ: &clean, want: Fail,
+			bend:  func(f *fakeSandboxTools) { f.curl, f.directExit = true, "35" },
+			words: []string{"connected to api.llm.example:443 directly, around the gateway"}},
+		{name: "neither curl nor nc in the image", secret: true, environ: &clean, want: NotVerifiable,
+			bend:  func(f *fakeSandboxTools) { f.noTools = true },
+			words: []string{"an unlisted host through the gateway (neither curl nor nc in the image)", "the direct route to api.llm.example:443 (neither nc nor curl in the image)"}},
 		{name: "the HTTP client crashing", secret: true, environ: &clean, want: NotVerifiable,
 			bend:  func(f *fakeSandboxTools) { f.crash = true },
-			words: []string{"an unlisted host through the gateway (the HTTP client ended by signal 11"}},
+			words: []string{"an unlisted host through the gateway (the HTTP client ended by signal 11", "the direct route to api.llm.example:443 refused"}},
 		{name: "the key's Secret unreadable", secret: false, environ: &clean, want: NotVerifiable,
 			words: []string{"whether the sandbox holds the key of Secret llm-key key key (api.llm.example)", "not found"}},
 	} {

@@ -292,11 +292,14 @@ func TestEgressGatewayHoldsTheKey(t *testing.T) {
 		if strings.Contains(logs, "session=s1") {
 			t.Error("the gateway's log holds a query string")
 		}
-		// auditLine finds the first 200 for /echo from addr, and says what
+		// auditLine finds the last 200 for /echo from addr (a sandbox's
+		// lines from before a claim took it name no claim), and says what
 		// it lacks of want (pod, sandbox and claim by name).
 		auditLine := func(logs, addr string, want map[string]string) {
 			t.Helper()
-			for _, line := range strings.Split(logs, "\n") {
+			lines := strings.Split(logs, "\n")
+			slices.Reverse(lines)
+			for _, line := range lines {
 				var l map[string]any
 				if json.Unmarshal([]byte(line), &l) != nil {
 					continue

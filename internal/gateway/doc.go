@@ -47,6 +47,10 @@
 //
 // The caller is identified by its pod address through an Identifier, or by
 // a projected service-account token reviewed by a TokenReviewer; both are
-// interfaces that the cluster layer implements (a pod informer, the
-// TokenReview API).
+// interfaces that the cluster layer implements (internal/gateway/cluster:
+// informers on the tenant namespace's pods and Sandboxes, the TokenReview
+// API). A caller is named by its pod, its Sandbox and the SandboxClaim the
+// Sandbox serves ("" for a warm one); an address that is no sandbox pod of
+// the namespace is refused. Budgets are the Sandbox's: a pod it recreates
+// at a new address keeps them.
 package gateway

@@ -30,6 +30,10 @@ TOOL_ORDER   := kubernetes pulumi cilium pulumi-kubernetes kube-state-metrics pr
 $(if $(filter-out $(TOOL_ORDER),$(TOOLS) $(TEST_TOOLS)),$(error TOOL_ORDER lacks $(filter-out $(TOOL_ORDER),$(TOOLS) $(TEST_TOOLS)): add it where its build time puts it))
 in_build_order = $(filter $(1),$(TOOL_ORDER))
 GO_LDFLAGS   := -s -w
+# The commit paddock carries: paddock version prints it, and the gateway
+# image it renders (and the local node imports) on target local is tagged
+# with it.
+LINK_REVISION = -X github.com/paddock-platform/paddock/internal/model.linkedRevision=$(shell git describe --always --dirty --abbrev=12 2>/dev/null)
 EXAMPLE      ?= examples/local
 
 .PHONY: help
@@ -87,7 +91,7 @@ tools-gcp: tool-pulumi ## fetch the pinned GCP provider plugin (target "gke" onl
 .PHONY: build
 build: ## build the paddock CLI and its egress gateway (static) into ./bin (it reports its commit: bin/paddock version)
 	@mkdir -p $(BIN)
-	go build -trimpath -ldflags '$(GO_LDFLAGS) -X main.commit=$(shell git describe --always --dirty --abbrev=12 2>/dev/null) -X main.commitTime=$(shell git show -s --format=%ct HEAD 2>/dev/null)' -o $(PADDOCK) ./cmd/paddock
+	go build -trimpath -ldflags '$(GO_LDFLAGS) $(LINK_REVISION) -X main.commitTime=$(shell git show -s --format=%ct HEAD 2>/dev/null)' -o $(PADDOCK) ./cmd/paddock
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/paddock-gateway ./cmd/paddock-gateway
 
 # The demo's node kind: empty lets `local up` choose (a real node running gVisor

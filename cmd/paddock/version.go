@@ -12,10 +12,11 @@ import (
 	"github.com/paddock-platform/paddock/internal/pins"
 )
 
-// commit is the source revision this binary was built from: `make build`
-// sets it (-ldflags "-X main.commit=..."). Without it, a `go build` in a git
-// checkout still carries the revision Go stamps into the binary.
-var commit string
+// commit is the source revision this binary was built from, as `make build`
+// links it in (model.LinkedRevision, the same value the gateway's image tag
+// is made of). Without it, a `go build` in a git checkout still carries the
+// revision Go stamps into the binary.
+var commit = model.LinkedRevision()
 
 // readBuildInfo is debug.ReadBuildInfo; tests replace it.
 var readBuildInfo = debug.ReadBuildInfo

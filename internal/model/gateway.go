@@ -159,10 +159,26 @@ func (t Tenant) GatewayCredentialSecrets() []string {
 // renders it.
 func LocalGatewayImage() string { return LocalGatewayRepository + ":" + BuildVersion() }
 
+// linkedRevision is the commit `make build` links into paddock
+// (-ldflags "-X github.com/paddock-platform/paddock/internal/model.linkedRevision=...").
+// A Go toolchain told not to stamp version control information
+// (GOFLAGS=-buildvcs=false, as some CI machines set) would otherwise leave
+// paddock and its gateway both "dev", and a node would go on running an
+// older gateway image under the same tag: the tag is this, and the node
+// imports the gateway binary beside paddock under it.
+var linkedRevision string
+
+// LinkedRevision is the commit make build linked in; "" for other builds.
+func LinkedRevision() string { return linkedRevision }
+
 // BuildVersion names this build of Paddock in an image tag: its commit (12
-// hex digits, "-dirty" when built from a modified tree), or "dev" when the
-// build carries no version control information (go test, go run).
+// hex digits, "-dirty" when built from a modified tree) as make build links
+// it in or Go stamps it, or "dev" when the build carries neither (go test,
+// go run).
 func BuildVersion() string {
+	if linkedRevision != "" {
+		return linkedRevision
+	}
 	if rev := RevisionOf(debug.ReadBuildInfo()); rev != "" {
 		return rev
 	}

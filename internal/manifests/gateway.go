@@ -19,6 +19,7 @@ import (
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/paddock-platform/paddock/internal/gateway"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
 	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/model"
 )
@@ -440,10 +441,14 @@ func gatewayPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.Network
 		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: pfx.Masked().String()}})
 	}
 	sel := metav1.LabelSelector{MatchLabels: GatewayPodLabels()}
+	rules := []networkingv1.NetworkPolicyEgressRule{DNSEgressRule(), {To: peers, Ports: ports}}
+	if r, ok := gatewayGKEControlPlaneRule(p); ok {
+		rules = append(rules, r)
+	}
 	egress := netpol(p, t, GatewayEgressPolicy, networkingv1.NetworkPolicySpec{
 		PodSelector: sel,
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
-		Egress:      []networkingv1.NetworkPolicyEgressRule{DNSEgressRule(), {To: peers, Ports: ports}},
+		Egress:      rules,
 	})
 	ingress := netpol(p, t, GatewayIngressPolicy, networkingv1.NetworkPolicySpec{
 		PodSelector: sel,
@@ -456,6 +461,21 @@ func gatewayPolicies(p *model.Platform, t model.Tenant) ([]*networkingv1.Network
 		}},
 	})
 	return []*networkingv1.NetworkPolicy{egress, ingress}, nil
+}
+
+// gatewayGKEControlPlaneRule opens, on target gke, the private control
+// plane endpoint (the cluster's master CIDR, which Paddock's cluster always
+// uses, on 443) to the gateway pods: the gateway reads its namespace's pods
+// and Sandboxes, and a private cluster's API server is at an address the
+// world rule excludes. Dataplane V2 judges it by the endpoint's address.
+func gatewayGKEControlPlaneRule(p *model.Platform) (networkingv1.NetworkPolicyEgressRule, bool) {
+	if p.Target.Kind != model.TargetGKE {
+		return networkingv1.NetworkPolicyEgressRule{}, false
+	}
+	return networkingv1.NetworkPolicyEgressRule{
+		To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: gcpinputs.DefaultMasterCIDR}}},
+		Ports: []networkingv1.NetworkPolicyPort{port("TCP", 443)},
+	}, true
 }
 
 // GatewayAPIServerPorts are the ports the gateway may reach the API server

@@ -20,6 +20,7 @@ import (
 	sandboxv1beta1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
 
 	"github.com/paddock-platform/paddock/internal/gateway"
+	"github.com/paddock-platform/paddock/internal/gcpinputs"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/schemas"
 )
@@ -489,5 +490,36 @@ func TestGatewayAPIServerRule(t *testing.T) {
 	p.Target.FQDNPolicy = model.FQDNPolicyGKE
 	if GatewayAPIServerRule(p, tn) != nil {
 		t.Error("a CiliumNetworkPolicy rendered for a GKE target")
+	}
+}
+
+// On target gke the gateway's egress policy opens the private control
+// plane's endpoint (the master CIDR, 443), which its world rule excludes;
+// on other targets it does not.
+func TestGatewayReachesGKEsPrivateControlPlane(t *testing.T) {
+	p, tn := gatewayTenant(t, "")
+	hasRule := func() bool {
+		pols, err := gatewayPolicies(p, tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range pols[0].Spec.Egress {
+			for _, peer := range r.To {
+				if peer.IPBlock != nil && peer.IPBlock.CIDR == gcpinputs.DefaultMasterCIDR {
+					if len(r.Ports) != 1 || r.Ports[0].Port.IntVal != 443 || len(r.To) != 1 {
+						t.Errorf("control plane rule %+v, want the master CIDR alone on 443", r)
+					}
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if hasRule() {
+		t.Errorf("target %s opens GKE's control plane CIDR", p.Target.Kind)
+	}
+	p.Target.Kind, p.Target.FQDNPolicy = model.TargetGKE, model.FQDNPolicyGKE
+	if !hasRule() {
+		t.Error("target gke: the gateway cannot reach the private control plane")
 	}
 }

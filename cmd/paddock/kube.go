@@ -9,6 +9,11 @@ import (
 	"github.com/paddock-platform/paddock/internal/model"
 )
 
+// sweepQPS is the client rate limit of drift's sweep: the engine's own
+// (engine's clusterQPS), which the API server's priority and fairness, not
+// the client, should bound.
+const sweepQPS = 500
+
 // restConfig is how commands that read the cluster reach the platform's
 // target: its kubeconfig path and context, with client-go's warnings off.
 // qps > 0 raises the client's rate limit for commands that list or watch a

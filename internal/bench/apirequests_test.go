@@ -135,3 +135,17 @@ func TestCarrySizesKeepsOtherSizesWithTheirBinary(t *testing.T) {
 		t.Error("carried figures of results that name no binary")
 	}
 }
+
+// A binary measured under another name (paddock-<commit>) is reported as
+// paddock, where the tables read it.
+func TestMeasuredBinaryReportedAsPaddock(t *testing.T) {
+	r := &Run{PeakRSS: map[string]int64{"paddock-01ac55ef83c2": 900, "pulumi": 3000}, CPU: map[string]float64{"paddock-01ac55ef83c2": 87.8, "pulumi": 166}}
+	r.renameProgram("paddock-01ac55ef83c2", "paddock")
+	if r.PeakRSS["paddock"] != 900 || r.CPU["paddock"] != 87.8 || len(r.PeakRSS) != 2 || len(r.CPU) != 2 {
+		t.Errorf("renamed: %v %v", r.PeakRSS, r.CPU)
+	}
+	r.renameProgram("paddock", "paddock")
+	if r.PeakRSS["paddock"] != 900 {
+		t.Errorf("renaming to itself lost it: %v", r.PeakRSS)
+	}
+}

@@ -314,3 +314,20 @@ func (r *Run) CPUSummary() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// renameProgram files what program from measured under name to: the binary
+// measured may be named otherwise (paddock-<commit>), and the report reads
+// paddock's figures under "paddock".
+func (r *Run) renameProgram(from, to string) {
+	if from == to {
+		return
+	}
+	if v, ok := r.PeakRSS[from]; ok {
+		delete(r.PeakRSS, from)
+		r.PeakRSS[to] = max(r.PeakRSS[to], v)
+	}
+	if v, ok := r.CPU[from]; ok {
+		delete(r.CPU, from)
+		r.CPU[to] += v
+	}
+}

@@ -221,6 +221,9 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 				}
 				began := time.Now()
 				r, err := measure(cmd)
+				if r != nil {
+					r.renameProgram(filepath.Base(o.Paddock), "paddock")
+				}
 				if err != nil {
 					return out, err
 				}

@@ -117,7 +117,7 @@ bench: tools-all build ## benchmarks on a throwaway local cluster: provisioning 
 # of the other sizes in the results, each size named with the binary and machine that measured it.
 .PHONY: bench-limit
 bench-limit: tools-all build ## provisioning at the spec's limit, 1,000 tenants (about an hour, not in CI): create, no-op up, drift, destroy vs kubectl and the floors, memory, checkpoint size, API requests -> internal/bench/results/
-	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out internal/bench/results -tenants 1000 -every-step-max 10 -full-max 100 -skip-validate -skip-claims -backends= $(BENCH_FLAGS)
+	go run ./cmd/paddock-bench -paddock $(PADDOCK) -out internal/bench/results -tenants 1000 -every-step-max 10 -full-max 100 -skip-validate -skip-claims -backends= -gateway=false $(BENCH_FLAGS)
 
 # Speed claims of single functions live here, not in unit tests: a unit test only
 # guards against a hang (internal/hangguard).

@@ -47,12 +47,13 @@ const (
 // answer, so it is not used.
 func gatewayScript(gwHost string, gwPort int32, dests []model.GatewayDestination) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "GWHOST=%s; GWPORT=%d\n", shellQuote(gwHost), gwPort)
+	proxy := "http://" + net.JoinHostPort(gwHost, strconv.Itoa(int(gwPort))) // brackets an IPv6 address
+	fmt.Fprintf(&b, "GWHOST=%s; GWPORT=%d; GWPROXY=%s\n", shellQuote(gwHost), gwPort, shellQuote(proxy))
 	b.WriteString(`have() { command -v "$1" >/dev/null 2>&1; }
 # via HOST[:PORT] WAIT: GET http://HOST/ through the gateway; with nc the
 # request stays open WAIT seconds for the answer (nc ends when its input does).
 via() {
-  if have curl; then curl -sS -D - -o /dev/null --max-time 20 -x "http://$GWHOST:$GWPORT" "http://$1/" 2>&1
+  if have curl; then curl -sS -D - -o /dev/null --max-time 20 -x "$GWPROXY" "http://$1/" 2>&1
   elif have nc; then
     { printf 'GET http://%s/ HTTP/1.1\r\nHost: %s\r\nUser-Agent: paddock-verify\r\nConnection: close\r\n\r\n' "$1" "$1"; sleep "$2"; } |
       nc -w "$(($2 + 2))" "$GWHOST" "$GWPORT" 2>&1

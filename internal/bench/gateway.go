@@ -286,9 +286,9 @@ func Gateway(ctx context.Context, o GatewayOptions) (*GatewayResult, error) {
 				run = &round.Gateway
 			}
 			run.Path = pt.what
-			run.LoadStart = LoadAvg()
+			run.LoadStart = LoadAverage()
 			got, err := execLoad(ctx, o.Kubectl, kubeconfig, sandbox, append(pt.args, common...), pt.stdin)
-			run.LoadEnd = LoadAvg()
+			run.LoadEnd = LoadAverage()
 			if err != nil {
 				return nil, fmt.Errorf("gateway benchmark, round %d, %s: %w", i+1, pt.what, err)
 			}
@@ -336,28 +336,6 @@ func roundTo(v float64, places int) float64 {
 	s := strconv.FormatFloat(v, 'f', places, 64)
 	f, _ := strconv.ParseFloat(s, 64)
 	return f
-}
-
-// LoadAvg is the machine's 1, 5 and 15 minute load averages, nil where
-// /proc/loadavg cannot be read.
-func LoadAvg() []float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return nil
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return nil
-	}
-	var out []float64
-	for _, s := range f[:3] {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 // gatewayBenchSpec is the local platform's header (specgen's, no tenants of

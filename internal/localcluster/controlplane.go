@@ -131,16 +131,17 @@ func (c *cluster) componentLog(name string) string {
 	return filepath.Join(c.logsDir(), name+".log")
 }
 
-// choosePorts picks the control plane's ports: free ones just below the kernel's
-// ephemeral range, counting down. A port inside that range could be taken by any
-// outgoing connection while its component is stopped (a fault test, a crash), and
-// the component could not come back on the port its kubeconfig names.
-func choosePorts(fake bool) (controlPlanePorts, error) {
+// choosePorts picks the control plane's ports for the cluster in dir: free
+// ones just below the kernel's ephemeral range (loopbackport.Reserved). A
+// port inside that range could be taken by any outgoing connection while its
+// component is stopped (a fault test, a crash), and the component could not
+// come back on the port its kubeconfig names.
+func choosePorts(dir string, fake bool) (controlPlanePorts, error) {
 	n := 5
 	if fake {
 		n = 6
 	}
-	got, err := loopbackport.Reserved(n)
+	got, err := loopbackport.Reserved(dir, n)
 	if err != nil {
 		return controlPlanePorts{}, err
 	}

@@ -206,7 +206,8 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 // The ports are free, distinct and below the kernel's ephemeral range, where no
 // outgoing connection takes one while its component is down.
 func TestChoosePortsBelowEphemeralRange(t *testing.T) {
-	p, err := choosePorts(true)
+	dir := t.TempDir()
+	p, err := choosePorts(dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestChoosePortsBelowEphemeralRange(t *testing.T) {
 		t.Skipf("port %d was taken meanwhile: %v", p.Etcd, err)
 	}
 	defer l.Close()
-	q, err := choosePorts(false)
+	q, err := choosePorts(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}

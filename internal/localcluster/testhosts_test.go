@@ -63,4 +63,3 @@ func TestStartTestHostLinksANamespaceOfItsOwn(t *testing.T) {
 		t.Errorf("index of a world host: %v", err)
 	}
 }
-

@@ -159,7 +159,7 @@ func (c *cluster) create(ctx context.Context, bins map[string]string, nodes stri
 	if err != nil {
 		return nil, fmt.Errorf("choose ports for the Agent Sandbox controller: %w", err)
 	}
-	cpPorts, err := choosePorts(nodes == NodesFake)
+	cpPorts, err := choosePorts(c.dir, nodes == NodesFake)
 	if err != nil {
 		return nil, fmt.Errorf("choose the control plane's ports: %w", err)
 	}

@@ -13,6 +13,7 @@ package loopbackport
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -56,19 +57,31 @@ func IsFree(port int) bool {
 	return true
 }
 
-// Reserved returns n free ports from the top of the reserved band,
-// highest first: the same ports on every call while they stay free, so a
-// cluster made again keeps its addresses.
-func Reserved(n int) ([]int, error) {
+// Reserved returns n free ports of the reserved band for the cluster named
+// by key (its directory): the same ports on every call while they stay free,
+// so a cluster made again keeps its addresses. The scan starts at a place in
+// the band that key decides, going down and wrapping round, so clusters of
+// different homes made at the same moment (the e2e suite's two lanes, a
+// benchmark beside them) seldom choose alike: ports only become taken when
+// bound, and each would otherwise find the same free ones at the top.
+func Reserved(key string, n int) ([]int, error) {
 	top := EphemeralLow() - 1
+	lo := max(lowest, top-reservedBand+1)
+	size := top - lo + 1
+	if size < n {
+		return nil, fmt.Errorf("the kernel's ephemeral range starts at %d, leaving no room below it for %d loopback ports", top+1, n)
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	start := int(h.Sum32() % uint32(size))
 	var got []int
-	for p := top; p >= lowest && p > top-reservedBand && len(got) < n; p-- {
-		if IsFree(p) {
+	for i := 0; i < size && len(got) < n; i++ {
+		if p := top - (start+i)%size; IsFree(p) {
 			got = append(got, p)
 		}
 	}
 	if len(got) < n {
-		return nil, fmt.Errorf("found %d free loopback ports of %d in %d..%d", len(got), n, max(lowest, top-reservedBand+1), top)
+		return nil, fmt.Errorf("found %d free loopback ports of %d in %d..%d", len(got), n, lo, top)
 	}
 	return got, nil
 }

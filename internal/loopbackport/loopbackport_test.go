@@ -1,6 +1,7 @@
 package loopbackport
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -28,16 +29,43 @@ func TestFreeIsBelowReservedBelowEphemeral(t *testing.T) {
 		}
 		l.Close()
 	}
-	res, err := Reserved(3)
+	res, err := Reserved("/home/a/local", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, p := range res {
+	for _, p := range res {
 		if p >= low || p < low-reservedBand {
 			t.Errorf("reserved port %d is outside %d..%d", p, low-reservedBand, low-1)
 		}
-		if i > 0 && p >= res[i-1] {
-			t.Errorf("reserved ports not highest first: %v", res)
+	}
+}
+
+// Two clusters of different homes made at the same moment start their scans
+// at different places, so neither takes the other's ports; one home asks
+// again and gets its own ports back.
+func TestReservedDependsOnTheKey(t *testing.T) {
+	a, err := Reserved("/home/a/local", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Reserved("/home/a/local", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(a) != fmt.Sprint(again) {
+		t.Errorf("one key, two answers: %v then %v", a, again)
+	}
+	b, err := Reserved("/tmp/paddock-e2e-123/local", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := map[int]bool{}
+	for _, p := range a {
+		mine[p] = true
+	}
+	for _, p := range b {
+		if mine[p] {
+			t.Errorf("two homes share port %d: %v and %v", p, a, b)
 		}
 	}
 }

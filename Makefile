@@ -134,22 +134,16 @@ unit: ## unit tests (no cluster)
 # own (test/promrules), so Prometheus' dependencies never move the main module's.
 PROMRULES = cd test/promrules && go vet ./... && go test -count=1 ./...
 
-# The terratest suite, its log kept in $(E2E_LOG); on failure the failed tests
-# are listed again at the end, where CI's tail shows them, each with every line it
-# logged put back together under its name (test/e2e/failures.awk: tests that run in
-# parallel interleave in the log), then TestMain's lines and a panic, if any.
-# Its -timeout is a hang guard, not a budget: the suite takes about 45 minutes on an
-# idle 2-core machine and ran past 75 with both cores kept busy (no test failing), so
-# the guard sits well beyond either; CI's own limit bounds the run.
-# E2E_PARALLEL=N (N > 1) runs the tests that share nothing cluster-wide N at a time,
-# after every other test (go test -parallel N; test/e2e/README.md says which and why).
-# Off (0: every test alone) by default: today those are two tests of 0.2 s, since every
-# test that runs `up` holds the cluster's one Agent Sandbox release (README.md).
-E2E_LOG ?= $(BIN)/e2e.log
-E2E_PARALLEL ?= 0
-E2E_RUN = mkdir -p $(BIN) && PADDOCK_BIN=$(PADDOCK) PADDOCK_E2E_PARALLEL=$(E2E_PARALLEL) go test -tags e2e -count=1 -timeout 180m \
-	  -parallel $(if $(filter-out 0 1,$(E2E_PARALLEL)),$(E2E_PARALLEL),1) -v ./test/e2e/... 2>&1 | tee $(E2E_LOG) \
-	  || { echo; echo "e2e: failed tests (full log: $(E2E_LOG)):"; awk -f $(CURDIR)/test/e2e/failures.awk $(E2E_LOG); exit 1; }
+# The live tests run in two lanes at once, each on a cluster of its own
+# (test/e2e/run-lanes.sh; test/e2e/README.md says which test runs where and
+# why): the local cluster's live tests and then the e2e node lane on the real
+# node, and beside them the e2e control lane on kwok nodes. Each part's log is
+# in $(BIN) (localcluster.log, e2e-node.log, e2e-control.log); the terminal shows
+# each test's result as it ends, and on a failure the failed tests again with
+# every line they wrote (test/e2e/failures.awk). Each -timeout inside is a hang
+# guard, not a budget: CI's own limit bounds the run. E2E_LANES=serial runs every
+# e2e test on the one real-node cluster, one after another, as before the lanes.
+E2E_LANES ?= lanes
 
 .PHONY: e2e
 e2e: tools-all build ## live tests: the local cluster lifecycle, then terratest end to end (each starts and stops its own cluster)
@@ -183,9 +177,8 @@ test: tools-all build ## everything CI runs: vet, unit tests, live end-to-end te
 	  [ "$$u" = 0 ] && [ "$$live" = 0 ]
 
 .PHONY: live
-live: ## the live tests alone (tools and CLI built): the local cluster lifecycle, then terratest end to end
-	PADDOCK_LIVE=1 go test -count=1 -timeout 30m -run TestLive ./internal/localcluster/
-	$(E2E_RUN)
+live: ## the live tests alone (tools and CLI built): the local cluster lifecycle, then terratest end to end, in two lanes
+	PADDOCK_BIN=$(PADDOCK) E2E_LANES=$(E2E_LANES) test/e2e/run-lanes.sh $(BIN)
 
 .PHONY: local-down
 local-down: ## stop the local cluster and remove its state

@@ -23,7 +23,6 @@ var cnpGVR = schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Reso
 // CILIUM_VERSION), and that schema really is enforced: a malformed policy is
 // refused. TestNamedEgressEnforced shows the agent enforcing it.
 func TestCiliumFQDNPolicyAcceptedByCiliumSchema(t *testing.T) {
-	mayRunBeside(t)
 	e := live
 	const ns = "e2e-cilium"
 	if _, err := e.kube.CoreV1().Namespaces().Create(ctxT(t, 10*time.Second), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

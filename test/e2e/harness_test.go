@@ -10,27 +10,25 @@
 // Nothing is mocked. PADDOCK_E2E_NODES=fake runs the suite on kwok nodes
 // instead (no container runs there, so the runtime checks fail or skip).
 //
-// Every test runs alone on that one cluster unless PADDOCK_E2E_PARALLEL is a
-// number above 1 (the Makefile's E2E_PARALLEL, which also sets go test's
-// -parallel): then the tests that call mayRunBeside run beside each other,
-// that many at a time, after every other test has finished. Which tests may,
-// and why the others may not (most hold the cluster's one Agent Sandbox
-// release), is in README.md. PADDOCK_E2E_FAIL_AT fails a test on purpose at a
-// named point (failOnPurpose); PADDOCK_E2E_KEEP_HOME keeps the suite's
-// PADDOCK_HOME for a post-mortem.
+// The suite runs in two lanes at once (lanes_test.go, run-lanes.sh): each is
+// its own go test process with its own PADDOCK_HOME and cluster, `node` on
+// the real node and `control` on kwok nodes, and within a lane every test runs
+// alone. With PADDOCK_E2E_LANE unset, one process runs every test on one
+// cluster (with -run, the way to run a single test). README.md says what
+// each test holds and why it is in its lane. PADDOCK_E2E_FAIL_AT fails a test
+// on purpose at a named point (failOnPurpose); PADDOCK_E2E_KEEP_HOME keeps
+// the suite's PADDOCK_HOME for a post-mortem.
 //
 // Run with `make e2e` (it builds the tools and the binary first) or `make live`.
 package e2e
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,19 +85,33 @@ func runMain(m *testing.M) (code int) {
 		return 1
 	}
 	live = e
-	if n := parallelism(); n > 1 {
-		flag.Parse()
-		p := "?"
-		if f := flag.Lookup("test.parallel"); f != nil {
-			p = f.Value.String()
-		}
-		fmt.Fprintf(os.Stderr, "e2e: %s=%d: the tests that may run beside each other run after the others, at most %s at once (go test -parallel)\n", parallelEnv, n, p)
-	}
 	return m.Run()
+}
+
+// chooseLane checks that every test has a lane and, when this process runs
+// one lane, restricts go test to its tests.
+func chooseLane(repo string) (lane, error) {
+	if err := checkLanes(filepath.Join(repo, "test", "e2e")); err != nil {
+		return "", err
+	}
+	l, err := selectedLane()
+	if err != nil || l == "" {
+		return l, err
+	}
+	n, err := restrictToLane(l)
+	if err != nil {
+		return l, err
+	}
+	fmt.Fprintf(os.Stderr, "e2e: lane %s: %d tests, one after another, on a cluster of %s nodes\n", l, n, laneNodes(l))
+	return l, nil
 }
 
 func setUp() (*env, error) {
 	e := &env{repo: repoRoot()}
+	l, err := chooseLane(e.repo)
+	if err != nil {
+		return nil, err
+	}
 	realHome := paths.Home()
 	for _, need := range []string{"bin/pulumi", "bin/kube-apiserver", "bin/agent-sandbox-controller", "pulumi/plugins"} {
 		if _, err := os.Stat(filepath.Join(realHome, need)); err != nil {
@@ -129,14 +141,12 @@ func setUp() (*env, error) {
 			return e, fmt.Errorf("building paddock: %v\n%s", err, out)
 		}
 	}
-	// The suite runs sandboxes on the real node (kubelet, containerd, gVisor)
-	// and fails where the machine cannot run one: `--nodes real` never falls
-	// back to kwok. PADDOCK_E2E_NODES=fake runs it on kwok nodes instead, for
-	// a machine without root; the runtime checks then fail, as they must.
-	nodes := os.Getenv("PADDOCK_E2E_NODES")
-	if nodes == "" {
-		nodes = "real"
-	}
+	// The node lane runs sandboxes on the real node (kubelet, containerd,
+	// gVisor) and fails where the machine cannot run one: `--nodes real`
+	// never falls back to kwok. PADDOCK_E2E_NODES=fake runs it on kwok nodes
+	// instead, for a machine without root; the runtime checks then fail, as
+	// they must. The control lane's cluster is always of kwok nodes.
+	nodes := laneNodes(l)
 	e.nodes = nodes
 	if out, err := e.paddockRaw("local", "up", "--nodes", nodes); err != nil {
 		return e, fmt.Errorf("paddock local up: %v\n%s", err, out)
@@ -223,35 +233,6 @@ func failOnPurpose(t *testing.T, point string) {
 	t.Helper()
 	if os.Getenv(failOnPurposeEnv) == t.Name()+"@"+point {
 		t.Fatalf("failed on purpose at %s (%s): the cleanup must restore the cluster for the tests after this one", point, failOnPurposeEnv)
-	}
-}
-
-// parallelEnv turns the parallel phase on: a number above 1 lets the tests
-// that call mayRunBeside run beside each other, up to that many at once (go
-// test's -parallel, which the Makefile sets to the same number). Unset, 0 or
-// 1: every test runs alone, in the order of the files, as when debugging.
-const parallelEnv = "PADDOCK_E2E_PARALLEL"
-
-// parallelism is parallelEnv's number; anything but a number above 1 is 1.
-func parallelism() int {
-	n, err := strconv.Atoi(os.Getenv(parallelEnv))
-	if err != nil || n < 2 {
-		return 1
-	}
-	return n
-}
-
-// mayRunBeside marks t as a test that shares nothing cluster-wide with the
-// other tests that call it (README.md says what each holds): with the
-// parallel phase on, go test runs it after every test that runs alone,
-// beside the others of its kind. Call it first, before the test touches the
-// cluster. A test that holds the Agent Sandbox release or a runtime class,
-// kills or restarts a component of the cluster, or sweeps or counts the
-// whole cluster in an assertion must not call it.
-func mayRunBeside(t *testing.T) {
-	t.Helper()
-	if parallelism() > 1 {
-		t.Parallel()
 	}
 }
 

@@ -221,7 +221,6 @@ func startOutsidePod(t *testing.T, e *env) string {
 // does not hold is refused before anything is applied, naming the template and
 // where its image is written; nothing of the platform reaches the cluster.
 func TestLocalImageRefused(t *testing.T) {
-	mayRunBeside(t)
 	e := live
 	if e.nodes == "fake" {
 		t.Skip("kwok nodes run nothing, so any image is accepted there")

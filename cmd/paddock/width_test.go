@@ -34,3 +34,26 @@ func TestValidateOutputFitsTheTerminal(t *testing.T) {
 		})
 	}
 }
+
+// On a spec whose policy errors block it, verify, drift and status print the
+// whole policy report before refusing: it fits a terminal too. (Their reports
+// of a live platform are measured on examples/local by the e2e suite's
+// TestLocalPlatform.)
+func TestRefusedCommandsFitTheTerminal(t *testing.T) {
+	t.Setenv("PADDOCK_HOME", t.TempDir())
+	for _, args := range [][]string{
+		{"verify", "../../examples/insecure"},
+		{"drift", "../../examples/insecure"},
+		{"status", "../../examples/insecure"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			stdout, stderr, code := runSplit(t, args...)
+			if code == 0 || !strings.Contains(stderr, "Errors block `paddock up`") {
+				t.Fatalf("exit %d without the policy report: the test no longer reads what it means to:\n%s", code, stderr)
+			}
+			if n, line := widestLine(stdout + stderr); n > termtext.Width {
+				t.Errorf("a line of %d characters (at most %d):\n%s", n, termtext.Width, line)
+			}
+		})
+	}
+}

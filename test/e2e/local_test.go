@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gruntwork-io/terratest/modules/k8s"
 	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
+	"github.com/paddock-platform/paddock/internal/termtext"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -199,6 +201,25 @@ func TestLocalPlatform(t *testing.T) {
 		}
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
 			t.Fatalf("want a PodSecurity rejection, got: %v", err)
+		}
+	})
+
+	t.Run("what verify, drift and status print fits 100 columns", func(t *testing.T) {
+		for _, args := range [][]string{{"verify", example}, {"drift", example}, {"status", example}, {"local", "status"}} {
+			out, _, err := e.paddock(t, args...)
+			if err != nil {
+				t.Errorf("paddock %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			widest, line := 0, ""
+			for _, l := range strings.Split(out, "\n") {
+				if n := utf8.RuneCountInString(l); n > widest {
+					widest, line = n, l
+				}
+			}
+			t.Logf("paddock %s: widest line %d characters", strings.Join(args, " "), widest)
+			if widest > termtext.Width {
+				t.Errorf("paddock %s: a line of %d characters (at most %d):\n%s", strings.Join(args, " "), widest, termtext.Width, line)
+			}
 		}
 	})
 

@@ -38,6 +38,10 @@ type FleetRun struct {
 	// TreePeakRSS is the highest memory of the command's process tree over
 	// the runs.
 	TreePeakRSS int64 `json:"treePeakRssBytes,omitempty"`
+	// LoadStart and LoadEnd are the machine's load averages (1, 5, 15
+	// min) before the first run and after the last: the machine is shared.
+	LoadStart []float64 `json:"loadAvgStart,omitempty"`
+	LoadEnd   []float64 `json:"loadAvgEnd,omitempty"`
 }
 
 // PerStack is the median's share of one stack.
@@ -208,7 +212,7 @@ func Fleet(ctx context.Context, o FleetOptions) ([]FleetRun, error) {
 			if !sweep {
 				args = append(args, "--no-sweep")
 			}
-			run := FleetRun{Stacks: n, Sweep: sweep}
+			run := FleetRun{Stacks: n, Sweep: sweep, LoadStart: LoadAverage()}
 			command := func() *exec.Cmd {
 				cmd := exec.CommandContext(ctx, o.Paddock, args...)
 				cmd.Dir, cmd.Env = o.Dir, env
@@ -233,10 +237,10 @@ func Fleet(ctx context.Context, o FleetOptions) ([]FleetRun, error) {
 			if err != nil {
 				return out, err
 			}
-			run.Runs, run.TreePeakRSS = rep.runs, rep.treePeak
+			run.Runs, run.TreePeakRSS, run.LoadEnd = rep.runs, rep.treePeak, LoadAverage()
 			run.Seconds = median(run.Runs)
-			fmt.Fprintf(o.Out, "bench: fleet drift --all%s %3d stacks: %.2fs median (%.2fs a stack), %d clean, %d drifted, %d resources\n",
-				map[bool]string{true: "", false: " --no-sweep"}[sweep], n, run.Seconds, run.PerStack(), run.Clean, run.Drifted, run.Resources)
+			fmt.Fprintf(o.Out, "bench: fleet drift --all%s %3d stacks: %.2fs median (%.2fs a stack), %d clean, %d drifted, %d resources, tree peak %s, load %s → %s\n",
+				map[bool]string{true: "", false: " --no-sweep"}[sweep], n, run.Seconds, run.PerStack(), run.Clean, run.Drifted, run.Resources, MiB(run.TreePeakRSS), loadText(run.LoadStart), loadText(run.LoadEnd))
 			out = append(out, run)
 		}
 	}
@@ -327,7 +331,8 @@ func (r *Results) writeFleet(w io.Writer) {
 	fmt.Fprintf(w, "*--no-sweep* compares each stack with the cluster and nothing more; every stack must be clean there, or the benchmark stops. ")
 	fmt.Fprintf(w, "The stacks share the cluster's Agent Sandbox release and runtime class, which each of them declares, so they share the platform's name (its label) too, or each `up` would relabel what the others declared: ")
 	fmt.Fprintf(w, "with the sweep, a stack's S05 (objects labelled as the platform's that its stack does not hold) counts what the project's other stacks hold as held, so an untouched fleet reads clean (the *reported clean / drifted* column is what the last run said).\n\n")
-	fmt.Fprintf(w, "| stacks | resources compared | drift --all | a stack | reported clean / drifted | --no-sweep | a stack | peak MiB (whole tree) |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "The machine is shared with other work: the last column is its load average (1, 5, 15 min) before the size's first run and after its last.\n\n")
+	fmt.Fprintf(w, "| stacks | resources compared | drift --all | a stack | reported clean / drifted | --no-sweep | a stack | peak MiB (whole tree) | load average |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range r.fleetStacks() {
 		sw, okSw := r.FindFleet(n, true)
 		ns, okNs := r.FindFleet(n, false)
@@ -347,9 +352,29 @@ func (r *Results) writeFleet(w io.Writer) {
 		if okSw {
 			verdict = fmt.Sprintf("%d / %d", sw.Clean, sw.Drifted)
 		}
-		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %s | %s | %s |\n", n, resources, a, aPer, verdict, b, bPer, mib(max(sw.TreePeakRSS, ns.TreePeakRSS)))
+		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", n, resources, a, aPer, verdict, b, bPer, mib(max(sw.TreePeakRSS, ns.TreePeakRSS)), fleetLoad(sw, okSw, ns, okNs))
 	}
 	fmt.Fprintf(w, "\nHow the time grows with the stacks:\n\n- `drift --all`: %s.\n- `drift --all --no-sweep`: %s.\n", FleetGrowth(r.Fleet, true), FleetGrowth(r.Fleet, false))
+}
+
+// fleetLoad is a size's load averages, before its first run (with the
+// sweep, which runs first) and after its last (--no-sweep), or a dash
+// where the runs did not record them.
+func fleetLoad(sw FleetRun, okSw bool, ns FleetRun, okNs bool) string {
+	var start, end []float64
+	if okSw {
+		start, end = sw.LoadStart, sw.LoadEnd
+	}
+	if okNs {
+		if start == nil {
+			start = ns.LoadStart
+		}
+		end = ns.LoadEnd
+	}
+	if start == nil && end == nil {
+		return "–"
+	}
+	return loadText(start) + " → " + loadText(end)
 }
 
 // fleetRunsOf is how many runs each figure is the median of.

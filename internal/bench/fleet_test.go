@@ -115,8 +115,8 @@ func fleetRuns() []FleetRun {
 		{Stacks: 1, Sweep: false, Seconds: 1, Runs: []float64{1, 1, 1}, Parallel: 4, Resources: 47, Clean: 1},
 		{Stacks: 3, Sweep: true, Seconds: 4, Runs: []float64{4, 4, 4}, Parallel: 4, Resources: 141, Drifted: 3},
 		{Stacks: 3, Sweep: false, Seconds: 1.5, Runs: []float64{1.5, 1.5, 1.5}, Parallel: 4, Resources: 141, Clean: 3},
-		{Stacks: 10, Sweep: true, Seconds: 11, Runs: []float64{11, 11, 11}, Parallel: 4, Resources: 470, Drifted: 10, TreePeakRSS: 300 << 20},
-		{Stacks: 10, Sweep: false, Seconds: 5, Runs: []float64{5, 5, 5}, Parallel: 4, Resources: 470, Clean: 10},
+		{Stacks: 10, Sweep: true, Seconds: 11, Runs: []float64{11, 11, 11}, Parallel: 4, Resources: 470, Drifted: 10, TreePeakRSS: 300 << 20, LoadStart: []float64{1.5, 1.25, 1}},
+		{Stacks: 10, Sweep: false, Seconds: 5, Runs: []float64{5, 5, 5}, Parallel: 4, Resources: 470, Clean: 10, LoadStart: []float64{9, 9, 9}, LoadEnd: []float64{2.5, 2, 1.75}},
 	}
 }
 
@@ -161,8 +161,10 @@ func TestReportFleetSection(t *testing.T) {
 	for _, want := range []string{
 		"## Fleet drift (`paddock drift --all`)",
 		"up to 4 at once, run 3 times at each size",
-		"| 1 | 47 | 2.00 | 2.00 | 1 / 0 | 1.00 | 1.00 | – |",
-		"| 10 | 470 | 11.00 | 1.10 | 0 / 10 | 5.00 | 0.50 | 300 |",
+		"| 1 | 47 | 2.00 | 2.00 | 1 / 0 | 1.00 | 1.00 | – | – |",
+		// The load before the size's first run (with the sweep) and after
+		// its last (--no-sweep).
+		"| 10 | 470 | 11.00 | 1.10 | 0 / 10 | 5.00 | 0.50 | 300 | 1.50, 1.25, 1.00 → 2.50, 2.00, 1.75 |",
 		"- `drift --all`: 1.00 s + 1.00 s × stacks",
 		"- `drift --all --no-sweep`: ",
 	} {

@@ -143,27 +143,9 @@ func (n *nodeRunner) keepAPIServerRoute(ctx context.Context) {
 		n.log.Printf("node: the kubernetes Service's endpoints not kept: %v", err)
 		return
 	}
-	lastErr := ""
-	for {
-		did, err := ensureKubernetesEndpoints(ctx, cs, nodeIP)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case did != "":
-			n.log.Printf("node: %s", did)
-		case err != nil && err.Error() != lastErr:
-			n.log.Printf("node: the kubernetes Service's endpoints: %v", err)
-		}
-		lastErr = ""
-		if err != nil {
-			lastErr = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(dnsKeepInterval):
-		}
-	}
+	n.keepEvery(ctx, dnsKeepInterval, "the kubernetes Service's endpoints", func() (string, error) {
+		return ensureKubernetesEndpoints(ctx, cs, nodeIP)
+	})
 }
 
 // relay accepts on listen (retrying until it can bind: the node's bridge

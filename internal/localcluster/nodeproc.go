@@ -151,23 +151,35 @@ func (n *nodeRunner) run(ctx context.Context) {
 // directory (syncCNIConf) until ctx is done.
 func (n *nodeRunner) keepCNIConf(ctx context.Context) {
 	d := n.c.nodeDirs()
+	n.keepEvery(ctx, 250*time.Millisecond, "CNI configuration", func() (string, error) {
+		return syncCNIConf(d.ciliumCNIStaged(), d.cniConf())
+	})
+}
+
+// keepEvery calls ensure every interval until ctx is done. It logs what each
+// call changed, and an error only when it differs from the one before, so a
+// lasting fault is one line, not one a tick.
+func (n *nodeRunner) keepEvery(ctx context.Context, interval time.Duration, what string, ensure func() (string, error)) {
 	lastErr := ""
 	for {
-		did, err := syncCNIConf(d.ciliumCNIStaged(), d.cniConf())
+		did, err := ensure()
 		switch {
+		case ctx.Err() != nil:
+			return
 		case did != "":
 			n.log.Printf("node: %s", did)
-		case err != nil && err.Error() != lastErr:
-			n.log.Printf("node: CNI configuration: %v", err)
 		}
-		lastErr = ""
-		if err != nil {
+		switch {
+		case err == nil:
+			lastErr = ""
+		case err.Error() != lastErr:
+			n.log.Printf("node: %s: %v", what, err)
 			lastErr = err.Error()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }
@@ -186,37 +198,31 @@ func (n *nodeRunner) keepClusterDNS(ctx context.Context) {
 		n.log.Printf("node: cluster resolver and world host names not kept: %v", err)
 		return
 	}
-	lastErr := ""
-	for {
+	n.keepEvery(ctx, dnsKeepInterval, "cluster DNS", func() (string, error) {
 		// The world hosts' names first: the resolver pod reads them when it
 		// starts, and a ConfigMap made after it reaches it only with the
 		// kubelet's next sync, up to a minute later.
-		did, namesErr := ensureWorldHostNames(ctx, cs)
-		if did != "" {
-			n.log.Printf("node: %s", did)
-		}
-		_, did, err := resolverTarget(ctx, cs)
-		if did != "" {
-			n.log.Printf("node: cluster DNS: %s", did)
-		}
+		names, namesErr := ensureWorldHostNames(ctx, cs)
+		_, pod, err := resolverTarget(ctx, cs)
 		if err == nil {
 			err = namesErr
 		}
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil && err.Error() != lastErr:
-			n.log.Printf("node: cluster DNS: %v", err)
-			lastErr = err.Error()
-		case err == nil:
-			lastErr = ""
+		if pod != "" {
+			pod = "cluster DNS: " + pod
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(dnsKeepInterval):
+		return joinNonEmpty(names, pod), err
+	})
+}
+
+// joinNonEmpty joins the parts that are not empty with "; ".
+func joinNonEmpty(parts ...string) string {
+	var kept []string
+	for _, p := range parts {
+		if p != "" {
+			kept = append(kept, p)
 		}
 	}
+	return strings.Join(kept, "; ")
 }
 
 // afterContainerd waits for containerd's socket, then imports the node's images.

@@ -31,6 +31,8 @@ import (
 	"github.com/paddock-platform/paddock/internal/pins"
 	"github.com/paddock-platform/paddock/internal/s3test"
 	"github.com/paddock-platform/paddock/schemas/specgen"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 func main() {
@@ -65,8 +67,10 @@ func run() error {
 		fullMax   = flag.Int("full-max", 0, "largest tenant count the no-op `up --full` (Pulumi's refresh and update, for contrast) is measured at; 0 = all")
 		baseline  = flag.String("baseline", "", "results.json whose own measurements are the report's \"before\" (default: the baseline the results in -out carry, else those results themselves)")
 		lines     = flag.String("validate-lines", "100,1000,5000,10000", "spec sizes of the validate benchmark")
-		claims    = flag.Int("claims", 10, "claims per sequential mode of the claims benchmark")
-		poolSize  = flag.Int("pool", 3, "warm pool replicas of the claims benchmark")
+		claims    = flag.Int("claims", 10, "claims per sequential mode of the claims benchmark (and the fewest its burst mode measures)")
+		poolSize  = flag.Int("pool", 3, "warm pool replicas of the claims benchmark; 0 sizes it for the node: one fewer than the sandboxes of the template the node and the tenant's quota hold, found from a first pool of 1")
+		burst     = flag.Int("burst", 0, "claims the claims benchmark's burst mode makes at once (0: twice the pool); a burst's claims not Ready within -claims-timeout are counted, not a failure")
+		claimWait = flag.Duration("claims-timeout", 2*time.Minute, "how long a claim of the claims benchmark may take to become Ready")
 		keepHome  = flag.Bool("keep-home", false, "keep the throwaway PADDOCK_HOME (state, logs) for inspection")
 		skipProv  = flag.Bool("skip-provision", false, "skip the provisioning benchmark")
 		skipClaim = flag.Bool("skip-claims", false, "skip the claims benchmark")
@@ -350,14 +354,14 @@ func run() error {
 	}
 
 	if !*skipClaim {
-		claims, err := benchClaims(ctx, bin, realHome, *claimNode, *claims, *poolSize, *keepHome)
+		claims, fit, err := benchClaims(ctx, bin, realHome, *claimNode, claimsRun{count: *claims, pool: *poolSize, burst: *burst, timeout: *claimWait}, *keepHome)
 		if err != nil {
 			return err
 		}
-		res.Claims, res.ClaimsNodes = claims, *claimNode
+		res.Claims, res.ClaimsNodes, res.ClaimsFit = claims, *claimNode, fit
 		measured(bench.SectionClaims)
 	} else if oldErr == nil && len(old.Claims) > 0 && old.Paddock != nil {
-		res.Claims, res.ClaimsNodes = old.Claims, old.ClaimsNodes
+		res.Claims, res.ClaimsNodes, res.ClaimsFit = old.Claims, old.ClaimsNodes, old.ClaimsFit
 		carried(bench.SectionClaims, "Sandbox start through claims", "-skip-claims")
 	}
 	if err := save(); err != nil {
@@ -511,19 +515,26 @@ func writeResults(res *bench.Results, outDir string) error {
 	return nil
 }
 
+// claimsRun is what the claims benchmark is asked for.
+type claimsRun struct {
+	count, pool, burst int
+	timeout            time.Duration
+}
+
 // benchClaims measures claim → Ready on a cluster of its own, with nodes of
 // the given kind: on the real node each sandbox's container starts under
 // gVisor, so the figures include what an agent waits for, not only the
 // controller. The provisioning cluster stays on kwok nodes (100 tenants must
-// not need 200 real pods).
-func benchClaims(ctx context.Context, bin, realHome, nodes string, count, poolSize int, keepHome bool) ([]bench.ClaimsResult, error) {
+// not need 200 real pods). A pool of 0 is sized for the node (bench.FitNode,
+// bench.PoolForNode) from a first `up` with a pool of 1.
+func benchClaims(ctx context.Context, bin, realHome, nodes string, o claimsRun, keepHome bool) ([]bench.ClaimsResult, *bench.NodeFit, error) {
 	home, err := os.MkdirTemp("", "paddock-bench-claims-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, d := range []string{"bin", "pulumi"} {
 		if err := os.Symlink(filepath.Join(realHome, d), filepath.Join(home, d)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	env := append(os.Environ(), "PADDOCK_HOME="+home)
@@ -534,7 +545,7 @@ func benchClaims(ctx context.Context, bin, realHome, nodes string, count, poolSi
 	}
 	fmt.Printf("paddock-bench: claims on a cluster with %s nodes in %s\n", nodes, home)
 	if out, err := paddockCmd("local", "up", "--nodes", nodes).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("local up --nodes %s for the claims benchmark (-claims-nodes fake measures the controller alone): %v\n%s", nodes, err, out)
+		return nil, nil, fmt.Errorf("local up --nodes %s for the claims benchmark (-claims-nodes fake measures the controller alone): %v\n%s", nodes, err, out)
 	}
 	defer func() {
 		down := exec.Command(bin, "local", "down")
@@ -548,30 +559,71 @@ func benchClaims(ctx context.Context, bin, realHome, nodes string, count, poolSi
 	}()
 	dir := filepath.Join(home, "specs", "claims")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The node's own image: nothing is pulled here. The shell traps TERM so a
 	// claimed sandbox stops at once when its claim is deleted.
-	spec := specgen.Generate(specgen.Options{Platform: "claims", Tenants: 1, Replicas: poolSize, ColdPool: true,
-		Image: localcluster.SandboxImage, Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}})
-	if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
-		return nil, err
+	up := func(replicas int) error {
+		spec := specgen.Generate(specgen.Options{Platform: "claims", Tenants: 1, Replicas: replicas, ColdPool: true,
+			Image: localcluster.SandboxImage, Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}})
+		if err := os.WriteFile(filepath.Join(dir, "platform.hcl"), []byte(spec), 0o644); err != nil {
+			return err
+		}
+		if out, err := paddockCmd("up", dir).CombinedOutput(); err != nil {
+			return fmt.Errorf("up of the claims platform (pool of %d): %v\n%s", replicas, err, out)
+		}
+		return nil
 	}
-	if out, err := paddockCmd("up", dir).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("up of the claims platform: %v\n%s", err, out)
+	var fit *bench.NodeFit
+	if o.pool > 0 {
+		if err := up(o.pool); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		if err := up(1); err != nil {
+			return nil, nil, err
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(home, "local", "kubeconfig"))
+		if err != nil {
+			return nil, nil, err
+		}
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		ns := "agents-" + specgen.TenantName(0)
+		f, err := bench.FitNode(ctx, kube, ns, o.timeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		f.Pool, f.PoolWhy = bench.PoolForNode(f.Holds)
+		fmt.Printf("paddock-bench: claims: the node holds %d sandboxes (%s): %s\n", f.Holds, f.Bound, f.PoolWhy)
+		if err := up(f.Pool); err != nil {
+			return nil, nil, err
+		}
+		// With the pool full, before the first claim.
+		if f.SandboxMemory, err = bench.SandboxMemory(ctx, kube, ns, f.Pool, 2*o.timeout); err != nil {
+			return nil, nil, fmt.Errorf("the claims pool of %d: %w", f.Pool, err)
+		}
+		fmt.Printf("paddock-bench: claims: a running sandbox takes %s\n", bench.MiB(f.SandboxMemory))
+		fit = &f
 	}
-	c := paddockCmd("bench", "claims", dir, "--pool", "agent", "--cold-pool", "cold", "--claims", strconv.Itoa(count), "--format", "json")
+	args := []string{"bench", "claims", dir, "--pool", "agent", "--cold-pool", "cold", "--claims", strconv.Itoa(o.count), "--timeout", o.timeout.String(), "--format", "json"}
+	if o.burst > 0 {
+		args = append(args, "--burst", strconv.Itoa(o.burst))
+	}
+	c := paddockCmd(args...)
 	c.Stderr = os.Stdout
 	out, err := c.Output()
 	if err != nil {
-		return nil, fmt.Errorf("paddock bench claims: %v", err)
+		return nil, nil, fmt.Errorf("paddock bench claims: %v", err)
 	}
 	var res []bench.ClaimsResult
 	if err := json.Unmarshal(out, &res); err != nil {
-		return nil, fmt.Errorf("paddock bench claims JSON: %v\n%s", err, out)
+		return nil, nil, fmt.Errorf("paddock bench claims JSON: %v\n%s", err, out)
 	}
 	if out, err := paddockCmd("destroy", dir).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("destroy of the claims platform: %v\n%s", err, out)
+		return nil, nil, fmt.Errorf("destroy of the claims platform: %v\n%s", err, out)
 	}
-	return res, nil
+	return res, fit, nil
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -42,9 +43,23 @@ const (
 	// (replicas 0): every claim starts its sandbox from the template, the path
 	// of a claim that finds no warm sandbox.
 	ModeCold = "cold"
-	// ModeBurst: Burst claims at once, more than the pool holds.
+	// ModeBurst: Burst claims at once, more than the pool holds. A claim of
+	// a burst that is not Ready within the timeout is counted (Unready),
+	// not a failure: a burst may ask for more sandboxes than the nodes hold.
 	ModeBurst = "burst"
 )
+
+// notReady is a claim that did not become Ready within the timeout, with
+// where it stood then.
+type notReady struct {
+	claim   string
+	timeout time.Duration
+	why     string // its conditions and its pod's, each after "; "
+}
+
+func (e *notReady) Error() string {
+	return fmt.Sprintf("claim %s not Ready within %s%s", e.claim, e.timeout, e.why)
+}
 
 // ClaimsOptions configure Claims.
 type ClaimsOptions struct {
@@ -81,8 +96,26 @@ type ClaimsResult struct {
 	// launch-type label says warm); HitRate is WarmHits / Claims.
 	WarmHits int     `json:"warmHits"`
 	HitRate  float64 `json:"hitRate"`
-	// Seconds are the claim → Ready times in creation order.
+	// Seconds are the claim → Ready times in creation order, of the claims
+	// that became Ready.
 	Seconds []float64 `json:"seconds"`
+	// Burst is how many claims each burst made at once (the burst mode).
+	Burst int `json:"burst,omitempty"`
+	// WarmP50, WarmP95 and WarmMax are of the warm hits alone (the burst
+	// mode): what a claim the pool served waited while the others arrived.
+	WarmP50 float64 `json:"warmP50Seconds,omitempty"`
+	WarmP95 float64 `json:"warmP95Seconds,omitempty"`
+	WarmMax float64 `json:"warmMaxSeconds,omitempty"`
+	// Unready counts the burst's claims that were not Ready within
+	// TimeoutSeconds (they are not in Seconds), UnreadyWhy says where the
+	// first of them stood.
+	Unready        int     `json:"unready,omitempty"`
+	UnreadyWhy     string  `json:"unreadyWhy,omitempty"`
+	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
+	// LoadStart and LoadEnd are the machine's load averages (1, 5, 15 min)
+	// before the mode's first claim and after its last.
+	LoadStart []float64 `json:"loadAvgStart,omitempty"`
+	LoadEnd   []float64 `json:"loadAvgEnd,omitempty"`
 	// Phases is the median of each phase of the claims' time (ClaimPhases),
 	// over the PhaseClaims claims whose pod was seen through every phase.
 	Phases      map[string]float64 `json:"phasesP50Seconds,omitempty"`
@@ -143,8 +176,10 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 		if err := c.waitPoolFull(ctx, replicas); err != nil {
 			return out, err
 		}
-		var times []float64
-		var hits int
+		var times, warmTimes []float64
+		var hits, unready int
+		var unreadyWhy string
+		load := LoadAverage()
 		c.resetPhases()
 		switch mode {
 		case ModeWarm, ModeCold:
@@ -165,6 +200,7 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 				times = append(times, d.Seconds())
 				if warm {
 					hits++
+					warmTimes = append(warmTimes, d.Seconds())
 				}
 				if err := c.delete(ctx); err != nil {
 					return out, err
@@ -174,17 +210,20 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 			// Rounds of Burst claims at once, each on a full pool, until at
 			// least Count claims are measured: one burst of a few claims
 			// gives no percentile worth reading.
-			for round := 0; len(times) < o.Count || round == 0; round++ {
+			for round := 0; len(times)+unready < o.Count || round == 0; round++ {
 				if round > 0 {
 					if err := c.waitPoolFull(ctx, replicas); err != nil {
 						return out, err
 					}
 				}
-				got, warm, err := c.burst(ctx, round)
+				b, err := c.burst(ctx, round)
 				if err != nil {
 					return out, err
 				}
-				times, hits = append(times, got...), hits+warm
+				times, warmTimes, hits = append(times, b.times...), append(warmTimes, b.warm...), hits+len(b.warm)
+				if unready += b.unready; unreadyWhy == "" {
+					unreadyWhy = b.why
+				}
 				if err := c.delete(ctx); err != nil {
 					return out, err
 				}
@@ -196,23 +235,40 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 		}
 		r := summarize(mode, pool, poolReplicas, times, hits)
 		r.Phases, r.PhaseClaims = c.phasesP50()
-		fmt.Fprintf(o.Out, "bench claims: %-5s %3d claims  P50 %.3fs  P95 %.3fs  max %.3fs  warm hits %d/%d; P50 by phase: %s\n", mode, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims, phaseCell(r))
+		r.LoadStart, r.LoadEnd = load, LoadAverage()
+		if mode == ModeBurst {
+			r.Burst, r.Unready, r.UnreadyWhy, r.TimeoutSeconds = o.Burst, unready, unreadyWhy, o.Timeout.Seconds()
+			r.WarmP50, r.WarmP95, r.WarmMax = percentiles(warmTimes)
+			if made := r.Claims + unready; made > 0 {
+				r.HitRate = float64(hits) / float64(made)
+			}
+		}
+		fmt.Fprintf(o.Out, "bench claims: %-5s %3d claims  P50 %.3fs  P95 %.3fs  max %.3fs  warm hits %d/%d; P50 by phase: %s; load %s → %s\n", mode, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims, phaseCell(r), loadText(r.LoadStart), loadText(r.LoadEnd))
+		if mode == ModeBurst {
+			fmt.Fprintf(o.Out, "bench claims: burst of %d at once: warm hits P50 %.3fs  P95 %.3fs  max %.3fs; %d not Ready within %s (%s)\n", r.Burst, r.WarmP50, r.WarmP95, r.WarmMax, r.Unready, o.Timeout, r.UnreadyWhy)
+		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
 func summarize(mode, pool string, replicas int64, times []float64, hits int) ClaimsResult {
-	sorted := append([]float64(nil), times...)
-	sort.Float64s(sorted)
 	r := ClaimsResult{Mode: mode, Pool: pool, Replicas: replicas, Claims: len(times), WarmHits: hits, Seconds: times}
-	if len(sorted) > 0 {
-		r.P50 = Percentile(sorted, 50)
-		r.P95 = Percentile(sorted, 95)
-		r.Max = sorted[len(sorted)-1]
+	r.P50, r.P95, r.Max = percentiles(times)
+	if len(times) > 0 {
 		r.HitRate = float64(hits) / float64(len(times))
 	}
 	return r
+}
+
+// percentiles are the P50, P95 and max of xs (zeros for none).
+func percentiles(xs []float64) (p50, p95, maxV float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	sorted := append([]float64(nil), xs...)
+	sort.Float64s(sorted)
+	return Percentile(sorted, 50), Percentile(sorted, 95), sorted[len(sorted)-1]
 }
 
 // Percentile is the nearest-rank percentile of sorted values.
@@ -227,37 +283,54 @@ func Percentile(sorted []float64, p float64) float64 {
 	return sorted[rank-1]
 }
 
+// burstRound is what one burst measured.
+type burstRound struct {
+	times []float64 // claim → Ready of the claims that became Ready, in creation order
+	warm  []float64 // the same, of the warm hits alone
+	// unready counts the claims not Ready within the timeout; why is where
+	// the first of them stood.
+	unready int
+	why     string
+}
+
 // burst makes Burst claims at once on the warm pool and waits for all of
-// them: their claim → Ready times in creation order, and how many were warm.
-func (c *claimer) burst(ctx context.Context, round int) ([]float64, int, error) {
-	var mu sync.Mutex
+// them. A claim not Ready within the timeout is counted, not an error: the
+// burst may ask for more sandboxes than the nodes hold.
+func (c *claimer) burst(ctx context.Context, round int) (burstRound, error) {
+	type result struct {
+		d    time.Duration
+		warm bool
+		err  error
+	}
+	results := make([]result, c.o.Burst)
 	var wg sync.WaitGroup
-	errs := make(chan error, c.o.Burst)
-	times := make([]float64, c.o.Burst)
-	hits := 0
-	for i := 0; i < c.o.Burst; i++ {
+	for i := range c.o.Burst {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			d, warm, err := c.one(ctx, fmt.Sprintf("burst-%d-%d", round, i), c.o.WarmPool)
-			if err != nil {
-				errs <- err
-				return
-			}
-			mu.Lock()
-			times[i] = d.Seconds()
-			if warm {
-				hits++
-			}
-			mu.Unlock()
+			results[i] = result{d, warm, err}
 		}(i)
 	}
 	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return nil, 0, err
+	var b burstRound
+	for _, r := range results {
+		var nr *notReady
+		switch {
+		case errors.As(r.err, &nr):
+			if b.unready++; b.why == "" {
+				b.why = strings.TrimPrefix(nr.why, "; ")
+			}
+		case r.err != nil:
+			return b, r.err
+		default:
+			b.times = append(b.times, r.d.Seconds())
+			if r.warm {
+				b.warm = append(b.warm, r.d.Seconds())
+			}
+		}
 	}
-	return times, hits, nil
+	return b, nil
 }
 
 // claimer makes claims and learns of their readiness from one watch.
@@ -386,7 +459,7 @@ wait:
 					}
 				}
 			}
-			return 0, false, fmt.Errorf("claim %s/%s not Ready within %s%s%s", c.o.Namespace, name, c.o.Timeout, why, c.podWhy(ctx, name))
+			return 0, false, &notReady{claim: c.o.Namespace + "/" + name, timeout: c.o.Timeout, why: why + c.podWhy(ctx, name)}
 		case <-ctx.Done():
 			return 0, false, ctx.Err()
 		}
@@ -502,9 +575,42 @@ func (c *claimer) cleanup() {
 // WriteClaimsTable writes claim results as a markdown table.
 func WriteClaimsTable(w io.Writer, rs []ClaimsResult) {
 	fmt.Fprintf(w, "| mode | pool replicas | claims | P50 (s) | P95 (s) | max (s) | warm hits | where a claim's time goes (P50 s) |\n|---|---|---|---|---|---|---|---|\n")
+	var loads []string
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %s | %d | %d | %.3f | %.3f | %.3f | %d/%d (%.0f%%) | %s |\n", r.Mode, r.Replicas, r.Claims, r.P50, r.P95, r.Max, r.WarmHits, r.Claims, 100*r.HitRate, phaseCell(r))
+		made, claims := r.Claims+r.Unready, fmt.Sprint(r.Claims)
+		if r.Unready > 0 {
+			claims = fmt.Sprintf("%d Ready of %d", r.Claims, made)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %.3f | %.3f | %.3f | %d/%d (%.0f%%) | %s |\n", r.Mode, r.Replicas, claims, r.P50, r.P95, r.Max, r.WarmHits, made, 100*r.HitRate, phaseCell(r))
+		if len(r.LoadStart) == 3 || len(r.LoadEnd) == 3 {
+			loads = append(loads, fmt.Sprintf("%s %s → %s", r.Mode, loadText(r.LoadStart), loadText(r.LoadEnd)))
+		}
 	}
+	for _, r := range rs {
+		if r.Mode != ModeBurst || r.Burst == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %d claims at once on a pool of %d", burstName(r), r.Burst, r.Replicas)
+		if r.WarmHits > 0 {
+			fmt.Fprintf(w, "; the %d the pool served (warm hits) were Ready in P50 %.3f s, P95 %.3f s, max %.3f s", r.WarmHits, r.WarmP50, r.WarmP95, r.WarmMax)
+		}
+		if r.Unready > 0 {
+			fmt.Fprintf(w, "; %d not Ready within %s (the first: %s)", r.Unready, time.Duration(r.TimeoutSeconds*float64(time.Second)), r.UnreadyWhy)
+		}
+		fmt.Fprintf(w, ".\n")
+	}
+	if len(loads) > 0 {
+		fmt.Fprintf(w, "\nLoad average (1, 5, 15 min) before each mode's first claim → after its last: %s.\n", strings.Join(loads, "; "))
+	}
+}
+
+// burstName is how the report names a burst row: "Burst", with the rounds
+// when there were several.
+func burstName(r ClaimsResult) string {
+	if made := r.Claims + r.Unready; r.Burst > 0 && made > r.Burst {
+		return fmt.Sprintf("Burst (%d rounds)", (made+r.Burst-1)/r.Burst)
+	}
+	return "Burst"
 }
 
 // phaseCell is a claims row's phase medians, in ClaimPhases order.

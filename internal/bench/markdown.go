@@ -184,6 +184,7 @@ func (r *Results) writeMarkdown(w io.Writer) {
 			fmt.Fprintf(w, "On kwok nodes: no container starts, so these are the controller's part alone.\n\n")
 		}
 		WriteClaimsTable(w, r.Claims)
+		r.ClaimsFit.write(w)
 	}
 	if r.Gateway != nil {
 		r.writeGateway(w)

@@ -41,6 +41,9 @@ type Results struct {
 	// ClaimsNodes is the node kind the claims ran on: real (containers
 	// start under gVisor) or fake (kwok: the controller's part only).
 	ClaimsNodes string `json:"claimsNodes,omitempty"`
+	// ClaimsFit is how the claims' warm pool was sized for the node, when
+	// it was (-pool 0).
+	ClaimsFit *NodeFit `json:"claimsNodeFit,omitempty"`
 	// Gateway is the egress gateway's throughput against a direct
 	// connection to the same server, on the real node (gateway.go).
 	Gateway *GatewayResult `json:"gateway,omitempty"`

@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func rl(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func podOf(name string, phase corev1.PodPhase, req, lim corev1.ResourceList) corev1.Pod {
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "agents-t0000"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}},
+		Status:     corev1.PodStatus{Phase: phase},
+	}
+}
+
+// The node's allocatable, less what its pods request, bounds the sandboxes
+// it holds; a finished pod requests nothing; the sandbox measured is one of
+// them.
+func TestSandboxesFitTheNode(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: rl("cpu", "2", "memory", "23Gi", "pods", "110", "ephemeral-storage", "100Gi")}}
+	sb := podOf("sb", corev1.PodRunning, rl("cpu", "250m", "memory", "256Mi"), rl("cpu", "1", "memory", "1Gi"))
+	pods := []corev1.Pod{
+		sb,
+		podOf("dns", corev1.PodRunning, rl("cpu", "100m", "memory", "70Mi"), nil),
+		podOf("done", corev1.PodSucceeded, rl("cpu", "1"), nil),
+	}
+	fit := SandboxesFit(node, pods, &sb, nil)
+	// 2000m - 350m = 1650m free: 6 more of 250m, and the one running.
+	if fit.Holds != 7 || !strings.Contains(fit.Bound, "cpu 2 allocatable, 350m requested by its 2 pods, 250m a sandbox") {
+		t.Errorf("holds %d, bound %q", fit.Holds, fit.Bound)
+	}
+	if fit.Sandbox["cpu"] != "250m" || fit.Sandbox["memory"] != "256Mi" {
+		t.Errorf("a sandbox's requests: %v", fit.Sandbox)
+	}
+	// The runtime's overhead counts with the containers' requests: 1400m
+	// free, 500m a sandbox.
+	sb.Spec.Overhead = rl("cpu", "250m")
+	pods[0] = sb
+	if fit := SandboxesFit(node, pods, &sb, nil); fit.Holds != 3 {
+		t.Errorf("with 250m of overhead: holds %d (%s)", fit.Holds, fit.Bound)
+	}
+	// The pod count binds when requests are small.
+	tiny := podOf("sb", corev1.PodRunning, rl("cpu", "1m", "memory", "1Mi"), nil)
+	node.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("10")
+	if fit := SandboxesFit(node, []corev1.Pod{tiny, pods[1]}, &tiny, nil); fit.Holds != 9 || !strings.Contains(fit.Bound, "10 pods allocatable, 2 bound to it") {
+		t.Errorf("pods bound: holds %d (%s)", fit.Holds, fit.Bound)
+	}
+}
+
+// The tenant's quota bounds the sandboxes as well: limits.* by the pod's
+// limits, a bare resource and requests.* by its requests, pods by one each.
+func TestSandboxesFitTheQuota(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: rl("cpu", "64", "memory", "256Gi", "pods", "110")}}
+	sb := podOf("sb", corev1.PodRunning, rl("cpu", "250m", "memory", "256Mi"), rl("cpu", "1", "memory", "1Gi"))
+	q := func(hard, used corev1.ResourceList) []corev1.ResourceQuota {
+		return []corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: "agents-t0000"}, Status: corev1.ResourceQuotaStatus{Hard: hard, Used: used}}}
+	}
+	for _, c := range []struct {
+		hard, used corev1.ResourceList
+		holds      int
+		bound      string
+	}{
+		{rl("limits.cpu", "16", "pods", "20"), rl("limits.cpu", "1", "pods", "1"), 16, "limits.cpu 16 hard, 1 used, 1 a sandbox"},
+		{rl("pods", "5"), rl("pods", "1"), 5, "pods 5 hard, 1 used"},
+		{rl("requests.memory", "1Gi"), rl("requests.memory", "256Mi"), 4, "requests.memory 1Gi hard"},
+		{rl("memory", "512Mi"), rl("memory", "256Mi"), 2, "memory 512Mi hard"},
+		{rl("count/secrets", "1"), nil, 110, "node n: 110 pods allocatable, 1 bound to it"},
+	} {
+		fit := SandboxesFit(node, []corev1.Pod{sb}, &sb, q(c.hard, c.used))
+		if fit.Holds != c.holds || !strings.Contains(fit.Bound, c.bound) {
+			t.Errorf("quota %v used %v: holds %d, bound %q; want %d, %q", c.hard, c.used, fit.Holds, fit.Bound, c.holds, c.bound)
+		}
+	}
+}
+
+// The pool leaves one place free for what the pool cannot serve.
+func TestPoolForNode(t *testing.T) {
+	for holds, want := range map[int]int{0: 1, 1: 1, 2: 1, 7: 6} {
+		if got, why := PoolForNode(holds); got != want || why == "" {
+			t.Errorf("PoolForNode(%d) = %d (%s), want %d", holds, got, why, want)
+		}
+	}
+}
+
+func TestPssOf(t *testing.T) {
+	if got := pssOf("Rss:  2048 kB\nPss:  1536 kB\nPss_Anon: 10 kB\n"); got != 1536<<10 {
+		t.Errorf("pss %d", got)
+	}
+}

@@ -41,17 +41,8 @@ func alertsSpec() string {
 		return fmt.Sprintf(`
 tenant %q {
 %s
-  template "agent" {
-    image         = "localhost/paddock/busybox:v1"
-    command       = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
-    runtime_class = "gvisor"
-  }
-  warm_pool "agent" {
-    template = "agent"
-    replicas = 1
-  }
-}
-`, name, extra)
+%s}
+`, name, extra, sleeperTemplate(1))
 	}
 	s := `platform { name = "` + alertsPlatform + `" }
 target "local" {}

@@ -391,17 +391,7 @@ const gatewayRequestsPerMinute = 24
 func gatewaySpec(dest, private localcluster.WorldHost, caPEM string) string {
 	return specgen.Generate(specgen.Options{Platform: "egress-gateway"}) + fmt.Sprintf(`
 tenant "gw" {
-  template "agent" {
-    image         = "localhost/paddock/busybox:v1"
-    command       = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
-    runtime_class = "gvisor"
-  }
-
-  warm_pool "agent" {
-    template = "agent"
-    replicas = 2
-  }
-
+%s
   egress_gateway {
     allow_cidrs = ["10.215.%d.0/30"]
     ca_bundle   = <<-EOT
@@ -422,7 +412,7 @@ tenant "gw" {
     }
   }
 }
-`, dest.Index, strings.TrimSpace(caPEM), dest.Name, gatewayPort, gatewaySecret, private.Name, gatewayRequestsPerMinute)
+`, sleeperTemplate(2), dest.Index, strings.TrimSpace(caPEM), dest.Name, gatewayPort, gatewaySecret, private.Name, gatewayRequestsPerMinute)
 }
 
 // resolverAnswers asks the cluster resolver's pod (the stack's) for name

@@ -34,11 +34,6 @@ func (s fleetStack) namespace() string { return model.DefaultNamespacePrefix + s
 
 var fleetStacks = []fleetStack{{"dev", "fleet-dev"}, {"team-a", "fleet-a"}, {"team-b", "fleet-b"}}
 
-// fleetCommand is the sandbox command of the fleet's spec: the node's
-// busybox, stopping at once on TERM so that teardown does not wait out a
-// grace period per sandbox.
-const fleetCommand = `["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]`
-
 // fleetProject writes a Pulumi project of its own into a temporary
 // directory: Pulumi.yaml, a copy of the team spec, and one stack file per
 // stack of fleetStacks, each giving the spec the one platform name and its
@@ -63,7 +58,7 @@ func fleetProject(t *testing.T, repo string) string {
 	if !strings.Contains(string(spec), `["sleep", "infinity"]`) {
 		t.Fatalf("examples/team-platform no longer runs [\"sleep\", \"infinity\"]: update fleetProject")
 	}
-	write("examples/team-platform/platform.hcl", strings.Replace(string(spec), `["sleep", "infinity"]`, fleetCommand, 1))
+	write("examples/team-platform/platform.hcl", strings.Replace(string(spec), `["sleep", "infinity"]`, sleeperCommand, 1))
 	for _, s := range fleetStacks {
 		write("stacks/Pulumi."+s.name+".yaml", fmt.Sprintf(`# TestDriftFleet: stack %s, tenant %s.
 config:

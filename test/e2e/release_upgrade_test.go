@@ -62,23 +62,13 @@ runtime_class "gvisor" {
 }
 
 tenant "upgrade" {
-  template "agent" {
-    image         = "localhost/paddock/busybox:v1"
-    command       = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
-    runtime_class = "gvisor"
-  }
-
-  warm_pool "agent" {
-    template = "agent"
-    replicas = 2
-  }
-}
+%s}
 
 waiver {
   rule   = "PDK-603"
   reason = "Throwaway platform of a test on the local cluster."
 }
-`, version)
+`, version, sleeperTemplate(2))
 }
 
 // session is the claimed sandbox that must live through both moves.

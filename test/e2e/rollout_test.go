@@ -70,8 +70,8 @@ runtime_class "gvisor" {
 
 tenant "rollout" {
   template "agent" {
-    image         = "localhost/paddock/busybox:v1"
-    command       = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
+    image         = "`+sleeperImage+`"
+    command       = `+sleeperCommand+`
     runtime_class = "gvisor"
     env = {
       REVISION = "%d"

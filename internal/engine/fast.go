@@ -203,6 +203,12 @@ const (
 // with the stack's cache of stored forms. It keeps the objects and client on
 // the result for a repair.
 func (e *Engine) compareWhole(ctx context.Context, c *clusterClients, p *model.Platform, name string, objs []*fastObject, use formsUse) (*fastResult, error) {
+	return e.compareWholeWith(ctx, c, p, name, objs, use, nil)
+}
+
+// compareWholeWith is compareWhole taking the stored forms of the objects a
+// run created from their creations (created.go) where it can.
+func (e *Engine) compareWholeWith(ctx context.Context, c *clusterClients, p *model.Platform, name string, objs []*fastObject, use formsUse, created *creations) (*fastResult, error) {
 	v, err := c.disco.ServerVersion()
 	if err != nil {
 		return nil, fmt.Errorf("the API server's version: %w", err)
@@ -214,6 +220,7 @@ func (e *Engine) compareWhole(ctx context.Context, c *clusterClients, p *model.P
 		return nil, err
 	}
 	forms := e.loadStoredForms(name, v.GitVersion+" mutating admission "+admission, use == formsRecompute, use != formsSubset)
+	forms.created = created
 	res, err := compareLive(ctx, c.dyn, p.Name, objs, forms, p.SensitiveValues())
 	if err != nil {
 		return nil, err

@@ -202,6 +202,13 @@ func declaredFastObjects(p *model.Platform) ([]*fastObject, error) {
 // reaches the cluster through the kubeconfig the stack's kubernetes provider
 // recorded, and says so when it cannot.
 func (e *Engine) repairAfterUp(ctx context.Context, p *model.Platform, name string, rec *runRecord) (int, error) {
+	return e.repairAfterUpWith(ctx, p, name, rec, nil)
+}
+
+// repairAfterUpWith is repairAfterUp taking the stored form of each object
+// the run created from its creation (created.go) rather than a dry-run,
+// where it can.
+func (e *Engine) repairAfterUpWith(ctx context.Context, p *model.Platform, name string, rec *runRecord, created *creations) (int, error) {
 	var c *clusterClients
 	var err error
 	switch {
@@ -217,6 +224,7 @@ func (e *Engine) repairAfterUp(ctx context.Context, p *model.Platform, name stri
 			fmt.Fprintf(e.opts.Out, "paddock up: fields written out of band by other managers are not compared: %s\n", reason)
 			return 0, nil
 		}
+		created = nil // another cluster than the one the run watched
 	case p.Target.Kubeconfig == "":
 		fmt.Fprintf(e.opts.Out, "paddock up: fields written out of band by other managers are not compared: the target has no kubeconfig\n")
 		return 0, nil
@@ -229,10 +237,13 @@ func (e *Engine) repairAfterUp(ctx context.Context, p *model.Platform, name stri
 	if err != nil {
 		return 0, err
 	}
-	res, err := e.compareWhole(ctx, c, p, name, objs, formsRecompute)
+	start := time.Now()
+	res, err := e.compareWholeWith(ctx, c, p, name, objs, formsRecompute, created)
 	if err != nil {
 		return 0, err
 	}
+	fmt.Fprintf(e.opts.Out, "paddock up: compared %d objects whole after the update (%d lists, %d gets, %d dry-runs, %d stored forms from this run's own creations) in %.1fs\n",
+		len(objs), res.Lists, res.Gets, res.DryRuns, created.answeredCount(), time.Since(start).Seconds())
 	if err := rec.check(); err != nil {
 		return 0, err
 	}

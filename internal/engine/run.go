@@ -16,6 +16,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/state"
 )
@@ -115,6 +118,8 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		return nil, err
 	}
 	defer rec.abandon() // however the run ends, its lease stops with it
+	created := e.watchCreations(ctx, p)
+	defer created.close()
 	var res auto.UpResult
 	var applied string // the digest of the checkpoint this run's update left
 	var appliedErr error
@@ -124,7 +129,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		}
 		ch := make(chan events.EngineEvent)
 		pr := newProgress(e.opts.Out, "up")
-		go pr.consume(ch)
+		go pr.consume(created.tee(ch))
 		var err error
 		res, err = s.Up(ctx, optup.Refresh(), optup.Parallel(e.parallel()), optup.EventStreams(ch), optup.SuppressProgress())
 		pr.waitAfter(err)
@@ -142,7 +147,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	if err != nil {
 		return nil, opError("up", s.Name(), e.hideBackendPassword(err))
 	}
-	repaired, err := e.settleUp(ctx, p, s.Name(), rec, dead, applied, appliedErr)
+	repaired, err := e.settleUpWith(ctx, p, s.Name(), rec, dead, applied, appliedErr, created)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +183,12 @@ var ErrSuperseded = errors.New("superseded by another run")
 // spec should win; Paddock cannot. The run's record goes (its update
 // finished), and what dead runs left stays for the next run.
 func (e *Engine) settleUp(ctx context.Context, p *model.Platform, name string, rec *runRecord, dead []DeadRun, applied string, appliedErr error) (int, error) {
+	return e.settleUpWith(ctx, p, name, rec, dead, applied, appliedErr, nil)
+}
+
+// settleUpWith is settleUp whose repair takes the stored forms of the
+// objects the run created from their creations (created.go).
+func (e *Engine) settleUpWith(ctx context.Context, p *model.Platform, name string, rec *runRecord, dead []DeadRun, applied string, appliedErr error, created *creations) (int, error) {
 	release, err := e.holdStack(ctx, "up", name, rec)
 	var noReader *state.NoReaderError
 	switch {
@@ -209,7 +220,7 @@ func (e *Engine) settleUp(ctx context.Context, p *model.Platform, name string, r
 	if err := e.finishRun(ctx, "up", p, name, rec, dead); err != nil {
 		return 0, err
 	}
-	repaired, err := e.repairAfterUp(ctx, p, name, rec)
+	repaired, err := e.repairAfterUpWith(ctx, p, name, rec, created)
 	if err != nil {
 		var lapsed *state.LapsedError
 		if errors.As(err, &lapsed) {
@@ -218,6 +229,29 @@ func (e *Engine) settleUp(ctx context.Context, p *model.Platform, name string, r
 		return 0, fmt.Errorf("up of stack %q applied the spec, but an object changed out of band was not put back: %w", name, err)
 	}
 	return repaired, nil
+}
+
+// watchCreations starts recording what the run creates on a cluster the
+// target's kubeconfig reaches (created.go), before the engine writes; nil
+// where there is none (a cluster the stack creates) or it cannot start:
+// the repair then asks the server for every stored form.
+func (e *Engine) watchCreations(ctx context.Context, p *model.Platform) *creations {
+	if p.Target.Kind == model.TargetGKE || p.Target.Kubeconfig == "" {
+		return nil
+	}
+	c, err := clientsFor(p)
+	if err != nil {
+		return nil
+	}
+	built, err := manifests.Build(p)
+	if err != nil {
+		return nil
+	}
+	var objs []*unstructured.Unstructured
+	for _, g := range built.Groups() {
+		objs = append(objs, g.Objects...)
+	}
+	return startCreations(ctx, c.dyn, objs)
 }
 
 // holdStack takes the stack's lock (lockForRepair: Pulumi's format, so

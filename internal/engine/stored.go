@@ -52,6 +52,9 @@ type storedForms struct {
 	// admission attributes what the dry-runs added, read from the cluster
 	// on the first dry-run.
 	admission *drift.Admission
+	// created answers, in place of a dry-run, for the objects the run
+	// itself created (created.go); nil asks the server for every form.
+	created *creations
 }
 
 type storedFile struct {
@@ -94,7 +97,33 @@ func storedKey(desired *unstructured.Unstructured) (string, error) {
 // server was asked. An object holding a sensitive value is never cached:
 // the cache is a plain file and secrets never go to one.
 func (s *storedForms) get(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string) (map[string]any, bool, error) {
+	if s.fresh && s.created != nil && s.admissionFree() {
+		// Like a cached form, a creation is believed only where it agrees
+		// with the live object: compareLive asks the server about any
+		// object that differs from it (asked is false).
+		if obj, ok := s.created.answer(ctx, o, sensitive); ok && !drift.HoldsSensitive(obj, sensitive) {
+			s.keep(o, obj)
+			return obj, false, nil
+		}
+	}
 	return s.getFresh(ctx, dyn, o, sensitive, s.fresh)
+}
+
+// keep caches obj as o's stored form, as a dry-run's answer is.
+func (s *storedForms) keep(o *fastObject, obj map[string]any) {
+	key, err := storedKey(o.desired)
+	if err != nil {
+		return
+	}
+	b, err := json.Marshal(drift.Comparable(obj))
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.used[key] = true
+	s.entries[key] = b
+	s.dirty = true
+	s.mu.Unlock()
 }
 
 // refresh is get asking the server whatever the cache holds: a cached form
@@ -158,6 +187,14 @@ func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *fa
 func (s *storedForms) noAdmission() bool {
 	_, fp, ok := strings.Cut(s.server, " mutating admission ")
 	return !ok || fp == drift.NoAdmission
+}
+
+// admissionFree reports whether the server's key says the cluster has no
+// mutating admission object (compareWhole read its fingerprint): only then
+// is a creation the reference a dry-run would be (created.go).
+func (s *storedForms) admissionFree() bool {
+	_, fp, ok := strings.Cut(s.server, " mutating admission ")
+	return ok && fp == drift.NoAdmission
 }
 
 // save writes the cache when it changed, owner-only. After a comparison of

@@ -48,6 +48,7 @@ func runFleetDrift(cmd *cobra.Command, f specFlags, args []string, format string
 	began := time.Now()
 	fleet := &drift.Fleet{Parallel: min(parallel, len(stacks)), Stacks: make([]drift.FleetStack, len(stacks))}
 	var logMu sync.Mutex
+	inv := &inventories{}
 	g := errgroup.Group{}
 	g.SetLimit(parallel)
 	for i, name := range stacks {
@@ -59,7 +60,7 @@ func runFleetDrift(cmd *cobra.Command, f specFlags, args []string, format string
 			res := drift.FleetStack{Stack: name}
 			if l, err := one.load(ctx, nil, &log, &log, false, true); err != nil {
 				res.Error = err.Error()
-			} else if rep, err := driftOf(ctx, l, noSweep); err != nil {
+			} else if rep, err := driftOf(ctx, l, noSweep, inv); err != nil {
 				res.Error = err.Error()
 			} else {
 				rep.Duration = time.Since(t0)

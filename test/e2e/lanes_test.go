@@ -50,6 +50,7 @@ var laneOf = map[string]lane{
 	"TestAlertsFireLive":                laneNode, // cordons the real node; alerts on its pods
 	"TestDrift":                         laneNode, // swaps the controller image under running pools
 	"TestEgressGatewayHoldsTheKey":      laneNode, // traffic from a sandbox through the gateway
+	"TestLocalImageRefused":             laneNode, // the node's own images decide what is refused
 	"TestLocalPlatform":                 laneNode, // examples/local end to end, verify's runtime checks
 	"TestNamedEgressEnforced":           laneNode, // the dataplane allows and refuses
 	"TestPoolRollout":                   laneNode, // execs into the rolled sandboxes
@@ -71,7 +72,6 @@ var laneOf = map[string]lane{
 	"TestFaultKillUp":                            laneControl,
 	"TestFaultKillUpEveryStep":                   laneControl,
 	"TestInit":                                   laneControl,
-	"TestLocalImageRefused":                      laneControl, // refused before anything is applied
 	"TestRefillShapingReachesController":         laneControl,
 	"TestSharedBackendTwoRunners":                laneControl,
 	"TestSharedBucketTwoRunners":                 laneControl,

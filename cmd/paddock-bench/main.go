@@ -70,6 +70,7 @@ func run() error {
 		claims    = flag.Int("claims", 10, "claims per sequential mode of the claims benchmark (and the fewest its burst mode measures)")
 		poolSize  = flag.Int("pool", 3, "warm pool replicas of the claims benchmark; 0 sizes it for the node: one fewer than the sandboxes of the template the node and the tenant's quota hold, found from a first pool of 1")
 		burst     = flag.Int("burst", 0, "claims the claims benchmark's burst mode makes at once (0: twice the pool); a burst's claims not Ready within -claims-timeout are counted, not a failure")
+		claimMode = flag.String("claims-modes", "", "modes of the claims benchmark, of warm, cold and burst (empty: all three); the other modes' rows of the results in -out are carried over, and the notes say from which binary")
 		claimWait = flag.Duration("claims-timeout", 2*time.Minute, "how long a claim of the claims benchmark may take to become Ready")
 		keepHome  = flag.Bool("keep-home", false, "keep the throwaway PADDOCK_HOME (state, logs) for inspection")
 		skipProv  = flag.Bool("skip-provision", false, "skip the provisioning benchmark")
@@ -354,12 +355,21 @@ func run() error {
 	}
 
 	if !*skipClaim {
-		claims, fit, err := benchClaims(ctx, bin, realHome, *claimNode, claimsRun{count: *claims, pool: *poolSize, burst: *burst, timeout: *claimWait}, *keepHome)
+		modes, err := bench.ClaimModes(strings.FieldsFunc(*claimMode, func(r rune) bool { return r == ',' }))
+		if err != nil {
+			return fmt.Errorf("-claims-modes: %w", err)
+		}
+		claims, fit, err := benchClaims(ctx, bin, realHome, *claimNode, claimsRun{count: *claims, pool: *poolSize, burst: *burst, timeout: *claimWait, modes: modes}, *keepHome)
 		if err != nil {
 			return err
 		}
 		res.Claims, res.ClaimsNodes, res.ClaimsFit = claims, *claimNode, fit
 		measured(bench.SectionClaims)
+		if oldErr == nil {
+			if note := bench.CarryClaimModes(res, old, modes); note != "" {
+				res.Notes = append(res.Notes, note)
+			}
+		}
 	} else if oldErr == nil && len(old.Claims) > 0 && old.Paddock != nil {
 		res.Claims, res.ClaimsNodes, res.ClaimsFit = old.Claims, old.ClaimsNodes, old.ClaimsFit
 		carried(bench.SectionClaims, "Sandbox start through claims", "-skip-claims")
@@ -519,6 +529,7 @@ func writeResults(res *bench.Results, outDir string) error {
 type claimsRun struct {
 	count, pool, burst int
 	timeout            time.Duration
+	modes              []string
 }
 
 // benchClaims measures claim → Ready on a cluster of its own, with nodes of
@@ -611,6 +622,9 @@ func benchClaims(ctx context.Context, bin, realHome, nodes string, o claimsRun, 
 	args := []string{"bench", "claims", dir, "--pool", "agent", "--cold-pool", "cold", "--claims", strconv.Itoa(o.count), "--timeout", o.timeout.String(), "--format", "json"}
 	if o.burst > 0 {
 		args = append(args, "--burst", strconv.Itoa(o.burst))
+	}
+	if len(o.modes) > 0 {
+		args = append(args, "--modes", strings.Join(o.modes, ","))
 	}
 	c := paddockCmd(args...)
 	c.Stderr = os.Stdout

@@ -30,6 +30,7 @@ func newBenchClaimsCmd() *cobra.Command {
 		count, burst int
 		timeout      time.Duration
 		format       string
+		modes        []string
 	)
 	cmd := &cobra.Command{
 		Use:   "claims [SPEC]",
@@ -48,6 +49,9 @@ func newBenchClaimsCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" && format != "markdown" {
 				return fmt.Errorf("--format %q: use text, json or markdown", format)
+			}
+			if _, err := bench.ClaimModes(modes); err != nil {
+				return fmt.Errorf("--modes: %w", err)
 			}
 			ctx := cmd.Context()
 			l, err := f.load(ctx, args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), false, true)
@@ -73,7 +77,7 @@ func newBenchClaimsCmd() *cobra.Command {
 			progress := cmd.ErrOrStderr()
 			opts := bench.ClaimsOptions{
 				Namespace: t.Namespace, WarmPool: wp.Name, ColdPool: cold, Count: count, Burst: burst,
-				TTL: t.Claims.TTL, MaxTTL: t.Claims.MaxTTL, Timeout: timeout, Out: progress,
+				TTL: t.Claims.TTL, MaxTTL: t.Claims.MaxTTL, Timeout: timeout, Out: progress, Modes: modes,
 			}
 			fmt.Fprintf(progress, "paddock bench claims: tenant %s, warm pool %s/%s (%d replicas)\n", t.Name, t.Namespace, wp.Name, wp.Replicas)
 			res, err := bench.Claims(ctx, dyn, opts)
@@ -100,6 +104,7 @@ func newBenchClaimsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&burst, "burst", 0, "claims of each burst (default: twice the pool's replicas); bursts repeat, each on a full pool, until --claims are measured")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long one claim may take to become Ready")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text (a table), json or markdown")
+	cmd.Flags().StringSliceVar(&modes, "modes", nil, "the modes to measure, of warm, cold and burst (default: all three; they run in that order)")
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -74,6 +75,9 @@ type ClaimsOptions struct {
 	// Burst is how many claims the burst mode makes at once (0 = twice the
 	// pool's replicas); it repeats such bursts until Count claims are measured.
 	Burst int
+	// Modes are the modes to measure, each at most once, always in the
+	// order warm, cold, burst (empty: all three).
+	Modes []string
 	// TTL is the claims' ttlSecondsAfterFinished, MaxTTL the tenant's
 	// max_ttl, which bounds their spec.lifecycle.shutdownTime: the tenant's
 	// admission guardrails require both.
@@ -167,10 +171,13 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 	defer c.cleanup()
 
 	var out []ClaimsResult
-	modes := []string{ModeWarm, ModeCold, ModeBurst}
-	if o.ColdPool == "" {
+	modes, err := ClaimModes(o.Modes)
+	if err != nil {
+		return nil, err
+	}
+	if o.ColdPool == "" && slices.Contains(modes, ModeCold) {
 		fmt.Fprintf(o.Out, "bench claims: no pool with replicas 0 to measure cold starts on: skipping the cold mode\n")
-		modes = []string{ModeWarm, ModeBurst}
+		modes = slices.DeleteFunc(modes, func(m string) bool { return m == ModeCold })
 	}
 	for _, mode := range modes {
 		if err := c.waitPoolFull(ctx, replicas); err != nil {
@@ -250,6 +257,21 @@ func Claims(ctx context.Context, dyn dynamic.Interface, o ClaimsOptions) ([]Clai
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ClaimModes are the modes asked for in the order they run (warm, cold,
+// burst), all three for none; an unknown mode is an error.
+func ClaimModes(asked []string) ([]string, error) {
+	all := []string{ModeWarm, ModeCold, ModeBurst}
+	if len(asked) == 0 {
+		return all, nil
+	}
+	for _, m := range asked {
+		if !slices.Contains(all, m) {
+			return nil, fmt.Errorf("claims mode %q: the modes are %s", m, strings.Join(all, ", "))
+		}
+	}
+	return slices.DeleteFunc(all, func(m string) bool { return !slices.Contains(asked, m) }), nil
 }
 
 func summarize(mode, pool string, replicas int64, times []float64, hits int) ClaimsResult {

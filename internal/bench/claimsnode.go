@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -363,4 +364,38 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// CarryClaimModes keeps, in res, the claims rows of old whose modes this run
+// did not measure (ran: the modes it did), in the order warm, cold, burst,
+// and returns the note that says so and from which binary ("" when none is
+// carried). Such rows were measured on old's node: when res's node kind
+// differs, nothing is carried.
+func CarryClaimModes(res, old *Results, ran []string) string {
+	if old == nil || old.Paddock == nil || old.ClaimsNodes != res.ClaimsNodes {
+		return ""
+	}
+	var kept []string
+	byMode := map[string]ClaimsResult{}
+	for _, r := range res.Claims {
+		byMode[r.Mode] = r
+	}
+	for _, r := range old.Claims {
+		if _, ok := byMode[r.Mode]; ok || slices.Contains(ran, r.Mode) {
+			continue
+		}
+		byMode[r.Mode] = r
+		kept = append(kept, r.Mode)
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	res.Claims = res.Claims[:0:0]
+	for _, m := range []string{ModeWarm, ModeCold, ModeBurst} {
+		if r, ok := byMode[m]; ok {
+			res.Claims = append(res.Claims, r)
+		}
+	}
+	by := old.MeasuredOf(SectionClaims)
+	return fmt.Sprintf("Sandbox start through claims: this run measured %s (-claims-modes); the %s rows are carried over from binary %.12s (%s).", strings.Join(ran, ", "), strings.Join(kept, " and "), by.Paddock.Commit, by.Date)
 }

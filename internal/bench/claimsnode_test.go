@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -97,5 +98,52 @@ func TestPoolForNode(t *testing.T) {
 func TestPssOf(t *testing.T) {
 	if got := pssOf("Rss:  2048 kB\nPss:  1536 kB\nPss_Anon: 10 kB\n"); got != 1536<<10 {
 		t.Errorf("pss %d", got)
+	}
+}
+
+// Modes run in their own order, whatever order they are asked in; an
+// unknown one is refused.
+func TestClaimModes(t *testing.T) {
+	if got, err := ClaimModes(nil); err != nil || strings.Join(got, ",") != "warm,cold,burst" {
+		t.Errorf("none asked: %v %v", got, err)
+	}
+	if got, err := ClaimModes([]string{"burst", "warm"}); err != nil || strings.Join(got, ",") != "warm,burst" {
+		t.Errorf("burst, warm: %v %v", got, err)
+	}
+	if _, err := ClaimModes([]string{"stampede"}); err == nil || !strings.Contains(err.Error(), "warm, cold, burst") {
+		t.Errorf("an unknown mode: %v", err)
+	}
+}
+
+// A run of the burst alone keeps the warm and cold rows it replaces, in
+// mode order, and says from which binary; on another node kind it keeps
+// nothing.
+func TestCarryClaimModes(t *testing.T) {
+	old := measured()
+	old.ClaimsNodes = "real"
+	old.Claims = []ClaimsResult{{Mode: ModeWarm, Claims: 100}, {Mode: ModeCold, Claims: 100}, {Mode: ModeBurst, Claims: 6}}
+	res := measured()
+	res.Paddock = &Build{Commit: "fedcba987654"}
+	res.ClaimsNodes = "real"
+	res.Claims = []ClaimsResult{{Mode: ModeBurst, Claims: 100, Burst: 100}}
+	note := CarryClaimModes(res, old, []string{ModeBurst})
+	var got []string
+	for _, r := range res.Claims {
+		got = append(got, fmt.Sprintf("%s %d", r.Mode, r.Claims))
+	}
+	if strings.Join(got, ", ") != "warm 100, cold 100, burst 100" {
+		t.Errorf("rows: %v", got)
+	}
+	if !strings.Contains(note, "this run measured burst (-claims-modes); the warm and cold rows are carried over from binary 0123456789ab (2026-12-01 00:00 UTC)") {
+		t.Errorf("note %q", note)
+	}
+	res.Claims = []ClaimsResult{{Mode: ModeBurst}}
+	res.ClaimsNodes = "fake"
+	if note := CarryClaimModes(res, old, []string{ModeBurst}); note != "" || len(res.Claims) != 1 {
+		t.Errorf("carried from real nodes to fake ones: %q %v", note, res.Claims)
+	}
+	res.ClaimsNodes = "real"
+	if note := CarryClaimModes(res, old, []string{ModeWarm, ModeCold, ModeBurst}); note != "" || len(res.Claims) != 1 {
+		t.Errorf("carried when every mode ran: %q %v", note, res.Claims)
 	}
 }

@@ -352,7 +352,7 @@ func (f *NodeFit) write(w io.Writer) {
 			req = append(req, k+" "+v)
 		}
 	}
-	fmt.Fprintf(w, "\nThe warm pool was sized for the node: a sandbox of the template asks for %s; the node and the tenant's quota hold %d such sandboxes at once (what stops one more: %s). %s.", strings.Join(req, ", "), f.Holds, f.Bound, upperFirst(f.PoolWhy))
+	fmt.Fprintf(w, "\nThe warm pool of %d was sized for the node: a sandbox of the template asks for %s; the node and the tenant's quota hold %d such sandboxes at once (what stops one more: %s). %s.", f.Pool, strings.Join(req, ", "), f.Holds, f.Bound, upperFirst(f.PoolWhy))
 	if f.SandboxMemory > 0 {
 		fmt.Fprintf(w, " A running sandbox took about %s of the machine's memory (PSS of the runsc processes over the node's gVisor pods, with the pool full).", MiB(f.SandboxMemory))
 	}

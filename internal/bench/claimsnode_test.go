@@ -147,3 +147,30 @@ func TestCarryClaimModes(t *testing.T) {
 		t.Errorf("carried when every mode ran: %q %v", note, res.Claims)
 	}
 }
+
+// The claims section says how the pool was sized for the node, when it was.
+func TestReportSaysHowThePoolWasSized(t *testing.T) {
+	r := measured()
+	r.ClaimsNodes = "real"
+	r.Claims = []ClaimsResult{{Mode: ModeBurst, Replicas: 6, Claims: 7, Burst: 100, Unready: 93}}
+	var b strings.Builder
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "sized for the node") {
+		t.Error("a pool not sized for the node said to be")
+	}
+	r.ClaimsFit = &NodeFit{Holds: 7, Bound: "node n: cpu 2 allocatable", Sandbox: map[string]string{"cpu": "250m", "memory": "256Mi"}, Pool: 6, PoolWhy: "the node holds 7 sandboxes: a pool of 6", SandboxMemory: 40 << 20}
+	b.Reset()
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"The warm pool of 6 was sized for the node: a sandbox of the template asks for cpu 250m, memory 256Mi; the node and the tenant's quota hold 7 such sandboxes at once (what stops one more: node n: cpu 2 allocatable). The node holds 7 sandboxes: a pool of 6.",
+		"about 40 MiB of the machine's memory",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the claims section lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -242,8 +242,10 @@ func (e *Engine) repairAfterUpWith(ctx context.Context, p *model.Platform, name 
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(e.opts.Out, "paddock up: compared %d objects whole after the update (%d lists, %d gets, %d dry-runs, %d stored forms from this run's own creations) in %.1fs\n",
-		len(objs), res.Lists, res.Gets, res.DryRuns, created.answeredCount(), time.Since(start).Seconds())
+	// Two lines of at most 100 columns, and never the shape of the run's
+	// summary line ("paddock up: ... in 2.1s"), which scripts read.
+	fmt.Fprintf(e.opts.Out, "paddock up: every declared object compared whole after the update: %d, %.1fs\n  %d lists, %d gets, %d dry-runs; %d stored forms from this run's own creations\n",
+		len(objs), time.Since(start).Seconds(), res.Lists, res.Gets, res.DryRuns, created.answeredCount())
 	if err := rec.check(); err != nil {
 		return 0, err
 	}

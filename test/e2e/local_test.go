@@ -41,13 +41,15 @@ var (
 // changesRE reads the summary line of up/destroy: "paddock up: 3 created, 14 unchanged in 2.1s".
 var changesRE = regexp.MustCompile(`(?m)^paddock (up|destroy): (.*) in ([0-9.]+)s$`)
 
+// summary is the run's summary: the last line of that shape, since the run
+// prints it after everything else it reports.
 func summary(t *testing.T, out string) string {
 	t.Helper()
-	m := changesRE.FindStringSubmatch(out)
-	if m == nil {
+	all := changesRE.FindAllStringSubmatch(out, -1)
+	if all == nil {
 		t.Fatalf("no summary line in output:\n%s", out)
 	}
-	return m[2]
+	return all[len(all)-1][2]
 }
 
 // TestLocalPlatform walks the platform's life on the live stack: up, every

@@ -45,6 +45,12 @@ func TestResourcesOfSummaryLine(t *testing.T) {
 	if got := resourcesOf(out); got != 46 {
 		t.Errorf("resources = %d, want 46", got)
 	}
+	// A line reporting in the run's own words before the summary (the post-up
+	// comparison said "... in 0.6s" once) is not the summary.
+	out = "paddock up: platform \"b\"\npaddock up: compared 46 objects (2 created forms) in 0.6s\npaddock up: 15 created, 31 unchanged in 20.0s\n"
+	if got := resourcesOf(out); got != 46 {
+		t.Errorf("resources with an earlier summary-shaped line = %d, want 46", got)
+	}
 	if got := resourcesOf("no summary"); got != 0 {
 		t.Errorf("resources of no summary = %d", got)
 	}

@@ -119,16 +119,18 @@ type ProvisionOptions struct {
 }
 
 var (
-	summaryRe = regexp.MustCompile(`paddock (?:up|destroy): (.*) in [0-9.]+m?s`)
+	summaryRe = regexp.MustCompile(`(?m)^paddock (?:up|destroy): (.*) in [0-9.]+m?s$`)
 	countRe   = regexp.MustCompile(`(\d+) (created|updated|unchanged|deleted|replaced|same)`)
 )
 
-// resourcesOf sums the counts of paddock's summary line.
+// resourcesOf sums the counts of paddock's summary line: the last line of
+// that shape, printed after everything else the run reports.
 func resourcesOf(out string) int {
-	m := summaryRe.FindStringSubmatch(out)
-	if m == nil {
+	all := summaryRe.FindAllStringSubmatch(out, -1)
+	if all == nil {
 		return 0
 	}
+	m := all[len(all)-1]
 	n := 0
 	for _, c := range countRe.FindAllStringSubmatch(m[1], -1) {
 		v, _ := strconv.Atoi(c[1])

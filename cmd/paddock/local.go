@@ -161,6 +161,12 @@ func writeLocalJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// localField prints one labelled line of the local status, its text wrapped
+// under itself within the terminal's width.
+func localField(w io.Writer, label, text string) {
+	fmt.Fprint(w, termtext.Wrap(text, fmt.Sprintf("  %-10s  ", label), strings.Repeat(" ", 14)))
+}
+
 // printLocalStatus renders the status as a table a person can read at a glance.
 func printLocalStatus(w io.Writer, s *localcluster.Status) {
 	if !s.Exists {
@@ -171,15 +177,15 @@ func printLocalStatus(w io.Writer, s *localcluster.Status) {
 	if !s.APIServer.Ready {
 		api = "NOT READY: " + s.APIServer.Detail
 	}
-	fmt.Fprintf(w, "Local cluster %q (%s)\n", s.Name, s.Dir)
+	fmt.Fprint(w, termtext.Wrap(fmt.Sprintf("Local cluster %q (%s)", s.Name, s.Dir), "", "  "))
 	if s.Retired != "" {
-		fmt.Fprintln(w, "  NOTE        "+s.Retired)
+		localField(w, "NOTE", s.Retired)
 	}
 	if !s.Complete {
-		fmt.Fprintln(w, "  NOTE        its creation did not finish; `paddock local up` starts over")
+		localField(w, "NOTE", "its creation did not finish; `paddock local up` starts over")
 	}
-	fmt.Fprintf(w, "  API server  %s  %s\n", s.APIServer.URL, api)
-	fmt.Fprintf(w, "  kubeconfig  %s (context %s)\n", s.Kubeconfig, s.Context)
+	localField(w, "API server", s.APIServer.URL+"  "+api)
+	localField(w, "kubeconfig", fmt.Sprintf("%s (context %s)", s.Kubeconfig, s.Context))
 	for _, n := range s.Nodes {
 		ready := "Ready"
 		if !n.Ready {
@@ -189,9 +195,9 @@ func printLocalStatus(w io.Writer, s *localcluster.Status) {
 		if n.Real {
 			kind = "real: kubelet, containerd, gVisor"
 		}
-		fmt.Fprintf(w, "  node        %s  %s  (%s)\n", n.Name, ready, kind)
+		localField(w, "node", fmt.Sprintf("%s  %s  (%s)", n.Name, ready, kind))
 		if n.Real {
-			fmt.Fprintf(w, "  images      %s\n", strings.Join(n.Images, ", "))
+			localField(w, "images", strings.Join(n.Images, ", "))
 		}
 	}
 	fmt.Fprintln(w)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -77,18 +78,40 @@ func newStatusCmd() *cobra.Command {
 	return cmd
 }
 
+// commandLines lays a shell command out after indent within the terminal's
+// width, continuing a long one on further lines with a backslash, so it
+// still pastes as one command. A single word longer than a line is left
+// whole: a command cut inside a word would not run.
+func commandLines(indent, command string) string {
+	var b strings.Builder
+	line := indent
+	for i, word := range strings.Fields(command) {
+		if i > 0 && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word)+2 > termtext.Width {
+			b.WriteString(line + " \\\n")
+			line = indent + "    " + word
+			continue
+		}
+		if i > 0 {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
+
 // printSummary tells a person what the platform consists of and the commands
 // that look at it, so the end of `make demo` is a starting point, not a wall of
 // progress lines.
 func printSummary(out io.Writer, p *model.Platform, spec string, sandbox *sandboxPod) {
-	fmt.Fprintf(out, "platform %q on target %s: Agent Sandbox %s, %d tenant(s)\n", p.Name, p.Target.Kind, p.AgentSandbox.Version, len(p.Tenants))
+	fmt.Fprint(out, termtext.Wrap(fmt.Sprintf("platform %q on target %s: Agent Sandbox %s, %d tenant(s)", p.Name, p.Target.Kind, p.AgentSandbox.Version, len(p.Tenants)), "", "  "))
 	for _, t := range p.Tenants {
-		fmt.Fprintf(out, "  tenant %-12s namespace %s (Pod Security %s, default-deny egress, DNS only)\n", t.Name, t.Namespace, podSecurityLevel(t))
+		fmt.Fprint(out, termtext.Wrap(fmt.Sprintf("tenant %-12s namespace %s (Pod Security %s, default-deny egress, DNS only)", t.Name, t.Namespace, podSecurityLevel(t)), "  ", "      "))
 		for _, tpl := range t.Templates {
-			fmt.Fprintf(out, "    template  %-12s image %s, runtime class %s\n", tpl.Name, tpl.Image, tpl.RuntimeClass)
+			fmt.Fprint(out, termtext.Wrap(fmt.Sprintf("template  %-12s image %s, runtime class %s", tpl.Name, tpl.Image, tpl.RuntimeClass), "    ", "        "))
 		}
 		for _, wp := range t.WarmPools {
-			fmt.Fprintf(out, "    warm pool %-12s %d x %s\n", wp.Name, wp.Replicas, wp.Template)
+			fmt.Fprint(out, termtext.Wrap(fmt.Sprintf("warm pool %-12s %d x %s", wp.Name, wp.Replicas, wp.Template), "    ", "        "))
 		}
 	}
 	fmt.Fprintln(out, "\nlook at it:")
@@ -103,10 +126,10 @@ func printSummary(out io.Writer, p *model.Platform, spec string, sandbox *sandbo
 	if len(p.Tenants) > 0 {
 		ns = "-n " + p.Tenants[0].Namespace
 	}
-	fmt.Fprintf(out, "  kubectl get sandboxtemplates,sandboxwarmpools,sandboxes,pods %s\n", ns)
+	fmt.Fprint(out, commandLines("  ", "kubectl get sandboxtemplates,sandboxwarmpools,sandboxes,pods "+ns))
 	if sandbox != nil {
 		fmt.Fprintf(out, "  # a running sandbox; inside, try: dmesg | head -3; id; touch /x\n")
-		fmt.Fprintf(out, "  kubectl exec -it -n %s %s -c %s -- sh\n", sandbox.Namespace, sandbox.Name, sandbox.Container)
+		fmt.Fprint(out, commandLines("  ", fmt.Sprintf("kubectl exec -it -n %s %s -c %s -- sh", sandbox.Namespace, sandbox.Name, sandbox.Container)))
 	}
 	fmt.Fprintf(out, "  paddock verify %s     # each control live: pass, fail, or not verifiable here\n", spec)
 	fmt.Fprintf(out, "  paddock drift %s      # what changed on the cluster since the last up\n", spec)

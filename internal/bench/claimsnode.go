@@ -49,11 +49,7 @@ type NodeFit struct {
 func podRequests(p *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, c := range p.Spec.Containers {
-		for k, v := range c.Resources.Requests {
-			q := out[k]
-			q.Add(v)
-			out[k] = q
-		}
+		addResources(out, c.Resources.Requests)
 	}
 	for _, c := range p.Spec.InitContainers {
 		for k, v := range c.Resources.Requests {
@@ -62,11 +58,7 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 			}
 		}
 	}
-	for k, v := range p.Spec.Overhead {
-		q := out[k]
-		q.Add(v)
-		out[k] = q
-	}
+	addResources(out, p.Spec.Overhead)
 	return out
 }
 
@@ -75,18 +67,19 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 func podLimits(p *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, c := range p.Spec.Containers {
-		for k, v := range c.Resources.Limits {
-			q := out[k]
-			q.Add(v)
-			out[k] = q
-		}
+		addResources(out, c.Resources.Limits)
 	}
-	for k, v := range p.Spec.Overhead {
+	addResources(out, p.Spec.Overhead)
+	return out
+}
+
+// addResources adds each quantity of in to out's.
+func addResources(out, in corev1.ResourceList) {
+	for k, v := range in {
 		q := out[k]
 		q.Add(v)
 		out[k] = q
 	}
-	return out
 }
 
 // fits is how many more of per fit in free: 0 when none does.

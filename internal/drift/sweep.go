@@ -3,19 +3,13 @@ package drift
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	nodev1 "k8s.io/api/node/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
@@ -130,42 +124,6 @@ func Sweep(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dy
 	return append(out, fs...), nil
 }
 
-// sweepWorkers bounds the tenants swept at once: each costs three lists
-// (its pods, claims and sandboxes), which one after the other kept a
-// sweep of 1,000 tenants waiting on the API server for most of a minute.
-const sweepWorkers = 16
-
-// sweepTenants judges each tenant's pods (S04) and sandbox lifetimes,
-// sweepWorkers tenants at a time; the findings come in the tenants' order,
-// as if swept one after the other.
-func sweepTenants(ctx context.Context, p *model.Platform, kube kubernetes.Interface, dyn dynamic.Interface, now time.Time) ([]Finding, error) {
-	found := make([][]Finding, len(p.Tenants))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(sweepWorkers)
-	for i, t := range p.Tenants {
-		g.Go(func() error {
-			fs, err := sweepPods(gctx, p, t, kube)
-			if err != nil {
-				return err
-			}
-			lt, err := Lifetimes(gctx, t, dyn, now)
-			if err != nil {
-				return err
-			}
-			found[i] = append(fs, lt...)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	var out []Finding
-	for _, fs := range found {
-		out = append(out, fs...)
-	}
-	return out, nil
-}
-
 // NetworkReach is the network part of the sweep (S02): every policy in a
 // tenant namespace, Paddock's own or not, that lets through traffic the
 // spec does not. verify's V09 fails a tenant on any of them.
@@ -220,95 +178,6 @@ func tenantNamespaceLabels(ctx context.Context, p *model.Platform, kube kubernet
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
-	}
-	return out, nil
-}
-
-func sweepPods(ctx context.Context, p *model.Platform, t model.Tenant, kube kubernetes.Interface) ([]Finding, error) {
-	allowed := map[string]bool{}
-	declared := map[string]string{} // class → the handler the spec gives it
-	for _, rc := range p.RuntimeClasses {
-		allowed[rc.Name] = true
-		declared[rc.Name] = rc.Handler
-	}
-	for _, tpl := range t.Templates {
-		// A template without a runtime class is a waived PDK-301: its pods may run without one.
-		allowed[tpl.RuntimeClass] = true
-	}
-	names := make([]string, 0, len(allowed))
-	for n := range allowed {
-		if n != "" {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	list, err := kube.CoreV1().Pods(t.Namespace).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing pods in %s: %w", t.Namespace, err)
-	}
-	var classes map[string]nodev1.RuntimeClass // read once, when a pod names one
-	var out []Finding
-	for _, pod := range list.Items {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		rc := ""
-		if pod.Spec.RuntimeClassName != nil {
-			rc = *pod.Spec.RuntimeClassName
-		}
-		if !allowed[rc] {
-			got := "no runtime class (the host kernel)"
-			if rc != "" {
-				got = "runtime class " + rc
-			}
-			out = append(out, finding(RuleRuntimeMissing, "Pod", pod.ObjectMeta, t.Name,
-				fmt.Sprintf("runs with %s; tenant %s's pods must run under %s", got, t.Name, strings.Join(names, " or ")),
-				fmt.Sprintf("kubectl delete pod -n %s %s, and find what created it outside the platform's templates", pod.Namespace, pod.Name)))
-			continue
-		}
-		want, managed := declared[rc]
-		if rc == "" || !managed || want == "" {
-			continue
-		}
-		if classes == nil {
-			if classes, err = liveRuntimeClasses(ctx, kube); err != nil {
-				return nil, err
-			}
-		}
-		// The kubelet resolves the class to a handler when the pod starts: a
-		// class swapped since (or swapped and put back) says nothing of it.
-		why := ""
-		live, ok := classes[rc]
-		switch {
-		case !ok:
-			why = fmt.Sprintf("its runtime class %s no longer exists, so the handler it was started under cannot be known", rc)
-		case live.Handler != want:
-			why = fmt.Sprintf("its runtime class %s now resolves to handler %s, not %s as declared: the pod may run on another runtime than the sandbox's", rc, live.Handler, want)
-		case live.CreationTimestamp.After(pod.CreationTimestamp.Time):
-			why = fmt.Sprintf("it was created (%s) before runtime class %s was last created (%s): the class was replaced under it, so the handler it was started under cannot be known",
-				pod.CreationTimestamp.UTC().Format(time.RFC3339), rc, live.CreationTimestamp.UTC().Format(time.RFC3339))
-		}
-		if why == "" {
-			continue
-		}
-		out = append(out, finding(RuleRuntimeMissing, "Pod", pod.ObjectMeta, t.Name, why,
-			fmt.Sprintf("`paddock up` puts runtime class %s back as declared; then kubectl delete pod -n %s %s (a warm pool or claim starts a new one under the declared handler)", rc, pod.Namespace, pod.Name)))
-	}
-	return out, nil
-}
-
-// liveRuntimeClasses are the cluster's RuntimeClasses by name.
-func liveRuntimeClasses(ctx context.Context, kube kubernetes.Interface) (map[string]nodev1.RuntimeClass, error) {
-	l, err := kube.NodeV1().RuntimeClasses().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing runtime classes: %w", err)
-	}
-	out := make(map[string]nodev1.RuntimeClass, len(l.Items))
-	for _, rc := range l.Items {
-		out[rc.Name] = rc
 	}
 	return out, nil
 }

@@ -61,42 +61,76 @@ func Lifetimes(ctx context.Context, t model.Tenant, dyn dynamic.Interface, now t
 	if err != nil {
 		return nil, err
 	}
-	running := map[types.UID][]string{} // a claim's sandboxes that still run
-	var direct []unstructured.Unstructured
-	for _, sb := range sandboxes {
-		ref, controlled := sessionOwner(sb)
-		switch {
-		case !controlled:
-			direct = append(direct, sb)
-		case ref.Kind == "SandboxClaim" && !sandboxExpired(sb):
-			running[ref.UID] = append(running[ref.UID], sb.GetName())
-		}
+	s := newSessions(t, now)
+	for i := range sandboxes {
+		s.sandbox(&sandboxes[i])
 	}
+	for i := range claims {
+		s.claim(&claims[i])
+	}
+	return s.findings(), nil
+}
 
+// sessions judges one tenant's claims and the sandboxes opened without one
+// as they are read, keeping only the findings and the names of the claims'
+// running sandboxes: every sandbox is read before any claim, since a claim
+// is judged with the sandboxes it still runs.
+type sessions struct {
+	t       model.Tenant
+	now     time.Time
+	running map[types.UID][]string // a claim's sandboxes that still run
+	direct  []Finding              // sandboxes opened without a claim
+	claims  []Finding
+}
+
+func newSessions(t model.Tenant, now time.Time) *sessions {
+	return &sessions{t: t, now: now, running: map[types.UID][]string{}}
+}
+
+// sandbox reads one of the tenant's sandboxes: one no claim or warm pool
+// controls is judged now; one of a claim is kept, by name, for its claim.
+func (s *sessions) sandbox(sb *unstructured.Unstructured) {
+	ref, controlled := sessionOwner(*sb)
+	switch {
+	case !controlled:
+		at, hasEnd, bad := shutdownTime(*sb, "spec", "shutdownTime")
+		judge := sessionJudge{kind: "Sandbox", obj: *sb, tenant: s.t, now: s.now, field: "spec.shutdownTime", direct: true}
+		if f, ok := judge.judge(at, hasEnd, bad, func() bool { return sandboxExpired(*sb) }, nil); ok {
+			s.direct = append(s.direct, f)
+		}
+	case ref.Kind == "SandboxClaim" && !sandboxExpired(*sb):
+		s.running[ref.UID] = append(s.running[ref.UID], sb.GetName())
+	}
+}
+
+// claim judges one of the tenant's claims, after every sandbox was read.
+func (s *sessions) claim(c *unstructured.Unstructured) {
+	at, hasEnd, bad := shutdownTime(*c, "spec", "lifecycle", "shutdownTime")
+	policy, _, _ := unstructured.NestedString(c.Object, "spec", "lifecycle", "shutdownPolicy")
+	live := s.running[c.GetUID()]
+	judge := sessionJudge{kind: "SandboxClaim", obj: *c, tenant: s.t, now: s.now, field: "spec.lifecycle.shutdownTime"}
+	ended := func() bool {
+		// Delete (and DeleteForeground) remove the claim at its end; Retain
+		// keeps the claim as a record once its sandbox is gone.
+		return !strings.HasPrefix(policy, "Delete") && len(live) == 0
+	}
+	if f, ok := judge.judge(at, hasEnd, bad, ended, live); ok {
+		s.claims = append(s.claims, f)
+	}
+}
+
+// forgetSandboxes and forgetClaims drop what was read of a kind, before it
+// is read again from the start.
+func (s *sessions) forgetSandboxes() { s.running, s.direct = map[types.UID][]string{}, nil }
+func (s *sessions) forgetClaims()    { s.claims = nil }
+
+// findings are the tenant's overdue sessions, by object.
+func (s *sessions) findings() []Finding {
 	var out []Finding
-	for _, c := range claims {
-		at, hasEnd, bad := shutdownTime(c, "spec", "lifecycle", "shutdownTime")
-		policy, _, _ := unstructured.NestedString(c.Object, "spec", "lifecycle", "shutdownPolicy")
-		live := running[c.GetUID()]
-		judge := sessionJudge{kind: "SandboxClaim", obj: c, tenant: t, now: now, field: "spec.lifecycle.shutdownTime"}
-		ended := func() bool {
-			// Delete (and DeleteForeground) remove the claim at its end; Retain
-			// keeps the claim as a record once its sandbox is gone.
-			return !strings.HasPrefix(policy, "Delete") && len(live) == 0
-		}
-		if f, ok := judge.judge(at, hasEnd, bad, ended, live); ok {
-			out = append(out, f)
-		}
-	}
-	for _, sb := range direct {
-		at, hasEnd, bad := shutdownTime(sb, "spec", "shutdownTime")
-		judge := sessionJudge{kind: "Sandbox", obj: sb, tenant: t, now: now, field: "spec.shutdownTime", direct: true}
-		if f, ok := judge.judge(at, hasEnd, bad, func() bool { return sandboxExpired(sb) }, nil); ok {
-			out = append(out, f)
-		}
-	}
+	out = append(out, s.claims...)
+	out = append(out, s.direct...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Object() < out[j].Object() })
-	return out, nil
+	return out
 }
 
 // sessionJudge judges one claim or direct sandbox against its end.

@@ -59,7 +59,7 @@ func sandboxLive(name string, created time.Time, shutdown string, ownerKind, own
 
 // lifetimeClient serves objs by their resource: the fake's guess from the
 // kind would file a Sandbox under "sandboxs".
-func lifetimeClient(t *testing.T, objs ...*unstructured.Unstructured) *dynamicfake.FakeDynamicClient {
+func lifetimeClient(t testing.TB, objs ...*unstructured.Unstructured) *dynamicfake.FakeDynamicClient {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		agentsandbox.SandboxClaims: "SandboxClaimList",
 		agentsandbox.Sandboxes:     "SandboxList",

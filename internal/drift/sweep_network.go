@@ -35,25 +35,72 @@ var (
 // tenants' objects of each page, so a large cluster is never in memory whole.
 const pageSize = 500
 
-// pages lists page by page, keeping what keep accepts.
+// pages lists page by page, keeping what keep accepts. A continue token
+// that expired fails the list: keep may have acted on what it saw.
 func pages[T any](ctx context.Context, list func(context.Context, metav1.ListOptions) ([]T, string, error), keep func(*T) bool) ([]T, error) {
-	opts := metav1.ListOptions{Limit: pageSize}
 	var out []T
-	for {
-		items, cont, err := list(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range items {
-			if keep(&items[i]) {
-				out = append(out, items[i])
+	err := walk(ctx, func(ctx context.Context, o metav1.ListOptions) (page[T], error) {
+		items, cont, err := list(ctx, o)
+		return page[T]{items: items, cont: cont}, err
+	}, nil, func(p page[T], _ bool) (bool, error) {
+		for i := range p.items {
+			if keep(&p.items[i]) {
+				out = append(out, p.items[i])
 			}
 		}
-		if cont == "" {
-			return out, nil
-		}
-		opts.Continue = cont
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
+}
+
+// page is one answer of a paged list.
+type page[T any] struct {
+	items []T
+	cont  string
+	// remaining is how many items the API server says follow this page
+	// (nil: it does not say).
+	remaining *int64
+}
+
+// walk lists from the start, page by page, handing each page to visit as
+// it arrives (first: the list's first page); visit returns false to stop.
+// A continue token that expired (410: the list outlived the snapshot the
+// API server pages through, 5 minutes by default) restarts the list from
+// the start once, after restart forgets what the pages gave; without
+// restart, or on a second expiry, the error is returned: a list is never
+// taken whole with pages missing.
+func walk[T any](ctx context.Context, list func(context.Context, metav1.ListOptions) (page[T], error), restart func(), visit func(p page[T], first bool) (bool, error)) error {
+	for attempt := 0; ; attempt++ {
+		err := walkOnce(ctx, list, visit)
+		if !expired(err) || restart == nil || attempt > 0 {
+			return err
+		}
+		restart()
+	}
+}
+
+func walkOnce[T any](ctx context.Context, list func(context.Context, metav1.ListOptions) (page[T], error), visit func(p page[T], first bool) (bool, error)) error {
+	opts := metav1.ListOptions{Limit: pageSize}
+	for first := true; ; first = false {
+		p, err := list(ctx, opts)
+		if err != nil {
+			return err
+		}
+		more, err := visit(p, first)
+		if err != nil || !more || p.cont == "" {
+			return err
+		}
+		opts.Continue = p.cont
+	}
+}
+
+// expired is the API server's answer to a continue token it no longer
+// holds the snapshot of.
+func expired(err error) bool {
+	return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
 }
 
 // dynamicPages lists a resource of the dynamic client page by page.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pgtest"
@@ -193,7 +194,7 @@ func TestPostgresCheckpointWrittenByPulumi(t *testing.T) {
 	if err != nil || data == nil {
 		t.Fatalf("reading the checkpoint: %v", err)
 	}
-	cp, err := parseFullCheckpoint(data)
+	cp, err := converge.ParseCheckpoint(data)
 	if err != nil || cp.Checkpoint.Latest == nil || len(cp.Checkpoint.Latest.Resources) != 3 || cp.Checkpoint.Latest.Resources[2].Inputs["metadata"] == nil {
 		t.Fatalf("the full checkpoint: %+v %v", cp, err)
 	}

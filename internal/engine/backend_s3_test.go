@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/s3test"
 	"github.com/paddock-platform/paddock/internal/state"
@@ -242,7 +243,7 @@ func TestS3CheckpointWrittenByPulumi(t *testing.T) {
 	if err != nil || data == nil {
 		t.Fatalf("reading the checkpoint: %v", err)
 	}
-	cp, err := parseFullCheckpoint(data)
+	cp, err := converge.ParseCheckpoint(data)
 	if err != nil || cp.Checkpoint.Latest == nil || len(cp.Checkpoint.Latest.Resources) != 3 || cp.Checkpoint.Latest.Resources[2].Inputs["metadata"] == nil {
 		t.Fatalf("the full checkpoint: %+v %v", cp, err)
 	}
@@ -280,7 +281,7 @@ func TestS3CheckpointWrittenByPulumi(t *testing.T) {
 	if err != nil || data == nil || !strings.HasSuffix(where, "dev.json.gz") {
 		t.Fatalf("the gzipped checkpoint: %q %v", where, err)
 	}
-	if cp, err := parseFullCheckpoint(data); err != nil || len(cp.Checkpoint.Latest.Resources) != 3 {
+	if cp, err := converge.ParseCheckpoint(data); err != nil || len(cp.Checkpoint.Latest.Resources) != 3 {
 		t.Errorf("the gzipped checkpoint does not parse: %v", err)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/sig"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/model"
 )
@@ -62,9 +62,9 @@ func (e *Engine) showTrust(ctx context.Context, p *model.Platform, rep *drift.Re
 		return
 	}
 	trust := drift.TrustNotes(p)
-	if c, err := clientsFor(p); err != nil {
+	if c, err := converge.ClientsFor(p); err != nil {
 		fmt.Fprintf(e.opts.Out, "paddock drift: the trusted admission objects were not read: %s\n", oneLine(err))
-	} else if trust, err = drift.AdmissionTrust(ctx, p, c.kube); err != nil {
+	} else if trust, err = drift.AdmissionTrust(ctx, p, c.Kube); err != nil {
 		fmt.Fprintf(e.opts.Out, "paddock drift: the trusted admission objects were not read: %s\n", oneLine(err))
 		trust = drift.TrustNotes(p)
 	}
@@ -79,10 +79,10 @@ func (e *Engine) showTrust(ctx context.Context, p *model.Platform, rep *drift.Re
 // when it cannot.
 func (e *Engine) addWholeObjectDrift(ctx context.Context, p *model.Platform, name string, rep *drift.Report) {
 	objs, c, reason := e.enginePathObjects(ctx, p, name)
-	var res *fastResult
+	var res *converge.Comparison
 	if reason == "" {
 		var err error
-		if res, err = e.compareWhole(ctx, c, p, name, objs, formsCached); err != nil {
+		if res, err = e.compareWhole(ctx, c, p, name, objs, converge.FormsCached); err != nil {
 			reason = oneLine(err)
 		}
 	}
@@ -98,23 +98,23 @@ func (e *Engine) addWholeObjectDrift(ctx context.Context, p *model.Platform, nam
 // paired with their state and the clients of their cluster: the target's
 // kubeconfig, or for a cluster the stack creates (GKE) the kubeconfig its
 // kubernetes provider recorded (stackClusterPlan). reason says why not.
-func (e *Engine) enginePathObjects(ctx context.Context, p *model.Platform, name string) ([]*fastObject, *clusterClients, string) {
+func (e *Engine) enginePathObjects(ctx context.Context, p *model.Platform, name string) ([]*converge.Object, *converge.Clients, string) {
 	if p.Target.Kind == model.TargetGKE {
 		plan, reason := e.stackClusterPlan(ctx, p, name)
 		if reason != "" {
 			return nil, nil, reason
 		}
-		c, err := clientsFromKubeconfig(plan.kubeconfig)
+		c, err := converge.ClientsFromKubeconfig(plan.Kubeconfig)
 		if err != nil {
 			return nil, nil, oneLine(err)
 		}
-		return plan.objs, c, ""
+		return plan.Objects, c, ""
 	}
 	objs, _, reason := e.fastPlan(ctx, p, name)
 	if reason != "" {
 		return nil, nil, reason
 	}
-	c, err := clientsFor(p)
+	c, err := converge.ClientsFor(p)
 	if err != nil {
 		return nil, nil, oneLine(err)
 	}
@@ -324,9 +324,6 @@ func objectName(m apitype.StepEventMetadata) (kind, name string) {
 	return t, n
 }
 
-// secretValue is how engine events show a secret.
-const secretValue = "[secret]"
-
 // lookup reads a property path (spec.template.spec.containers[0].image,
 // metadata.labels["a/b"]) in an event's property map.
 func lookup(props map[string]any, path string) (any, bool) {
@@ -336,8 +333,8 @@ func lookup(props map[string]any, path string) (any, bool) {
 	}
 	var cur any = props
 	for _, el := range pp {
-		if isSecret(cur) {
-			return secretValue, true // the rest of the path is inside a secret
+		if converge.IsSecret(cur) {
+			return converge.SecretValue, true // the rest of the path is inside a secret
 		}
 		switch k := el.(type) {
 		case string:
@@ -358,21 +355,8 @@ func lookup(props map[string]any, path string) (any, bool) {
 			return nil, false
 		}
 	}
-	if isSecret(cur) {
-		return secretValue, true
+	if converge.IsSecret(cur) {
+		return converge.SecretValue, true
 	}
 	return cur, true
-}
-
-// isSecret reports whether an event value is a secret: "[secret]", or the
-// engine's secret envelope ({"4dabf18193072939515e22adb298388d":
-// "1b47061264138c4ac30d75fd1eb44270", "ciphertext": "[secret]"}).
-func isSecret(v any) bool {
-	switch x := v.(type) {
-	case string:
-		return x == secretValue
-	case map[string]any:
-		return x[sig.Key] == sig.Secret
-	}
-	return false
 }

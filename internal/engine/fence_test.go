@@ -18,6 +18,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/pgtest"
 	"github.com/paddock-platform/paddock/internal/s3test"
@@ -548,7 +549,7 @@ func loosenedCluster(t *testing.T, manager string) (*model.Platform, *loopbackAP
 	policy := ""
 	for _, u := range live {
 		if u.GetKind() == "NetworkPolicy" {
-			policy = objectKey(u)
+			policy = converge.ObjectKey(u)
 			break
 		}
 	}

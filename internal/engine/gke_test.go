@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/paddock-platform/paddock/components/pulumitest"
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
@@ -224,7 +225,7 @@ func (s *loopbackAPIServer) store(u *unstructured.Unstructured) {
 	if u.GetUID() == "" {
 		u.SetUID(types.UID("uid-" + u.GetName()))
 	}
-	gvr := gvrOf(u)
+	gvr := converge.GVROf(u)
 	s.objs[storeKey(gvr.Group, gvr.Resource, u.GetNamespace(), u.GetName())] = u
 }
 
@@ -241,7 +242,7 @@ func (s *loopbackAPIServer) get(kind, key string) *unstructured.Unstructured {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, u := range s.objs {
-		if u.GetKind() == kind && objectKey(u) == key {
+		if u.GetKind() == kind && converge.ObjectKey(u) == key {
 			return u.DeepCopy()
 		}
 	}
@@ -299,7 +300,7 @@ func (s *loopbackAPIServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		items := []any{}
 		for _, u := range s.objs {
-			gvr := gvrOf(u)
+			gvr := converge.GVROf(u)
 			if gvr.Group != group || gvr.Resource != res || (ns != "" && u.GetNamespace() != ns) {
 				continue
 			}
@@ -342,7 +343,7 @@ func (s *loopbackAPIServer) serve(w http.ResponseWriter, r *http.Request) {
 			reply(http.StatusOK, body.Object)
 			return
 		}
-		s.updates = append(s.updates, body.GetKind()+" "+objectKey(body))
+		s.updates = append(s.updates, body.GetKind()+" "+converge.ObjectKey(body))
 		s.store(body)
 		reply(http.StatusOK, body.Object)
 	default:
@@ -375,7 +376,7 @@ func liveGKEObjects(t *testing.T, p *model.Platform) []*unstructured.Unstructure
 func loosen(t *testing.T, objs []*unstructured.Unstructured, kind, key, manager string, value any, path ...string) {
 	t.Helper()
 	for _, u := range objs {
-		if u.GetKind() != kind || objectKey(u) != key {
+		if u.GetKind() != kind || converge.ObjectKey(u) != key {
 			continue
 		}
 		if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
@@ -413,7 +414,7 @@ func TestGKEPlanOnTheProgramsState(t *testing.T) {
 			if reason != "" {
 				t.Fatalf("the GKE plan fell back: %s", reason)
 			}
-			if plan.kubeconfig != gkeKubeconfig {
+			if plan.Kubeconfig != gkeKubeconfig {
 				t.Error("the plan does not carry the kubeconfig the GKE provider recorded")
 			}
 
@@ -421,19 +422,19 @@ func TestGKEPlanOnTheProgramsState(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cp, err := parseFullCheckpoint(data)
+			cp, err := converge.ParseCheckpoint(data)
 			if err != nil {
 				t.Fatal(err)
 			}
 			paired := map[string]bool{}
-			for _, o := range plan.objs {
-				if o.state == nil {
-					t.Fatalf("%s %s has no state", o.desired.GetKind(), objectKey(o.desired))
+			for _, o := range plan.Objects {
+				if o.State == nil {
+					t.Fatalf("%s %s has no state", o.Desired.GetKind(), converge.ObjectKey(o.Desired))
 				}
-				if !strings.Contains(o.state.Provider, "paddock:gcp:Platform$pulumi:providers:kubernetes::"+p.Name+"-gke::") {
-					t.Errorf("%s is paired on provider %s, not the GKE layer's", o.state.URN, o.state.Provider)
+				if !strings.Contains(o.State.Provider, "paddock:gcp:Platform$pulumi:providers:kubernetes::"+p.Name+"-gke::") {
+					t.Errorf("%s is paired on provider %s, not the GKE layer's", o.State.URN, o.State.Provider)
 				}
-				paired[o.state.URN] = true
+				paired[o.State.URN] = true
 			}
 			var gcp, cloudLayer int
 			for _, r := range cp.Checkpoint.Latest.Resources {
@@ -441,7 +442,7 @@ func TestGKEPlanOnTheProgramsState(t *testing.T) {
 				case strings.HasPrefix(r.Type, "gcp:") || r.Type == "pulumi:providers:gcp":
 					gcp++
 				case !strings.HasPrefix(r.Type, "kubernetes:"):
-				case cloudLayerURN(r.URN):
+				case converge.CloudLayerURN(r.URN):
 					cloudLayer++
 					if paired[r.URN] {
 						t.Errorf("the cloud layer's %s is compared; only the engine compares it", r.URN)
@@ -450,8 +451,8 @@ func TestGKEPlanOnTheProgramsState(t *testing.T) {
 					t.Errorf("the spec's %s is not compared", r.URN)
 				}
 			}
-			if gcp == 0 || len(plan.objs) < 30 {
-				t.Fatalf("%d GCP resources, %d objects paired: not a GKE stack", gcp, len(plan.objs))
+			if gcp == 0 || len(plan.Objects) < 30 {
+				t.Fatalf("%d GCP resources, %d objects paired: not a GKE stack", gcp, len(plan.Objects))
 			}
 			if dir == "../../examples/gke-kata" && cloudLayer == 0 {
 				t.Error("the Kata example registers no object in the cloud layer (kata-deploy, network logging)")
@@ -642,7 +643,7 @@ func TestGKEPreflightsReachTheStacksCluster(t *testing.T) {
 		t.Fatalf("%v\n%s", err, report.String())
 	}
 	fresh := New(Options{Backend: "file://" + t.TempDir(), Stack: "s"})
-	if _, err := fresh.liveClients(ctx, p); !errors.Is(err, errNoKubeconfig) {
+	if _, err := fresh.liveClients(ctx, p); !errors.Is(err, converge.ErrNoKubeconfig) {
 		t.Fatalf("before the first up the stack's cluster was reached: %v", err)
 	}
 	if err := fresh.guardStoredVersions(ctx, "up", p); err != nil {
@@ -658,7 +659,7 @@ func TestGKEPreflightsReachTheStacksCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{}); err != nil {
+	if _, err := c.Dyn.Resource(converge.CRDResource).Get(ctx, name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the clients of the checks beside Pulumi do not reach the stack's cluster: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/manifests/promoperator"
 	"github.com/paddock-platform/paddock/internal/model"
 )
@@ -24,7 +25,7 @@ func (e *Engine) guardMonitoringCRDs(ctx context.Context, op string, p *model.Pl
 		return nil
 	}
 	c, err := e.liveClients(ctx, p)
-	if errors.Is(err, errNoKubeconfig) {
+	if errors.Is(err, converge.ErrNoKubeconfig) {
 		// The program creates the cluster, so nothing can be read before it
 		// runs; a fresh GKE cluster has no Prometheus Operator.
 		fmt.Fprintf(e.opts.Out, "paddock %s: the observability block's objects need the Prometheus Operator CRDs (%s), which cannot be checked before the program creates the cluster\n",
@@ -34,7 +35,7 @@ func (e *Engine) guardMonitoringCRDs(ctx context.Context, op string, p *model.Pl
 	if err != nil {
 		return err
 	}
-	return checkMonitoringCRDs(ctx, c.dyn, op, p)
+	return checkMonitoringCRDs(ctx, c.Dyn, op, p)
 }
 
 // checkMonitoringCRDs names every CRD the requested objects need that the
@@ -49,7 +50,7 @@ func checkMonitoringCRDs(ctx context.Context, dyn dynamic.Interface, op string, 
 	}
 	var missing []string
 	for _, name := range need {
-		live, err := dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		live, err := dyn.Resource(converge.CRDResource).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			missing = append(missing, name)

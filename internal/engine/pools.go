@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/policy"
@@ -56,8 +57,8 @@ func (e *Engine) afterUp(ctx context.Context, p *model.Platform, since time.Time
 	if err != nil || res == nil || !hasWarmPools(p) {
 		return res, err
 	}
-	c, cerr := clientsFor(p)
-	if errors.Is(cerr, errNoKubeconfig) {
+	c, cerr := converge.ClientsFor(p)
+	if errors.Is(cerr, converge.ErrNoKubeconfig) {
 		fmt.Fprintln(e.opts.Out, "paddock up: the warm pools' sandboxes were not checked against their templates: the target has no kubeconfig; `paddock verify` checks them (V07)")
 		return res, nil
 	}
@@ -65,7 +66,7 @@ func (e *Engine) afterUp(ctx context.Context, p *model.Platform, since time.Time
 		return nil, cerr
 	}
 	settling := time.Now()
-	if err := settlePools(ctx, pools.Clients{Dyn: c.dyn, Kube: c.kube}, e.opts.Out, p, since, e.poolWait()); err != nil {
+	if err := settlePools(ctx, pools.Clients{Dyn: c.Dyn, Kube: c.Kube}, e.opts.Out, p, since, e.poolWait()); err != nil {
 		return nil, fmt.Errorf("up of stack %q applied the spec, but %w", res.Stack, err)
 	}
 	res.Duration += time.Since(settling)

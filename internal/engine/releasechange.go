@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/model"
@@ -31,8 +32,8 @@ func (e *Engine) guardReleaseChange(ctx context.Context, op string, p *model.Pla
 	c, err := e.liveClients(ctx, p)
 	switch {
 	case err == nil:
-		dyn = c.dyn
-	case !errors.Is(err, errNoKubeconfig):
+		dyn = c.Dyn
+	case !errors.Is(err, converge.ErrNoKubeconfig):
 		return err
 	}
 	from := e.installedRelease(ctx, dyn, p)
@@ -98,7 +99,7 @@ func (e *Engine) lastExportedRelease(p *model.Platform) string {
 	if err != nil || data == nil {
 		return ""
 	}
-	cp, err := parseFullCheckpoint(data)
+	cp, err := converge.ParseCheckpoint(data)
 	if err != nil || cp.Checkpoint.Latest == nil {
 		return ""
 	}
@@ -148,7 +149,7 @@ func riskIsLive(ctx context.Context, dyn dynamic.Interface, r agentsandbox.Risk)
 	if dyn == nil {
 		return true, nil
 	}
-	crd, err := dyn.Resource(crdGVR).Get(ctx, r.CRD, metav1.GetOptions{})
+	crd, err := dyn.Resource(converge.CRDResource).Get(ctx, r.CRD, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

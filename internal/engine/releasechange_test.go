@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/pins"
@@ -56,7 +57,7 @@ func TestRollbackOverRemovedCRDChecksForObjects(t *testing.T) {
 	const name = "snapshots.agents.x-k8s.io"
 	gvr := schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "v1", Resource: "snapshots"}
 	change := agentsandbox.Change{From: "v0.6.0", To: "v0.5.6", Forward: []agentsandbox.Risk{{Kind: agentsandbox.RiskCRDRemoved, CRD: name, Plural: "snapshots", Group: "agents.x-k8s.io"}}}
-	kinds := map[schema.GroupVersionResource]string{crdGVR: "CustomResourceDefinitionList", gvr: "SnapshotList"}
+	kinds := map[schema.GroupVersionResource]string{converge.CRDResource: "CustomResourceDefinitionList", gvr: "SnapshotList"}
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("agents.x-k8s.io/v1")
 	obj.SetKind("Snapshot")

@@ -18,6 +18,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/state"
@@ -119,7 +120,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 	}
 	defer rec.abandon() // however the run ends, its lease stops with it
 	created := e.watchCreations(ctx, p)
-	defer created.close()
+	defer created.Close()
 	var res auto.UpResult
 	var applied string // the digest of the checkpoint this run's update left
 	var appliedErr error
@@ -129,7 +130,7 @@ func (e *Engine) Up(ctx context.Context, p *model.Platform) (*Result, error) {
 		}
 		ch := make(chan events.EngineEvent)
 		pr := newProgress(e.opts.Out, "up")
-		go pr.consume(created.tee(ch))
+		go pr.consume(created.Tee(ch))
 		var err error
 		res, err = s.Up(ctx, optup.Refresh(), optup.Parallel(e.parallel()), optup.EventStreams(ch), optup.SuppressProgress())
 		pr.waitAfter(err)
@@ -187,8 +188,8 @@ func (e *Engine) settleUp(ctx context.Context, p *model.Platform, name string, r
 }
 
 // settleUpWith is settleUp whose repair takes the stored forms of the
-// objects the run created from their creations (created.go).
-func (e *Engine) settleUpWith(ctx context.Context, p *model.Platform, name string, rec *runRecord, dead []DeadRun, applied string, appliedErr error, created *creations) (int, error) {
+// objects the run created from their creations (converge.Creations).
+func (e *Engine) settleUpWith(ctx context.Context, p *model.Platform, name string, rec *runRecord, dead []DeadRun, applied string, appliedErr error, created *converge.Creations) (int, error) {
 	release, err := e.holdStack(ctx, "up", name, rec)
 	var noReader *state.NoReaderError
 	switch {
@@ -232,14 +233,14 @@ func (e *Engine) settleUpWith(ctx context.Context, p *model.Platform, name strin
 }
 
 // watchCreations starts recording what the run creates on a cluster the
-// target's kubeconfig reaches (created.go), before the engine writes; nil
-// where there is none (a cluster the stack creates) or it cannot start:
+// target's kubeconfig reaches (converge.StartCreations), before the engine
+// writes; nil where there is none (a cluster the stack creates) or it cannot start:
 // the repair then asks the server for every stored form.
-func (e *Engine) watchCreations(ctx context.Context, p *model.Platform) *creations {
+func (e *Engine) watchCreations(ctx context.Context, p *model.Platform) *converge.Creations {
 	if p.Target.Kind == model.TargetGKE || p.Target.Kubeconfig == "" {
 		return nil
 	}
-	c, err := clientsFor(p)
+	c, err := converge.ClientsFor(p)
 	if err != nil {
 		return nil
 	}
@@ -251,7 +252,7 @@ func (e *Engine) watchCreations(ctx context.Context, p *model.Platform) *creatio
 	for _, g := range built.Groups() {
 		objs = append(objs, g.Objects...)
 	}
-	return startCreations(ctx, c.dyn, objs)
+	return converge.StartCreations(ctx, c.Dyn, objs)
 }
 
 // holdStack takes the stack's lock (lockForRepair: Pulumi's format, so

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/manifests"
 	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/model"
@@ -25,7 +26,7 @@ import (
 // halfway: some objects of the new release applied, the CRDs not.
 func (e *Engine) guardStoredVersions(ctx context.Context, op string, p *model.Platform) error {
 	c, err := e.liveClients(ctx, p)
-	if errors.Is(err, errNoKubeconfig) {
+	if errors.Is(err, converge.ErrNoKubeconfig) {
 		return nil // the stack has not created its cluster yet: no CRD of an older release lives there
 	}
 	if err != nil {
@@ -37,7 +38,7 @@ func (e *Engine) guardStoredVersions(ctx context.Context, op string, p *model.Pl
 	if err != nil {
 		return err
 	}
-	return checkStoredVersions(ctx, c.dyn, op, p.AgentSandbox.Version, release)
+	return checkStoredVersions(ctx, c.Dyn, op, p.AgentSandbox.Version, release)
 }
 
 // storedVersionConflict is one CRD the release would drop a stored version of.
@@ -58,7 +59,7 @@ func checkStoredVersions(ctx context.Context, dyn dynamic.Interface, op, version
 		if u.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
-		live, err := dyn.Resource(crdGVR).Get(ctx, u.GetName(), metav1.GetOptions{})
+		live, err := dyn.Resource(converge.CRDResource).Get(ctx, u.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 )
 
@@ -35,7 +36,7 @@ func crd(name string, versions []string, stored []string) *unstructured.Unstruct
 
 func crdClient(live ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{crdGVR: "CustomResourceDefinitionList"}, live...)
+		map[schema.GroupVersionResource]string{converge.CRDResource: "CustomResourceDefinitionList"}, live...)
 }
 
 // A release that drops a version the live CRD still stores objects in is refused

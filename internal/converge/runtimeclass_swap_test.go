@@ -1,4 +1,4 @@
-package engine
+package converge
 
 import (
 	"bytes"
@@ -71,10 +71,10 @@ func TestRuntimeClassSwapIsReportedAndReplaced(t *testing.T) {
 		return true, u, dyn.Tracker().Create(rcGVR, u, "")
 	})
 
-	e := testEngine(t)
-	objs := []*fastObject{fastObj(declared)}
+	cache := testCache(t)
+	objs := []*Object{testObject(declared)}
 	// A clean comparison fills the cache.
-	forms := e.loadStoredForms("s", "v", false, true)
+	forms := loadStoredForms(cache, "v", false, true)
 	if res, err := compareLive(context.Background(), dyn, "demo", objs, forms, nil); err != nil || len(res.Report.Resources) != 0 {
 		t.Fatalf("as declared: %+v, %v", res, err)
 	}
@@ -89,7 +89,7 @@ func TestRuntimeClassSwapIsReportedAndReplaced(t *testing.T) {
 	if err := dyn.Tracker().Create(rcGVR, swapped.DeepCopy(), ""); err != nil {
 		t.Fatal(err)
 	}
-	res, err := compareLive(context.Background(), dyn, "demo", objs, e.loadStoredForms("s", "v", false, true), nil)
+	res, err := compareLive(context.Background(), dyn, "demo", objs, loadStoredForms(cache, "v", false, true), nil)
 	if err != nil {
 		t.Fatalf("the swap from a cached form is an error, want it reported: %v", err)
 	}
@@ -103,9 +103,8 @@ func TestRuntimeClassSwapIsReportedAndReplaced(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	e.opts.Out = &out
-	res.objs, res.clients = objs, &clusterClients{dyn: dyn}
-	if n, err := e.repairLive(context.Background(), "up", res); err != nil || n != 1 {
+	res.Objects, res.Clients = objs, &Clients{Dyn: dyn}
+	if n, err := RepairLive(context.Background(), &out, "up", res); err != nil || n != 1 {
 		t.Fatalf("repair: %d, %v", n, err)
 	}
 	if !strings.Contains(out.String(), "replaced RuntimeClass gvisor") || !strings.Contains(out.String(), `set handler back: "runc" → "runsc"`) {
@@ -115,7 +114,7 @@ func TestRuntimeClassSwapIsReportedAndReplaced(t *testing.T) {
 	if err != nil || live.Object["handler"] != "runsc" {
 		t.Fatalf("after the repair: %v, %v", live, err)
 	}
-	after, err := compareLive(context.Background(), dyn, "demo", []*fastObject{fastObj(declared)}, e.loadStoredForms("s", "v", false, true), nil)
+	after, err := compareLive(context.Background(), dyn, "demo", []*Object{testObject(declared)}, loadStoredForms(cache, "v", false, true), nil)
 	if err != nil || len(after.Report.Resources) != 0 {
 		t.Fatalf("after the repair: %+v, %v", after, err)
 	}
@@ -124,10 +123,10 @@ func TestRuntimeClassSwapIsReportedAndReplaced(t *testing.T) {
 // An immutable difference on a kind whose deletion would open the platform
 // (a NetworkPolicy's, say) stops up with the exact command that fixes it.
 func TestReplaceRefusedNamesTheCommand(t *testing.T) {
-	o := &fastObject{
-		desired:   obj("networking.k8s.io/v1", "NetworkPolicy", "agents-a", "default-deny", map[string]any{}),
-		gvr:       schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
-		immutable: "spec.podSelector is immutable",
+	o := &Object{
+		Desired:   obj("networking.k8s.io/v1", "NetworkPolicy", "agents-a", "default-deny", map[string]any{}),
+		GVR:       schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+		Immutable: "spec.podSelector is immutable",
 	}
 	err := replaceObject(context.Background(), nil, o)
 	if err == nil || !strings.Contains(err.Error(), "`kubectl delete networkpolicies.networking.k8s.io default-deny -n agents-a`, then `paddock up`") {

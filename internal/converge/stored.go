@@ -1,4 +1,4 @@
-package engine
+package converge
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +15,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/paddock-platform/paddock/internal/drift"
-	"github.com/paddock-platform/paddock/internal/paths"
-	"github.com/paddock-platform/paddock/internal/state"
 )
 
 // The whole-object comparison (drift.Compare) needs each desired object as
@@ -54,7 +51,7 @@ type storedForms struct {
 	admission *drift.Admission
 	// created answers, in place of a dry-run, for the objects the run
 	// itself created (created.go); nil asks the server for every form.
-	created *creations
+	created *Creations
 }
 
 type storedFile struct {
@@ -62,15 +59,14 @@ type storedFile struct {
 	Entries map[string]json.RawMessage `json:"entries"`
 }
 
-// loadStoredForms reads the cache of stack name for a server of version
-// server. A cache that does not read is started afresh: it only saves work.
-func (e *Engine) loadStoredForms(name, server string, fresh, prune bool) *storedForms {
-	s := &storedForms{server: server, entries: map[string]json.RawMessage{}, used: map[string]bool{}, fresh: fresh, prune: prune}
-	backend, err := e.backendURL()
-	if err != nil {
+// loadStoredForms reads the cache file for a server of version server
+// ("" keeps no cache). A cache that does not read is started afresh: it only
+// saves work.
+func loadStoredForms(file, server string, fresh, prune bool) *storedForms {
+	s := &storedForms{file: file, server: server, entries: map[string]json.RawMessage{}, used: map[string]bool{}, fresh: fresh, prune: prune}
+	if file == "" {
 		return s
 	}
-	s.file = filepath.Join(paths.Home(), "stored", state.BackendKey(backend), url.PathEscape(name)+".json")
 	b, err := os.ReadFile(s.file)
 	if err != nil {
 		return s
@@ -96,7 +92,7 @@ func storedKey(desired *unstructured.Unstructured) (string, error) {
 // get returns o's desired object as the server stores it, and whether the
 // server was asked. An object holding a sensitive value is never cached:
 // the cache is a plain file and secrets never go to one.
-func (s *storedForms) get(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string) (map[string]any, bool, error) {
+func (s *storedForms) get(ctx context.Context, dyn dynamic.Interface, o *Object, sensitive []string) (map[string]any, bool, error) {
 	if s.fresh && s.created != nil && s.admissionFree() {
 		// Like a cached form, a creation is believed only where it agrees
 		// with the live object: compareLive asks the server about any
@@ -110,8 +106,8 @@ func (s *storedForms) get(ctx context.Context, dyn dynamic.Interface, o *fastObj
 }
 
 // keep caches obj as o's stored form, as a dry-run's answer is.
-func (s *storedForms) keep(o *fastObject, obj map[string]any) {
-	key, err := storedKey(o.desired)
+func (s *storedForms) keep(o *Object, obj map[string]any) {
+	key, err := storedKey(o.Desired)
 	if err != nil {
 		return
 	}
@@ -130,13 +126,13 @@ func (s *storedForms) keep(o *fastObject, obj map[string]any) {
 // that differs from the live object is confirmed before it is believed (what
 // the server allocates, such as a Service's cluster IP, can change with the
 // live object).
-func (s *storedForms) refresh(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string) (map[string]any, error) {
+func (s *storedForms) refresh(ctx context.Context, dyn dynamic.Interface, o *Object, sensitive []string) (map[string]any, error) {
 	obj, _, err := s.getFresh(ctx, dyn, o, sensitive, true)
 	return obj, err
 }
 
-func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *fastObject, sensitive []string, fresh bool) (map[string]any, bool, error) {
-	key, err := storedKey(o.desired)
+func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *Object, sensitive []string, fresh bool) (map[string]any, bool, error) {
+	key, err := storedKey(o.Desired)
 	if err != nil {
 		return nil, false, err
 	}
@@ -150,7 +146,7 @@ func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *fa
 			return obj, false, nil
 		}
 	}
-	obj, err := drift.StoredForm(ctx, resourceFor(dyn, o), o.desired, o.live)
+	obj, err := drift.StoredForm(ctx, resourceFor(dyn, o), o.Desired, o.Live)
 	if err != nil {
 		return nil, true, err
 	}
@@ -161,11 +157,11 @@ func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *fa
 		}
 		admission := s.admission
 		s.mu.Unlock()
-		if obj, err = admission.Reference(ctx, o.gvr, o.desired, obj); err != nil {
+		if obj, err = admission.Reference(ctx, o.GVR, o.Desired, obj); err != nil {
 			return nil, true, fmt.Errorf("what mutating admission added to it: %w", err)
 		}
 	}
-	if drift.HoldsSensitive(o.desired.Object, sensitive) || drift.HoldsSensitive(obj, sensitive) {
+	if drift.HoldsSensitive(o.Desired.Object, sensitive) || drift.HoldsSensitive(obj, sensitive) {
 		return obj, true, nil
 	}
 	if b, err := json.Marshal(drift.Comparable(obj)); err == nil {
@@ -178,19 +174,19 @@ func (s *storedForms) getFresh(ctx context.Context, dyn dynamic.Interface, o *fa
 }
 
 // noAdmission reports whether the server's key says the cluster has no
-// mutating admission object at all (compareWhole keys the cache by
+// mutating admission object at all (CompareWhole keys the cache by
 // "<version> mutating admission <drift.AdmissionFingerprint>"): then no
 // dry-run answer holds anything of admission's, and nothing more is read.
 // A key without a fingerprint (a caller that did not read the cluster's
 // admission) splits nothing either; TestCompareWholeSplitsAdmission holds
-// compareWhole to the form.
+// CompareWhole to the form.
 func (s *storedForms) noAdmission() bool {
 	_, fp, ok := strings.Cut(s.server, " mutating admission ")
 	return !ok || fp == drift.NoAdmission
 }
 
 // admissionFree reports whether the server's key says the cluster has no
-// mutating admission object (compareWhole read its fingerprint): only then
+// mutating admission object (CompareWhole read its fingerprint): only then
 // is a creation the reference a dry-run would be (created.go).
 func (s *storedForms) admissionFree() bool {
 	_, fp, ok := strings.Cut(s.server, " mutating admission ")

@@ -1,7 +1,8 @@
-package engine
+package converge
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -9,11 +10,11 @@ import (
 	"github.com/paddock-platform/paddock/internal/model"
 )
 
-// keepTrusted takes out of res, before any repair, the fields that only
+// KeepTrusted takes out of res, before any repair, the fields that only
 // admission objects the spec trusts (trust_admission) could have added: a
 // write would only see them added again, so `up` neither rewrites nor counts
-// them, and says each one it keeps.
-func (e *Engine) keepTrusted(op string, p *model.Platform, res *fastResult) {
+// them, and says on out each one it keeps.
+func KeepTrusted(out io.Writer, op string, p *model.Platform, res *Comparison) {
 	if len(p.TrustedAdmission) == 0 {
 		return
 	}
@@ -21,18 +22,18 @@ func (e *Engine) keepTrusted(op string, p *model.Platform, res *fastResult) {
 	res.Report.Resources, trust = drift.KeepTrusted(p, res.Report.Resources, drift.TrustNotes(p))
 	for _, t := range trust {
 		for _, k := range t.Kept {
-			fmt.Fprintf(e.opts.Out, "paddock %s: %s: added by %s, trusted in the spec (%s); kept\n", op, k, t.Ref(), t.Reason)
+			fmt.Fprintf(out, "paddock %s: %s: added by %s, trusted in the spec (%s); kept\n", op, k, t.Ref(), t.Reason)
 		}
 	}
-	for _, o := range res.objs {
-		if len(o.diffs) == 0 {
+	for _, o := range res.Objects {
+		if len(o.Diffs) == 0 {
 			continue
 		}
-		kept, _ := drift.KeepTrusted(p, []drift.Resource{{Kind: o.desired.GetKind(), Name: objectKey(o.desired), Fields: o.diffs}}, drift.TrustNotes(p))
+		kept, _ := drift.KeepTrusted(p, []drift.Resource{{Kind: o.Desired.GetKind(), Name: ObjectKey(o.Desired), Fields: o.Diffs}}, drift.TrustNotes(p))
 		if len(kept) == 0 {
-			o.diffs, o.immutable = nil, ""
+			o.Diffs, o.Immutable = nil, ""
 		} else {
-			o.diffs = kept[0].Fields
+			o.Diffs = kept[0].Fields
 		}
 	}
 }
@@ -45,12 +46,12 @@ func (e *Engine) keepTrusted(op string, p *model.Platform, res *fastResult) {
 // could have added is kept and said; anything else that came back fails,
 // naming the admission objects and the fix. Resources of after whose only
 // differences were kept are taken out of it.
-func (e *Engine) refuseAdmissionReadd(p *model.Platform, after *drift.Report) error {
+func refuseAdmissionReadd(out io.Writer, p *model.Platform, after *drift.Report) error {
 	remaining, trust := drift.KeepTrusted(p, after.Resources, drift.TrustNotes(p))
 	after.Resources = remaining
 	for _, t := range trust {
 		for _, k := range t.Kept {
-			fmt.Fprintf(e.opts.Out, "paddock up: %s is back after the write: %s, trusted in the spec (%s), adds it; kept\n", k, t.Ref(), t.Reason)
+			fmt.Fprintf(out, "paddock up: %s is back after the write: %s, trusted in the spec (%s), adds it; kept\n", k, t.Ref(), t.Reason)
 		}
 	}
 	var back []string

@@ -1,4 +1,4 @@
-package engine
+package converge
 
 import (
 	"context"
@@ -6,21 +6,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/sig"
 )
 
-// This file reads a stack's last checkpoint straight from the backend
-// (backend.go, package state: file://, postgres:// or s3://), without the
-// Pulumi CLI, for the fast no-op up and drift (fast.go). Secret values are
-// decrypted with the stack's passphrase into memory only: they are compared,
-// never written or printed.
+// This file reads a stack's last checkpoint, as the engine reads it straight
+// from the backend (its backend.go, package state: file://, postgres:// or
+// s3://) without the Pulumi CLI, for the fast no-op up and drift (the
+// engine's fast.go). Secret values are decrypted with the stack's passphrase into
+// memory only: they are compared, never written or printed.
 
-// stateResource is one resource of a checkpoint, as the fast path needs it.
-type stateResource struct {
+// StateResource is one resource of a checkpoint, as the fast path needs it.
+type StateResource struct {
 	URN                string         `json:"urn"`
 	Custom             bool           `json:"custom"`
 	Delete             bool           `json:"delete"`
@@ -32,19 +31,19 @@ type stateResource struct {
 	PendingReplacement bool           `json:"pendingReplacement"`
 }
 
-// fullCheckpoint is the part of a stack file the fast path reads.
-type fullCheckpoint struct {
+// Checkpoint is the part of a stack file the fast path reads.
+type Checkpoint struct {
 	Checkpoint struct {
 		Latest *struct {
-			SecretsProviders  *stateSecretsProvider `json:"secrets_providers"`
-			Resources         []stateResource       `json:"resources"`
-			PendingOperations []json.RawMessage     `json:"pending_operations"`
+			SecretsProviders  *SecretsProvider  `json:"secrets_providers"`
+			Resources         []StateResource   `json:"resources"`
+			PendingOperations []json.RawMessage `json:"pending_operations"`
 		} `json:"latest"`
 	} `json:"checkpoint"`
 }
 
-// stateSecretsProvider is how a checkpoint's secrets are encrypted.
-type stateSecretsProvider struct {
+// SecretsProvider is how a checkpoint's secrets are encrypted.
+type SecretsProvider struct {
 	Type  string          `json:"type"`
 	State json.RawMessage `json:"state"`
 }
@@ -53,31 +52,14 @@ type stateSecretsProvider struct {
 // comparison sees its value, the report only "[secret]".
 type secret struct{ value any }
 
-// parseFullCheckpoint parses a checkpoint (readStackState), numbers as
-// float64 as the engine's events give them.
-func parseFullCheckpoint(data []byte) (*fullCheckpoint, error) {
-	var c fullCheckpoint
+// ParseCheckpoint parses a checkpoint (the engine's readStackState),
+// numbers as float64 as the engine's events give them.
+func ParseCheckpoint(data []byte) (*Checkpoint, error) {
+	var c Checkpoint
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, err
 	}
 	return &c, nil
-}
-
-// readPassphrase is the stack's secrets passphrase, from the same place the
-// engine gives the CLI (passphraseEnv). The CLI trims a passphrase file.
-func readPassphrase() (string, error) {
-	env, err := passphraseEnv()
-	if err != nil {
-		return "", err
-	}
-	if v, ok := env["PULUMI_CONFIG_PASSPHRASE"]; ok {
-		return v, nil
-	}
-	b, err := os.ReadFile(env["PULUMI_CONFIG_PASSPHRASE_FILE"])
-	if err != nil {
-		return "", fmt.Errorf("reading the secrets passphrase: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
 }
 
 // passphraseCrypter is the crypter of a passphrase secrets provider whose
@@ -167,4 +149,35 @@ func decryptSecrets(ctx context.Context, v any, newCrypter func() (config.Crypte
 		return v, nil
 	}
 	return walk(v)
+}
+
+// stateCrypter decrypts the secrets of a checkpoint with the stack's
+// passphrase (passphrase reads it), made only when a secret is met.
+func stateCrypter(ctx context.Context, sp *SecretsProvider, passphrase func() (string, error)) func() (config.Crypter, error) {
+	return func() (config.Crypter, error) {
+		if sp == nil {
+			return nil, errors.New("the state names no secrets provider")
+		}
+		phrase, err := passphrase()
+		if err != nil {
+			return nil, err
+		}
+		return passphraseCrypter(ctx, sp.Type, sp.State, phrase)
+	}
+}
+
+// SecretValue is how engine events show a secret.
+const SecretValue = "[secret]"
+
+// IsSecret reports whether an event value is a secret: "[secret]", or the
+// engine's secret envelope ({"4dabf18193072939515e22adb298388d":
+// "1b47061264138c4ac30d75fd1eb44270", "ciphertext": "[secret]"}).
+func IsSecret(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x == SecretValue
+	case map[string]any:
+		return x[sig.Key] == sig.Secret
+	}
+	return false
 }

@@ -2,11 +2,12 @@
 // the live cluster's objects brought to one form and compared field by field
 // (quantities by value, secrets by their marks).
 
-package engine
+package converge
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"sync"
@@ -22,6 +23,49 @@ import (
 	"github.com/paddock-platform/paddock/internal/drift"
 	"github.com/paddock-platform/paddock/internal/model"
 )
+
+// fastWorkers bounds the fast path's requests in flight (one LIST per kind
+// plus the dry-runs; the rate limit is clusterQPS).
+const fastWorkers = 16
+
+// FormsUse says how a comparison uses the cache of stored forms.
+type FormsUse int
+
+const (
+	FormsCached    FormsUse = iota // every declared object: cached forms, the cache keeps only theirs
+	FormsRecompute                 // every declared object: ask the server for every form
+	FormsSubset                    // some objects: cached forms, the cache keeps the others too
+)
+
+// CompareWhole compares the live objects with objs whole (compareLive),
+// with the stack's cache of stored forms, kept in the file cache ("" keeps
+// none), taking the stored forms of the objects a run created from their
+// creations (created.go) where it can (created may be nil). It keeps the
+// objects and clients on the result for a repair, and says on out when the
+// cache is not saved.
+func CompareWhole(ctx context.Context, c *Clients, p *model.Platform, cache string, objs []*Object, use FormsUse, created *Creations, out io.Writer) (*Comparison, error) {
+	v, err := c.Disco.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("the API server's version: %w", err)
+	}
+	// A stored form is what admission made of an object: the cache holds only
+	// while the cluster's mutating admission is what it was when it was kept.
+	admission, err := drift.AdmissionFingerprint(ctx, c.Kube)
+	if err != nil {
+		return nil, err
+	}
+	forms := loadStoredForms(cache, v.GitVersion+" mutating admission "+admission, use == FormsRecompute, use != FormsSubset)
+	forms.created = created
+	res, err := compareLive(ctx, c.Dyn, p.Name, objs, forms, p.SensitiveValues())
+	if err != nil {
+		return nil, err
+	}
+	if err := forms.save(); err != nil {
+		fmt.Fprintf(out, "paddock: the cache of stored forms was not saved (%s); the next run asks the server again\n", oneLine(err))
+	}
+	res.Objects, res.Clients = objs, c
+	return res, nil
+}
 
 // comparableInputs is an object's inputs in the form both the program's
 // and the state's compare in: what the provider drops from the inputs it
@@ -56,12 +100,12 @@ func comparableInputs(in map[string]any) map[string]any {
 		}
 		out["spec"] = c
 	}
-	return normalizeInputs(out).(map[string]any)
+	return NormalizeInputs(out).(map[string]any)
 }
 
-// normalizeInputs is an object as the program registers it (k8sres.toInput):
+// NormalizeInputs is an object as the program registers it (k8sres.toInput):
 // JSON values, numbers as float64, null map entries dropped.
-func normalizeInputs(v any) any {
+func NormalizeInputs(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
@@ -69,13 +113,13 @@ func normalizeInputs(v any) any {
 			if e == nil {
 				continue
 			}
-			out[k] = normalizeInputs(e)
+			out[k] = NormalizeInputs(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = normalizeInputs(e)
+			out[i] = NormalizeInputs(e)
 		}
 		return out
 	}
@@ -170,18 +214,18 @@ func inputsEqualIn(a, b any, quantities bool) bool {
 // compareLive reads the live platform with one LIST per kind and compares
 // every object whole with its desired form as the server stores it
 // (drift.Compare; forms answers that form from its cache or a dry-run).
-func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, objs []*fastObject, forms *storedForms, sensitive []string) (*fastResult, error) {
-	res := &fastResult{Report: &drift.Report{}}
+func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, objs []*Object, forms *storedForms, sensitive []string) (*Comparison, error) {
+	res := &Comparison{Report: &drift.Report{}}
 	var mu sync.Mutex
 	count := func(n *int) { mu.Lock(); *n++; mu.Unlock() }
 
-	byGVR := map[schema.GroupVersionResource][]*fastObject{}
+	byGVR := map[schema.GroupVersionResource][]*Object{}
 	var gvrs []schema.GroupVersionResource
 	for _, o := range objs {
-		if _, ok := byGVR[o.gvr]; !ok {
-			gvrs = append(gvrs, o.gvr)
+		if _, ok := byGVR[o.GVR]; !ok {
+			gvrs = append(gvrs, o.GVR)
 		}
-		byGVR[o.gvr] = append(byGVR[o.gvr], o)
+		byGVR[o.GVR] = append(byGVR[o.GVR], o)
 	}
 	selector := model.PlatformLabel + "=" + platform
 	g, gctx := errgroup.WithContext(ctx)
@@ -196,11 +240,11 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 			live := map[string]*unstructured.Unstructured{}
 			if list != nil {
 				for i := range list.Items {
-					live[objectKey(&list.Items[i])] = &list.Items[i]
+					live[ObjectKey(&list.Items[i])] = &list.Items[i]
 				}
 			}
 			for _, o := range byGVR[gvr] {
-				o.live = live[objectKey(o.desired)]
+				o.Live = live[ObjectKey(o.Desired)]
 			}
 			return nil
 		})
@@ -213,19 +257,19 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 	g, gctx = errgroup.WithContext(ctx)
 	g.SetLimit(fastWorkers)
 	for _, o := range objs {
-		if o.live != nil {
+		if o.Live != nil {
 			continue
 		}
 		g.Go(func() error {
 			count(&res.Gets)
-			u, err := resourceFor(dyn, o).Get(gctx, o.desired.GetName(), metav1.GetOptions{})
+			u, err := resourceFor(dyn, o).Get(gctx, o.Desired.GetName(), metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 				return nil
 			case err != nil:
-				return fmt.Errorf("reading %s %s: %w", o.desired.GetKind(), objectKey(o.desired), err)
+				return fmt.Errorf("reading %s %s: %w", o.Desired.GetKind(), ObjectKey(o.Desired), err)
 			}
-			o.live = u
+			o.Live = u
 			return nil
 		})
 	}
@@ -236,9 +280,9 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 	g, gctx = errgroup.WithContext(ctx)
 	g.SetLimit(fastWorkers)
 	for _, o := range objs {
-		o.diffs, o.expected, o.immutable = nil, nil, ""
-		if o.live == nil || o.live.GetDeletionTimestamp() != nil {
-			o.live = nil
+		o.Diffs, o.Expected, o.Immutable = nil, nil, ""
+		if o.Live == nil || o.Live.GetDeletionTimestamp() != nil {
+			o.Live = nil
 			continue
 		}
 		g.Go(func() error {
@@ -248,11 +292,11 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 			// built and say so; never an error, whichever answer it came from.
 			immutableOr := func(expected map[string]any, err error) (map[string]any, error) {
 				if apierrors.IsInvalid(err) {
-					o.immutable = oneLine(err)
-					return o.desired.Object, nil
+					o.Immutable = oneLine(err)
+					return o.Desired.Object, nil
 				}
 				if err != nil {
-					return nil, fmt.Errorf("the stored form of %s %s (a dry-run update): %w", o.desired.GetKind(), objectKey(o.desired), err)
+					return nil, fmt.Errorf("the stored form of %s %s (a dry-run update): %w", o.Desired.GetKind(), ObjectKey(o.Desired), err)
 				}
 				return expected, nil
 			}
@@ -263,17 +307,17 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 			if expected, err = immutableOr(expected, err); err != nil {
 				return err
 			}
-			diffs := drift.Compare(expected, o.live, drift.Options{})
-			if len(diffs) > 0 && !asked && o.immutable == "" {
+			diffs := drift.Compare(expected, o.Live, drift.Options{})
+			if len(diffs) > 0 && !asked && o.Immutable == "" {
 				// A cached form is believed only when it agrees.
 				count(&res.DryRuns)
 				if expected, err = immutableOr(forms.refresh(gctx, dyn, o, sensitive)); err != nil {
 					return err
 				}
-				diffs = drift.Compare(expected, o.live, drift.Options{})
+				diffs = drift.Compare(expected, o.Live, drift.Options{})
 			}
-			o.expected = expected
-			o.diffs = drift.Fields(diffs, sensitive)
+			o.Expected = expected
+			o.Diffs = drift.Fields(diffs, sensitive)
 			return nil
 		})
 	}
@@ -282,17 +326,17 @@ func compareLive(ctx context.Context, dyn dynamic.Interface, platform string, ob
 	}
 
 	for _, o := range objs {
-		r := drift.Resource{Type: typeToken(o.desired.GetAPIVersion(), o.desired.GetKind()), Kind: o.desired.GetKind(), Name: objectKey(o.desired), Cause: drift.CauseCluster}
-		if o.state != nil {
-			r.URN, r.Type = o.state.URN, o.state.Type
+		r := drift.Resource{Type: TypeToken(o.Desired.GetAPIVersion(), o.Desired.GetKind()), Kind: o.Desired.GetKind(), Name: ObjectKey(o.Desired), Cause: drift.CauseCluster}
+		if o.State != nil {
+			r.URN, r.Type = o.State.URN, o.State.Type
 		}
 		switch {
-		case o.live == nil:
+		case o.Live == nil:
 			r.Change, r.Repair = drift.Missing, "`paddock up` recreates it"
-		case o.immutable != "":
-			r.Change, r.Repair, r.Fields = drift.Replaced, "`paddock up` replaces it ("+o.immutable+")", o.diffs
-		case len(o.diffs) > 0:
-			r.Change, r.Repair, r.Fields = drift.Modified, "`paddock up` puts the object back as Paddock applies it, removing what was added", o.diffs
+		case o.Immutable != "":
+			r.Change, r.Repair, r.Fields = drift.Replaced, "`paddock up` replaces it ("+o.Immutable+")", o.Diffs
+		case len(o.Diffs) > 0:
+			r.Change, r.Repair, r.Fields = drift.Modified, "`paddock up` puts the object back as Paddock applies it, removing what was added", o.Diffs
 		default:
 			continue
 		}

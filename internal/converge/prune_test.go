@@ -1,4 +1,4 @@
-package engine
+package converge
 
 import (
 	"bytes"
@@ -18,10 +18,12 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/paddock-platform/paddock/internal/model"
+
+	"github.com/paddock-platform/paddock/internal/drift"
 )
 
-func ref(apiVersion, kind, ns, name string) ObjectRef {
-	return ObjectRef{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}
+func ref(apiVersion, kind, ns, name string) drift.ObjectRef {
+	return drift.ObjectRef{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}
 }
 
 func TestPruneSelection(t *testing.T) {
@@ -32,15 +34,15 @@ func TestPruneSelection(t *testing.T) {
 	byHand := ref("v1", "ConfigMap", "agents-t0", "made-by-hand")
 	heldByState := ref("v1", "ServiceAccount", "agents-t1", "agent-runtime")
 
-	labelled := []ObjectRef{nsKept, nsGone, quotaGone, vapGone, byHand, heldByState}
+	labelled := []drift.ObjectRef{nsKept, nsGone, quotaGone, vapGone, byHand, heldByState}
 	// The dead run declared the large spec; the same VAP read back under
 	// another version of its group is the same object.
-	deadDeclared := []ObjectRef{nsKept, nsGone, quotaGone, ref("admissionregistration.k8s.io/v1beta1", "ValidatingAdmissionPolicy", "", "paddock-t1"), heldByState}
-	inState := []ObjectRef{nsKept, heldByState}
-	declared := []ObjectRef{nsKept}
+	deadDeclared := []drift.ObjectRef{nsKept, nsGone, quotaGone, ref("admissionregistration.k8s.io/v1beta1", "ValidatingAdmissionPolicy", "", "paddock-t1"), heldByState}
+	inState := []drift.ObjectRef{nsKept, heldByState}
+	declared := []drift.ObjectRef{nsKept}
 
-	got := pruneSelection(labelled, deadDeclared, inState, declared)
-	want := []ObjectRef{nsGone, quotaGone, vapGone} // core group first
+	got := PruneSelection(labelled, deadDeclared, inState, declared)
+	want := []drift.ObjectRef{nsGone, quotaGone, vapGone} // core group first
 	if len(got) != len(want) {
 		t.Fatalf("prune = %v, want %v", got, want)
 	}
@@ -50,11 +52,11 @@ func TestPruneSelection(t *testing.T) {
 		}
 	}
 	// Nothing dead declared: nothing is pruned, whatever is labelled.
-	if got := pruneSelection(labelled, nil, nil, nil); len(got) != 0 {
+	if got := PruneSelection(labelled, nil, nil, nil); len(got) != 0 {
 		t.Errorf("pruned without a dead run declaring it: %v", got)
 	}
 	// After a destroy nothing is declared: all a dead run left goes.
-	if got := pruneSelection(labelled, deadDeclared, nil, nil); len(got) != 5 {
+	if got := PruneSelection(labelled, deadDeclared, nil, nil); len(got) != 5 {
 		t.Errorf("after destroy: %v, want the 5 the dead run declared", got)
 	}
 }
@@ -66,7 +68,7 @@ var (
 
 // fakeClusterClients is a cluster of fakes whose discovery knows namespaces,
 // quotas, admission policies and CRDs.
-func fakeClusterClients(t *testing.T, kubeObjs []runtime.Object, objs ...runtime.Object) (*clusterClients, *dynamicfake.FakeDynamicClient) {
+func fakeClusterClients(t *testing.T, kubeObjs []runtime.Object, objs ...runtime.Object) (*Clients, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	kube := fake.NewSimpleClientset(kubeObjs...)
 	kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{
@@ -82,9 +84,9 @@ func fakeClusterClients(t *testing.T, kubeObjs []runtime.Object, objs ...runtime
 		}},
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		nsGVR: "NamespaceList", quotaGVR: "ResourceQuotaList", vapGVR: "ValidatingAdmissionPolicyList", crdGVR: "CustomResourceDefinitionList",
+		nsGVR: "NamespaceList", quotaGVR: "ResourceQuotaList", vapGVR: "ValidatingAdmissionPolicyList", CRDResource: "CustomResourceDefinitionList",
 	}, objs...)
-	return newClusterClients(kube, dyn), dyn
+	return newClients(kube, dyn), dyn
 }
 
 func object(apiVersion, kind, ns, name string, finalizers ...string) *unstructured.Unstructured {
@@ -104,13 +106,13 @@ func TestDeleteLeftovers(t *testing.T) {
 		object("v1", "ResourceQuota", "agents-t1", "tenant-quota"),
 		object("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "paddock-t1"),
 		object("v1", "Namespace", "", "agents-t0"))
-	prune := []ObjectRef{
+	prune := []drift.ObjectRef{
 		ref("v1", "Namespace", "", "agents-t1"),
 		ref("v1", "ResourceQuota", "agents-t1", "tenant-quota"),
 		ref("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "paddock-t1"),
 		ref("v1", "Namespace", "", "already-gone"),
 	}
-	if err := deleteLeftovers(context.Background(), c, prune, time.Second); err != nil {
+	if err := DeleteLeftovers(context.Background(), c, prune, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -133,7 +135,7 @@ func TestDeleteLeftoversNamesWhatStays(t *testing.T) {
 	})
 	defer func(d time.Duration) { pollEvery = d }(pollEvery)
 	pollEvery = 10 * time.Millisecond
-	err := deleteLeftovers(context.Background(), c, []ObjectRef{ref("v1", "Namespace", "", "agents-t1")}, 50*time.Millisecond)
+	err := DeleteLeftovers(context.Background(), c, []drift.ObjectRef{ref("v1", "Namespace", "", "agents-t1")}, 50*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "Namespace agents-t1 (finalizers kubernetes)") || !strings.Contains(err.Error(), "still being deleted") {
 		t.Fatalf("error = %v, want it to name the namespace and its finalizer", err)
 	}
@@ -153,14 +155,14 @@ func TestWaitTerminating(t *testing.T) {
 	// Nothing of the platform being deleted: no wait, no output.
 	c, _ := fakeClusterClients(t, []runtime.Object{live, otherPlatform})
 	var out bytes.Buffer
-	if err := waitTerminating(context.Background(), c, &out, "up", "fault", time.Second); err != nil || out.Len() != 0 {
+	if err := WaitTerminating(context.Background(), c, &out, "up", "fault", time.Second); err != nil || out.Len() != 0 {
 		t.Fatalf("waited for nothing: %v %q", err, out.String())
 	}
 
 	// Still there after the bound: a clear error, nothing applied.
 	c, _ = fakeClusterClients(t, []runtime.Object{terminating, live}, crd)
 	out.Reset()
-	err := waitTerminating(context.Background(), c, &out, "up", "fault", 50*time.Millisecond)
+	err := WaitTerminating(context.Background(), c, &out, "up", "fault", 50*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "CRD sandboxes.agents.x-k8s.io, namespace agents-t1 still being deleted") || !strings.Contains(err.Error(), "nothing was applied") {
 		t.Fatalf("error = %v", err)
 	}
@@ -172,11 +174,11 @@ func TestWaitTerminating(t *testing.T) {
 	c, dyn := fakeClusterClients(t, []runtime.Object{terminating}, crd)
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		_ = c.kube.CoreV1().Namespaces().Delete(context.Background(), "agents-t1", metav1.DeleteOptions{})
-		_ = dyn.Resource(crdGVR).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
+		_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), "agents-t1", metav1.DeleteOptions{})
+		_ = dyn.Resource(CRDResource).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
 	}()
 	out.Reset()
-	if err := waitTerminating(context.Background(), c, &out, "up", "fault", 10*time.Second); err != nil {
+	if err := WaitTerminating(context.Background(), c, &out, "up", "fault", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "they are gone") {

@@ -1,4 +1,4 @@
-package engine
+package converge
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 // defaults and, while the webhook stands, an envFrom of the secret
 // llm-keys.
 type injectingCluster struct {
-	c        *clusterClients
+	c        *Clients
 	dyn      *dynamicfake.FakeDynamicClient
 	kube     *kubefake.Clientset
 	template *unstructured.Unstructured
@@ -89,7 +89,7 @@ func newInjectingCluster(t *testing.T) *injectingCluster {
 		ic.updates++
 		return true, body, ic.dyn.Tracker().Update(ua.GetResource(), body, ua.GetNamespace())
 	})
-	ic.c = newClusterClients(ic.kube, ic.dyn)
+	ic.c = newClients(ic.kube, ic.dyn)
 	return ic
 }
 
@@ -107,18 +107,17 @@ func (ic *injectingCluster) write(u *unstructured.Unstructured) *unstructured.Un
 	return u
 }
 
-// The comparison of `up` and `drift` (compareWhole, its stored-form cache
+// The comparison of `up` and `drift` (CompareWhole, its stored-form cache
 // keyed by the admission fingerprint) reports the envFrom the webhook adds,
 // naming it; after the repair's write the envFrom is back, and `up` fails
 // naming the webhook and the fix rather than calling the template
 // repaired. Trusted in the spec, the envFrom is kept and said.
 func TestCompareWholeSplitsAdmission(t *testing.T) {
 	ic := newInjectingCluster(t)
-	e := testEngine(t)
+	cache := testCache(t)
 	var out bytes.Buffer
-	e.opts.Out = &out
 	p := &model.Platform{Name: "demo"}
-	res, err := e.compareWhole(context.Background(), ic.c, p, "s", []*fastObject{fastObj(ic.template)}, formsRecompute)
+	res, err := CompareWhole(context.Background(), ic.c, p, cache, []*Object{testObject(ic.template)}, FormsRecompute, nil, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,14 +130,14 @@ func TestCompareWholeSplitsAdmission(t *testing.T) {
 		t.Errorf("field %s: %s", f.Path, f.AdmissionText())
 	}
 
-	n, err := e.repairLive(context.Background(), "up", res)
+	n, err := RepairLive(context.Background(), &out, "up", res)
 	if err != nil || n != 1 || ic.updates != 1 {
 		t.Fatalf("repair: %d repaired, %d writes, %v", n, ic.updates, err)
 	}
 	if !strings.Contains(out.String(), "(added by admission (mutatingwebhookconfiguration/inject-keys") {
 		t.Errorf("the repair does not say admission added it:\n%s", out.String())
 	}
-	err = e.confirmRepaired(context.Background(), ic.c, p, "s", res)
+	err = ConfirmRepaired(context.Background(), ic.c, p, cache, res, &out)
 	for _, want := range []string{"not repaired: mutating admission adds it back on every write",
 		"SandboxTemplate agents-a/python: spec.podTemplate.spec.containers[name=agent].envFrom added by admission (mutatingwebhookconfiguration/inject-keys",
 		"kubectl delete mutatingwebhookconfiguration inject-keys",
@@ -151,7 +150,7 @@ func TestCompareWholeSplitsAdmission(t *testing.T) {
 	// Trusted: the same write, and the envFrom back, is kept and said.
 	out.Reset()
 	p.TrustedAdmission = []model.TrustedAdmission{{Kind: model.AdmissionWebhook, Name: "inject-keys", Reason: "the gateway hands sandboxes their keys"}}
-	if err := e.confirmRepaired(context.Background(), ic.c, p, "s", res); err != nil {
+	if err := ConfirmRepaired(context.Background(), ic.c, p, cache, res, &out); err != nil {
 		t.Errorf("trusted: %v", err)
 	}
 	if !strings.Contains(out.String(), "trusted in the spec (the gateway hands sandboxes their keys), adds it; kept") {
@@ -164,14 +163,14 @@ func TestCompareWholeSplitsAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.TrustedAdmission = nil
-	res, err = e.compareWhole(context.Background(), ic.c, p, "s", []*fastObject{fastObj(ic.template)}, formsCached)
+	res, err = CompareWhole(context.Background(), ic.c, p, cache, []*Object{testObject(ic.template)}, FormsCached, nil, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.repairLive(context.Background(), "up", res); err != nil || n != 1 {
+	if n, err := RepairLive(context.Background(), &out, "up", res); err != nil || n != 1 {
 		t.Fatalf("repair without the webhook: %d, %v", n, err)
 	}
-	if err := e.confirmRepaired(context.Background(), ic.c, p, "s", res); err != nil {
+	if err := ConfirmRepaired(context.Background(), ic.c, p, cache, res, &out); err != nil {
 		t.Errorf("without the webhook the repair holds, got %v", err)
 	}
 }
@@ -181,22 +180,21 @@ func TestCompareWholeSplitsAdmission(t *testing.T) {
 // and says it kept the field.
 func TestKeepTrustedBeforeTheRepair(t *testing.T) {
 	ic := newInjectingCluster(t)
-	e := testEngine(t)
+	cache := testCache(t)
 	var out bytes.Buffer
-	e.opts.Out = &out
 	p := &model.Platform{Name: "demo", TrustedAdmission: []model.TrustedAdmission{{Kind: model.AdmissionWebhook, Name: "inject-keys", Reason: "the gateway hands sandboxes their keys"}}}
-	res, err := e.compareWhole(context.Background(), ic.c, p, "s", []*fastObject{fastObj(ic.template)}, formsRecompute)
+	res, err := CompareWhole(context.Background(), ic.c, p, cache, []*Object{testObject(ic.template)}, FormsRecompute, nil, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Report.Resources) != 1 {
 		t.Fatalf("report %+v, want the template's envFrom before the trust is applied", res.Report.Resources)
 	}
-	e.keepTrusted("up", p, res)
+	KeepTrusted(&out, "up", p, res)
 	if len(res.Report.Resources) != 0 {
-		t.Errorf("after keepTrusted: %+v, want nothing left to repair", res.Report.Resources)
+		t.Errorf("after KeepTrusted: %+v, want nothing left to repair", res.Report.Resources)
 	}
-	n, err := e.repairLive(context.Background(), "up", res)
+	n, err := RepairLive(context.Background(), &out, "up", res)
 	if err != nil || n != 0 || ic.updates != 0 {
 		t.Fatalf("repair: %d repaired, %d writes, %v; want none", n, ic.updates, err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package converge
 
 import (
 	"context"
@@ -59,9 +59,9 @@ import (
 // reference it did not just ask for when it disagrees), so whatever was
 // written after the creation, however spelled, is judged as before.
 
-// creations records what a run created, from the cluster's watch and the
-// engine's events. A nil *creations answers nothing.
-type creations struct {
+// Creations records what a run created, from the cluster's watch and the
+// engine's events. A nil *Creations answers nothing.
+type Creations struct {
 	dyn    dynamic.Interface
 	cancel context.CancelFunc
 
@@ -122,20 +122,20 @@ var admissionKinds = []schema.GroupVersionResource{
 // asked), an admission kind makes the run noisy.
 const creationsStartWait = 10 * time.Second
 
-// startCreations starts recording the creations of objs on the cluster dyn
+// StartCreations starts recording the creations of objs on the cluster dyn
 // reaches, and returns once each kind's watch has its starting point: the
 // engine must not write before. A kind the server does not serve yet (a
 // CRD the run installs) is anchored when it is.
-func startCreations(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured) *creations {
+func StartCreations(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured) *Creations {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &creations{dyn: dyn, cancel: cancel, declared: map[string]bool{}, byType: map[string]*unstructured.Unstructured{},
+	c := &Creations{dyn: dyn, cancel: cancel, declared: map[string]bool{}, byType: map[string]*unstructured.Unstructured{},
 		added: map[string]creation{}, applied: map[string]appliedCreate{}, tainted: map[string]bool{}, known: map[string]bool{}}
 	var kinds []schema.GroupVersionResource
 	seen := map[schema.GroupVersionResource]bool{}
 	for _, u := range objs {
-		gvr := gvrOf(u)
-		c.declared[watchKey(gvr, objectKey(u))] = true
-		c.byType[typeToken(u.GetAPIVersion(), u.GetKind())+"::"+objectKey(u)] = u
+		gvr := GVROf(u)
+		c.declared[watchKey(gvr, ObjectKey(u))] = true
+		c.byType[TypeToken(u.GetAPIVersion(), u.GetKind())+"::"+ObjectKey(u)] = u
 		if !seen[gvr] {
 			seen[gvr] = true
 			kinds = append(kinds, gvr)
@@ -167,7 +167,7 @@ func watchKey(gvr schema.GroupVersionResource, key string) string {
 	return gvr.String() + "|" + key
 }
 
-func (c *creations) close() {
+func (c *Creations) Close() {
 	if c != nil {
 		c.cancel()
 	}
@@ -177,7 +177,7 @@ func (c *creations) close() {
 // (ready is called once its watch is open, or cannot be yet), resuming
 // where it stopped; a watch that cannot resume starts again from a new
 // list, a gap: for an admission kind, the run is noisy.
-func (c *creations) follow(ctx context.Context, gvr schema.GroupVersionResource, admission bool, ready func()) {
+func (c *Creations) follow(ctx context.Context, gvr schema.GroupVersionResource, admission bool, ready func()) {
 	readyOnce := sync.OnceFunc(ready)
 	defer readyOnce()
 	res := c.dyn.Resource(gvr)
@@ -223,7 +223,7 @@ func (c *creations) follow(ctx context.Context, gvr schema.GroupVersionResource,
 
 // consume reads one watch until it ends, and returns the resourceVersion to
 // resume from ("" to list again).
-func (c *creations) consume(w watch.Interface, gvr schema.GroupVersionResource, admission bool, rv string) string {
+func (c *Creations) consume(w watch.Interface, gvr schema.GroupVersionResource, admission bool, rv string) string {
 	for ev := range w.ResultChan() {
 		if ev.Type == watch.Error {
 			if st, ok := ev.Object.(*metav1.Status); ok && (st.Code == 410 || st.Reason == metav1.StatusReasonExpired || st.Reason == metav1.StatusReasonGone) {
@@ -250,8 +250,8 @@ func (c *creations) consume(w watch.Interface, gvr schema.GroupVersionResource, 
 }
 
 // record keeps a declared object's creation.
-func (c *creations) record(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
-	key := watchKey(gvr, objectKey(u))
+func (c *Creations) record(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+	key := watchKey(gvr, ObjectKey(u))
 	if !c.declared[key] {
 		return
 	}
@@ -267,14 +267,14 @@ func (c *creations) record(gvr schema.GroupVersionResource, u *unstructured.Unst
 	c.mu.Unlock()
 }
 
-func (c *creations) setNoisy() {
+func (c *Creations) setNoisy() {
 	c.mu.Lock()
 	c.noisy = true
 	c.mu.Unlock()
 }
 
-// tee records the engine's events on their way to the progress display.
-func (c *creations) tee(in chan events.EngineEvent) chan events.EngineEvent {
+// Tee records the engine's events on their way to the progress display.
+func (c *Creations) Tee(in chan events.EngineEvent) chan events.EngineEvent {
 	if c == nil {
 		return in
 	}
@@ -291,7 +291,7 @@ func (c *creations) tee(in chan events.EngineEvent) chan events.EngineEvent {
 
 // event notes a resource the run created, with the field manager the
 // provider drew for it, and the managers of state from before the run.
-func (c *creations) event(ev events.EngineEvent) {
+func (c *Creations) event(ev events.EngineEvent) {
 	if ev.ResOutputsEvent == nil {
 		return
 	}
@@ -330,14 +330,14 @@ const answerWait = 2 * time.Second
 // answer is o's reference from its creation by this run, when the creation
 // can only be this run's apply of o's desired object (see the top of this
 // file); ok is false when it must be asked.
-func (c *creations) answer(ctx context.Context, o *fastObject, sensitive []string) (map[string]any, bool) {
-	if c == nil || o.live == nil || o.live.GetUID() == "" || drift.HoldsSensitive(o.desired.Object, sensitive) {
+func (c *Creations) answer(ctx context.Context, o *Object, sensitive []string) (map[string]any, bool) {
+	if c == nil || o.Live == nil || o.Live.GetUID() == "" || drift.HoldsSensitive(o.Desired.Object, sensitive) {
 		return nil, false
 	}
-	if _, pinned := o.desired.GetAnnotations()["pulumi.com/patchFieldManager"]; pinned {
+	if _, pinned := o.Desired.GetAnnotations()["pulumi.com/patchFieldManager"]; pinned {
 		return nil, false
 	}
-	typed := typeToken(o.desired.GetAPIVersion(), o.desired.GetKind()) + "::" + objectKey(o.desired)
+	typed := TypeToken(o.Desired.GetAPIVersion(), o.Desired.GetKind()) + "::" + ObjectKey(o.Desired)
 	c.mu.Lock()
 	a, ok := c.applied[typed]
 	fresh := ok && a.inputs && strings.HasPrefix(a.manager, "pulumi-kubernetes-") && !c.known[a.manager]
@@ -349,12 +349,12 @@ func (c *creations) answer(ctx context.Context, o *fastObject, sensitive []strin
 	if !fresh || !c.quiet(ctx) {
 		return nil, false
 	}
-	key := watchKey(o.gvr, objectKey(o.desired))
+	key := watchKey(o.GVR, ObjectKey(o.Desired))
 	for {
 		c.mu.Lock()
 		cr, ok := c.added[key]
 		c.mu.Unlock()
-		if ok && cr.uid == o.live.GetUID() {
+		if ok && cr.uid == o.Live.GetUID() {
 			if cr.manager != a.manager || cr.form == nil {
 				return nil, false
 			}
@@ -377,7 +377,7 @@ func (c *creations) answer(ctx context.Context, o *fastObject, sensitive []strin
 // quiet reports whether no mutating admission object existed while the run
 // wrote: none changed since the watches began, and a kind not served then
 // is not served now.
-func (c *creations) quiet(ctx context.Context) bool {
+func (c *Creations) quiet(ctx context.Context) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.noisy {
@@ -395,8 +395,8 @@ func (c *creations) quiet(ctx context.Context) bool {
 	return *c.unservedOK
 }
 
-// answeredCount is how many references came from creations.
-func (c *creations) answeredCount() int {
+// AnsweredCount is how many references came from creations.
+func (c *Creations) AnsweredCount() int {
 	if c == nil {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package engine
+package converge
 
 import (
 	"context"
@@ -89,18 +89,18 @@ func createdEvent(inputs *unstructured.Unstructured, manager string) events.Engi
 	b, _ := json.Marshal(inputs.Object)
 	var in map[string]any
 	_ = json.Unmarshal(b, &in)
-	typ := typeToken(inputs.GetAPIVersion(), inputs.GetKind())
+	typ := TypeToken(inputs.GetAPIVersion(), inputs.GetKind())
 	return events.EngineEvent{EngineEvent: apitype.EngineEvent{ResOutputsEvent: &apitype.ResOutputsEvent{Metadata: apitype.StepEventMetadata{
-		Op: apitype.OpCreate, URN: "urn:pulumi:s::paddock::" + typ + "::" + objectKey(inputs), Type: typ,
+		Op: apitype.OpCreate, URN: "urn:pulumi:s::paddock::" + typ + "::" + ObjectKey(inputs), Type: typ,
 		New: &apitype.StepEventStateMetadata{Inputs: in, Outputs: map[string]any{"__fieldManager": manager}},
 	}}}}
 }
 
 // sendEvents passes evs through c's tee as the engine's run would, and
 // waits until the display has read them.
-func sendEvents(c *creations, evs ...events.EngineEvent) {
+func sendEvents(c *Creations, evs ...events.EngineEvent) {
 	in := make(chan events.EngineEvent)
-	out := c.tee(in)
+	out := c.Tee(in)
 	done := make(chan struct{})
 	go func() {
 		for range out {
@@ -137,13 +137,13 @@ func TestRepairTakesTheRunsOwnCreations(t *testing.T) {
 	liveBefore := stored(before, "u-before", "pulumi-kubernetes-old")
 	_ = unstructured.SetNestedSlice(liveBefore.Object, []any{map[string]any{}}, "spec", "ingress")
 	srv := newCreationServer(liveBefore)
-	cr := startCreations(ctx, srv, declared)
-	defer cr.close()
+	cr := StartCreations(ctx, srv, declared)
+	defer cr.Close()
 
 	// The run: the provider creates each object under the manager it drew.
 	create := func(u *unstructured.Unstructured) {
 		t.Helper()
-		if _, err := srv.Resource(gvrOf(u)).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		if _, err := srv.Resource(GVROf(u)).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -171,12 +171,12 @@ func TestRepairTakesTheRunsOwnCreations(t *testing.T) {
 		createdEvent(forged, "pulumi-kubernetes-forged"), createdEvent(before, "pulumi-kubernetes-before"),
 		createdEvent(other, "pulumi-kubernetes-changed"))
 
-	e := testEngine(t)
-	var objs []*fastObject
+	cache := testCache(t)
+	var objs []*Object
 	for _, u := range declared {
-		objs = append(objs, fastObj(u))
+		objs = append(objs, testObject(u))
 	}
-	forms := e.loadStoredForms("s", "v1.35.4 mutating admission "+drift.NoAdmission, true, true)
+	forms := loadStoredForms(cache, "v1.35.4 mutating admission "+drift.NoAdmission, true, true)
 	forms.created = cr
 	res, err := compareLive(ctx, srv, "demo", objs, forms, nil)
 	if err != nil {
@@ -189,7 +189,7 @@ func TestRepairTakesTheRunsOwnCreations(t *testing.T) {
 	if want := []string{"before", "changed", "forged", "opened"}; !equalStrings(srv.dryRuns, want) {
 		t.Errorf("dry-runs of %v, want only %v", srv.dryRuns, want)
 	}
-	if n := cr.answeredCount(); n != 4 {
+	if n := cr.AnsweredCount(); n != 4 {
 		t.Errorf("%d stored forms from creations, want 4 (the namespace, default-deny, dns and opened)", n)
 	}
 	got := map[string][]string{}
@@ -212,7 +212,7 @@ func TestRepairTakesTheRunsOwnCreations(t *testing.T) {
 	// The creations are kept as stored forms: the next comparison (a no-op
 	// up, drift) asks nothing about the objects that match.
 	srv.dryRuns = nil
-	forms = e.loadStoredForms("s", "v1.35.4 mutating admission "+drift.NoAdmission, false, true)
+	forms = loadStoredForms(cache, "v1.35.4 mutating admission "+drift.NoAdmission, false, true)
 	if _, err := compareLive(ctx, srv, "demo", objs, forms, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -237,8 +237,8 @@ func TestCreationsNeedNoMutatingAdmission(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newCreationServer()
-			cr := startCreations(ctx, srv, []*unstructured.Unstructured{deny})
-			defer cr.close()
+			cr := StartCreations(ctx, srv, []*unstructured.Unstructured{deny})
+			defer cr.Close()
 			hooks := srv.Resource(admissionKinds[0])
 			if tc.webhook {
 				wh := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": map[string]any{"name": "inject"}}}
@@ -255,14 +255,14 @@ func TestCreationsNeedNoMutatingAdmission(t *testing.T) {
 				}
 			}
 			sendEvents(cr, createdEvent(deny, "pulumi-kubernetes-x"))
-			forms := testEngine(t).loadStoredForms("s", "v1.35.4 mutating admission "+tc.fingerprint, true, true)
+			forms := loadStoredForms(testCache(t), "v1.35.4 mutating admission "+tc.fingerprint, true, true)
 			forms.created = cr
 			deadlineGuard := waitForQuietOrNoise(cr, tc.webhook)
-			if _, err := compareLive(ctx, srv, "demo", []*fastObject{fastObj(deny)}, forms, nil); err != nil {
+			if _, err := compareLive(ctx, srv, "demo", []*Object{testObject(deny)}, forms, nil); err != nil {
 				t.Fatal(err)
 			}
-			if len(srv.dryRuns) != 1 || cr.answeredCount() != 0 {
-				t.Errorf("%d dry-runs, %d from creations: want the dry-run (%v)", len(srv.dryRuns), cr.answeredCount(), deadlineGuard)
+			if len(srv.dryRuns) != 1 || cr.AnsweredCount() != 0 {
+				t.Errorf("%d dry-runs, %d from creations: want the dry-run (%v)", len(srv.dryRuns), cr.AnsweredCount(), deadlineGuard)
 			}
 		})
 	}
@@ -270,7 +270,7 @@ func TestCreationsNeedNoMutatingAdmission(t *testing.T) {
 
 // waitForQuietOrNoise waits (a hang guard, not a timing) until the watch has
 // seen the webhook's events when there are any.
-func waitForQuietOrNoise(c *creations, noise bool) bool {
+func waitForQuietOrNoise(c *Creations, noise bool) bool {
 	if !noise {
 		return true
 	}
@@ -292,9 +292,9 @@ func waitForQuietOrNoise(c *creations, noise bool) bool {
 func TestCreationsFromEvents(t *testing.T) {
 	deny := netpol("default-deny", map[string]any{"podSelector": map[string]any{}})
 	dns := netpol("dns", map[string]any{"podSelector": map[string]any{}})
-	c := &creations{byType: map[string]*unstructured.Unstructured{}, applied: map[string]appliedCreate{}, tainted: map[string]bool{}, known: map[string]bool{}}
+	c := &Creations{byType: map[string]*unstructured.Unstructured{}, applied: map[string]appliedCreate{}, tainted: map[string]bool{}, known: map[string]bool{}}
 	for _, u := range []*unstructured.Unstructured{deny, dns} {
-		c.byType[typeToken(u.GetAPIVersion(), u.GetKind())+"::"+objectKey(u)] = u
+		c.byType[TypeToken(u.GetAPIVersion(), u.GetKind())+"::"+ObjectKey(u)] = u
 	}
 	refresh := createdEvent(dns, "pulumi-kubernetes-old")
 	m := &refresh.ResOutputsEvent.Metadata

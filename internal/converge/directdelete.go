@@ -1,7 +1,7 @@
-// Direct destroy's deleter: what the plan (destroy.go) names is deleted
+// Direct destroy's deleter: what the plan (destroyplan.go) names is deleted
 // through the API server, layer by layer, and waited on until gone.
 
-package engine
+package converge
 
 import (
 	"context"
@@ -26,11 +26,11 @@ import (
 	"github.com/paddock-platform/paddock/internal/model"
 )
 
-// directDeleter deletes objects through the API server in parallel and
+// DirectDeleter deletes objects through the API server in parallel and
 // waits for them to be gone. It only needs their metadata: the metadata
 // client sends and lists no bodies (the Agent Sandbox CRDs alone are over
 // a megabyte).
-type directDeleter struct {
+type DirectDeleter struct {
 	client  metadata.Interface
 	mapper  meta.RESTMapper
 	out     io.Writer
@@ -61,16 +61,27 @@ func destroyClients(p *model.Platform) (metadata.Interface, meta.RESTMapper, err
 	return client, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)), nil
 }
 
+// NewDirectDeleter is the deleter of direct destroy for the platform's
+// cluster (destroyClients), saying on out what it does, its waits bounded
+// for a stack of objects objects (directDestroyBound).
+func NewDirectDeleter(p *model.Platform, out io.Writer, objects int) (*DirectDeleter, error) {
+	client, mapper, err := destroyClients(p)
+	if err != nil {
+		return nil, err
+	}
+	return &DirectDeleter{client: client, mapper: mapper, out: out, workers: directDestroyWorkers, timeout: directDestroyBound(objects), poll: 100 * time.Millisecond}, nil
+}
+
 // target is an object resolved to the resource the API server serves it as.
 type target struct {
-	obj        destroyObject
+	obj        DestroyObject
 	gvr        schema.GroupVersionResource
 	namespaced bool
 }
 
 // resolve maps objects to their resources. A kind the cluster no longer
 // serves has no objects left (its CRD's deletion took them): it is skipped.
-func (d *directDeleter) resolve(objs []destroyObject) ([]target, error) {
+func (d *DirectDeleter) resolve(objs []DestroyObject) ([]target, error) {
 	var out []target
 	for _, o := range objs {
 		m, err := d.mapper.RESTMapping(o.GVK.GroupKind(), o.GVK.Version)
@@ -91,7 +102,7 @@ func (d *directDeleter) resolve(objs []destroyObject) ([]target, error) {
 
 // deleteAll deletes every target at once, workers at a time. An object
 // already gone is deleted.
-func (d *directDeleter) deleteAll(ctx context.Context, targets []target) error {
+func (d *DirectDeleter) deleteAll(ctx context.Context, targets []target) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(d.workers)
 	background := metav1.DeletePropagationBackground
@@ -144,7 +155,7 @@ type leftover struct {
 
 // waitGone polls, one list per resource, until nothing awaited is left,
 // and fails after d.timeout naming what is still there and its finalizers.
-func (d *directDeleter) waitGone(ctx context.Context, what string, a awaited) error {
+func (d *DirectDeleter) waitGone(ctx context.Context, what string, a awaited) error {
 	type list struct {
 		gvr       schema.GroupVersionResource
 		kind      string
@@ -171,7 +182,7 @@ func (d *directDeleter) waitGone(ctx context.Context, what string, a awaited) er
 		l.names[t.obj.Namespace+"/"+t.obj.Name] = true
 	}
 	for _, k := range a.kinds {
-		l := get(target{obj: destroyObject{GVK: k.obj.GVK}, gvr: k.gvr})
+		l := get(target{obj: DestroyObject{GVK: k.obj.GVK}, gvr: k.gvr})
 		l.namespace = ""
 		for ns := range a.namespaces {
 			l.anyIn[ns] = true
@@ -256,9 +267,9 @@ func stillThereError(what string, timeout time.Duration, left []leftover) error 
 	return errors.New(b.String())
 }
 
-// run deletes the plan's objects in the one order they need, and returns
+// Run deletes the plan's objects in the one order they need, and returns
 // once every one is gone.
-func (d *directDeleter) run(ctx context.Context, plan *destroyPlan) error {
+func (d *DirectDeleter) Run(ctx context.Context, plan *DestroyPlan) error {
 	tenants, err := d.resolve(plan.Tenants.all())
 	if err != nil {
 		return err
@@ -282,7 +293,7 @@ func (d *directDeleter) run(ctx context.Context, plan *destroyPlan) error {
 		if err != nil {
 			return fmt.Errorf("looking up %s: %w", gk, err)
 		}
-		sandboxKinds = append(sandboxKinds, target{obj: destroyObject{GVK: m.GroupVersionKind}, gvr: m.Resource})
+		sandboxKinds = append(sandboxKinds, target{obj: DestroyObject{GVK: m.GroupVersionKind}, gvr: m.Resource})
 	}
 	tenantNamespaces := map[string]bool{}
 	for _, ns := range plan.Tenants.Namespaces {

@@ -359,12 +359,12 @@ func (c *fakeCluster) add(kind, ns, name string, finalizers ...string) {
 
 // addState creates every object the state holds.
 func (c *fakeCluster) addState(t *testing.T, state json.RawMessage) {
-	var d apitype.DeploymentV3
-	if err := json.Unmarshal(state, &d); err != nil {
+	d, err := decodeDestroyState(state)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range d.Resources {
-		if o, ok := objectOf(r); ok && strings.HasPrefix(string(r.Type), "kubernetes:") {
+		if o, ok := objectOf(r); ok && strings.HasPrefix(r.Type, "kubernetes:") {
 			c.add(o.GVK.Kind, o.Namespace, o.Name)
 		}
 	}

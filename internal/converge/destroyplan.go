@@ -115,8 +115,8 @@ type DestroyPlan struct {
 // Pulumi knows how to delete or keep, or its objects live on another
 // cluster than the platform's kubeconfig reaches.
 func PlanDirectDestroy(deployment json.RawMessage, p *model.Platform, shared map[string]bool) (plan *DestroyPlan, reason string, err error) {
-	var d apitype.DeploymentV3
-	if err := json.Unmarshal(deployment, &d); err != nil {
+	d, err := decodeDestroyState(deployment)
+	if err != nil {
 		return nil, "", fmt.Errorf("reading the exported state: %w", err)
 	}
 	if p.Target.Kind == model.TargetGKE || p.Target.Kubeconfig == "" {
@@ -125,7 +125,7 @@ func PlanDirectDestroy(deployment json.RawMessage, p *model.Platform, shared map
 	if n := len(d.PendingOperations); n > 0 {
 		return nil, fmt.Sprintf("the state holds %d pending operation(s) of a run that died, which Pulumi clears first", n), nil
 	}
-	providers := map[string]apitype.ResourceV3{}
+	providers := map[string]destroyResource{}
 	for _, r := range d.Resources {
 		if strings.HasPrefix(string(r.Type), "pulumi:providers:") {
 			providers[string(r.URN)+"::"+string(r.ID)] = r
@@ -180,7 +180,7 @@ func PlanDirectDestroy(deployment json.RawMessage, p *model.Platform, shared map
 		}
 		objs = append(objs, placed{obj, layer})
 		if layer == layerRelease && obj.GVK.Kind == "CustomResourceDefinition" {
-			if gk, ok := namespacedKindOf(r.Outputs); ok {
+			if gk, ok := namespacedKindOf(r.Outputs.Spec.v); ok {
 				plan.SandboxKinds = append(plan.SandboxKinds, gk)
 			}
 		}
@@ -208,15 +208,14 @@ func PlanDirectDestroy(deployment json.RawMessage, p *model.Platform, shared map
 
 // providerMismatch says why the objects of the kubernetes provider prov
 // may not be on the cluster the platform's kubeconfig reaches, or "".
-func providerMismatch(prov apitype.ResourceV3, p *model.Platform) string {
+func providerMismatch(prov destroyResource, p *model.Platform) string {
 	if prov.URN == "" {
 		return "an object's kubernetes provider is missing from the state"
 	}
-	kubeconfig, _ := prov.Inputs["kubeconfig"].(string)
-	if kubeconfig != p.Target.Kubeconfig {
+	if kubeconfig := string(prov.Inputs.Kubeconfig); kubeconfig != p.Target.Kubeconfig {
 		return "the stack's kubernetes provider reaches another kubeconfig than the platform's " + p.Target.Kubeconfig
 	}
-	kubeContext, _ := prov.Inputs["context"].(string)
+	kubeContext := string(prov.Inputs.Context)
 	if p.Target.Context != "" && kubeContext != "" && kubeContext != p.Target.Context {
 		return fmt.Sprintf("the stack's kubernetes provider uses context %q, not the platform's %q", kubeContext, p.Target.Context)
 	}
@@ -224,13 +223,10 @@ func providerMismatch(prov apitype.ResourceV3, p *model.Platform) string {
 }
 
 // objectOf is the object a kubernetes resource of the state stands for.
-func objectOf(r apitype.ResourceV3) (DestroyObject, bool) {
-	for _, props := range []map[string]any{r.Outputs, r.Inputs} {
-		apiVersion, _ := props["apiVersion"].(string)
-		kind, _ := props["kind"].(string)
-		md, _ := props["metadata"].(map[string]any)
-		name, _ := md["name"].(string)
-		ns, _ := md["namespace"].(string)
+func objectOf(r destroyResource) (DestroyObject, bool) {
+	for _, props := range []destroyProps{r.Outputs, r.Inputs} {
+		apiVersion, kind := string(props.APIVersion), string(props.Kind)
+		name, ns := string(props.Metadata.v.Name), string(props.Metadata.v.Namespace)
 		if apiVersion == "" || kind == "" || name == "" {
 			continue
 		}
@@ -245,16 +241,12 @@ func objectOf(r apitype.ResourceV3) (DestroyObject, bool) {
 
 // namespacedKindOf is the kind a CustomResourceDefinition defines, when its
 // objects are namespaced.
-func namespacedKindOf(crd map[string]any) (schema.GroupKind, bool) {
-	spec, _ := crd["spec"].(map[string]any)
-	names, _ := spec["names"].(map[string]any)
-	group, _ := spec["group"].(string)
-	kind, _ := names["kind"].(string)
-	scope, _ := spec["scope"].(string)
-	if kind == "" || scope != "Namespaced" {
+func namespacedKindOf(spec crdSpec) (schema.GroupKind, bool) {
+	kind := string(spec.Names.v.Kind)
+	if kind == "" || spec.Scope != "Namespaced" {
 		return schema.GroupKind{}, false
 	}
-	return schema.GroupKind{Group: group, Kind: kind}, true
+	return schema.GroupKind{Group: string(spec.Group), Kind: kind}, true
 }
 
 // SharedKeys are the names of objs, objects other stacks hold too, in the
@@ -286,6 +278,33 @@ func KeptList(objs []DestroyObject) string {
 		names = append(names, fmt.Sprintf("and %d more", len(objs)-3))
 	}
 	return strings.Join(names, ", ")
+}
+
+// DeploymentOf is the deployment a stack file holds (its checkpoint, as the
+// engine reads it from the backend), as `pulumi stack export` gives it but
+// for secrets, which stay encrypted (the Automation API's export decrypts
+// every one). ok is false for a checkpoint of another schema than the
+// current one (3): only the CLI migrates those. Read from the file, a
+// 1,000-tenant stack's 150 MB state is one copy in Paddock's memory, where
+// the export cost the Pulumi CLI 2.6 GiB and Paddock copies of its output.
+func DeploymentOf(checkpoint []byte) (dep apitype.UntypedDeployment, ok bool, err error) {
+	var c struct {
+		Version    int `json:"version"`
+		Checkpoint struct {
+			Latest json.RawMessage `json:"latest"`
+		} `json:"checkpoint"`
+	}
+	if err := json.Unmarshal(checkpoint, &c); err != nil {
+		return apitype.UntypedDeployment{}, false, fmt.Errorf("reading the stack's checkpoint: %w", err)
+	}
+	if c.Version != apitype.DeploymentSchemaVersionCurrent {
+		return apitype.UntypedDeployment{}, false, nil
+	}
+	latest := c.Checkpoint.Latest
+	if len(latest) == 0 || string(latest) == "null" {
+		latest = json.RawMessage("{}") // never updated: nothing to delete
+	}
+	return apitype.UntypedDeployment{Version: apitype.DeploymentSchemaVersionCurrent, Deployment: latest}, true, nil
 }
 
 // EmptyDeployment is the exported deployment with no resources and no

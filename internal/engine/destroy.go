@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 
 	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/model"
@@ -67,7 +68,7 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 			unlock()
 		}
 	}()
-	exported, err := s.Export(ctx)
+	exported, err := e.exportState(ctx, s)
 	if err != nil {
 		return nil, false, fmt.Errorf("destroy of stack %q: exporting the state: %w", name, err)
 	}
@@ -99,7 +100,7 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 	if len(plan.Kept) > 0 {
 		fmt.Fprintf(e.opts.Out, "paddock destroy: leaving %d objects other stacks of the project hold too (the last of them deletes them): %s\n", len(plan.Kept), converge.KeptList(plan.Kept))
 	}
-	fmt.Fprintf(e.opts.Out, "  %s: state exported and read\n", time.Since(start).Round(10*time.Millisecond))
+	fmt.Fprintf(e.opts.Out, "  %s: state read\n", time.Since(start).Round(10*time.Millisecond))
 	if err := rec.check(); err != nil {
 		return nil, false, err
 	}
@@ -128,6 +129,23 @@ func (e *Engine) destroyDirect(ctx context.Context, p *model.Platform, s auto.St
 		return nil, false, fmt.Errorf("destroy of stack %q: every object is deleted, but emptying the state failed (run destroy again: it finds them gone): %w", name, err)
 	}
 	return &Result{Stack: name, Changes: map[string]int{"delete": plan.Resources}, Duration: time.Since(start)}, true, nil
+}
+
+// exportState is the stack's deployment, under the stack's lock: read from
+// its checkpoint file as the fast path reads it, or, for a checkpoint of
+// another schema, from `pulumi stack export`.
+func (e *Engine) exportState(ctx context.Context, s auto.Stack) (apitype.UntypedDeployment, error) {
+	data, _, err := e.readStackState(s.Name())
+	if err != nil {
+		return apitype.UntypedDeployment{}, err
+	}
+	if data != nil {
+		dep, ok, err := converge.DeploymentOf(data)
+		if err != nil || ok {
+			return dep, err
+		}
+	}
+	return s.Export(ctx)
 }
 
 // KeepShared makes destroy leave objects in the cluster that other stacks

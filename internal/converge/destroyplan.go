@@ -226,7 +226,7 @@ func providerMismatch(prov destroyResource, p *model.Platform) string {
 func objectOf(r destroyResource) (DestroyObject, bool) {
 	for _, props := range []destroyProps{r.Outputs, r.Inputs} {
 		apiVersion, kind := string(props.APIVersion), string(props.Kind)
-		name, ns := string(props.Metadata.v.Name), string(props.Metadata.v.Namespace)
+		name, ns := props.Name(), props.Namespace()
 		if apiVersion == "" || kind == "" || name == "" {
 			continue
 		}

@@ -38,13 +38,27 @@ type destroyResource struct {
 // outputs: a Kubernetes object's identity, a provider's kubeconfig and
 // context, and what a CustomResourceDefinition defines.
 type destroyProps struct {
+	ObjectIdentity
+	Kubeconfig lenientString          `json:"kubeconfig"`
+	Context    lenientString          `json:"context"`
+	Spec       lenientObject[crdSpec] `json:"spec"`
+}
+
+// ObjectIdentity is a Kubernetes object's apiVersion, kind, name and
+// namespace as a checkpoint records them in a resource's inputs or outputs,
+// read without the rest of the object; a field of another shape than a
+// string reads as "".
+type ObjectIdentity struct {
 	APIVersion lenientString              `json:"apiVersion"`
 	Kind       lenientString              `json:"kind"`
 	Metadata   lenientObject[objectNames] `json:"metadata"`
-	Kubeconfig lenientString              `json:"kubeconfig"`
-	Context    lenientString              `json:"context"`
-	Spec       lenientObject[crdSpec]     `json:"spec"`
 }
+
+// Name is the object's metadata.name.
+func (o ObjectIdentity) Name() string { return string(o.Metadata.v.Name) }
+
+// Namespace is the object's metadata.namespace.
+func (o ObjectIdentity) Namespace() string { return string(o.Metadata.v.Namespace) }
 
 type objectNames struct {
 	Name      lenientString `json:"name"`

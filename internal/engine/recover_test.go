@@ -80,3 +80,22 @@ func TestInventoryAndPendingOperations(t *testing.T) {
 		t.Errorf("pending: %+v", pending)
 	}
 }
+
+// The inventory reads only each object's identity: an output of another
+// shape (a secret name, a status that is a string) leaves that object out
+// rather than failing the stack's inventory, and never hides the others.
+func TestInventoryReadsOddOutputsAsAbsent(t *testing.T) {
+	const odd = `{"checkpoint":{"latest":{"resources":[` +
+		`{"urn":"u1","type":"kubernetes:core/v1:Secret","outputs":{"apiVersion":"v1","kind":"Secret","metadata":{"name":{"4dabf18193072939515e22adb298388d":"1b47061264138c4ac30d75fd1eb44270","ciphertext":"v1:x"},"namespace":"agents-a"}}},` +
+		`{"urn":"u2","type":"kubernetes:core/v1:ConfigMap","outputs":{"apiVersion":"v1","kind":"ConfigMap","metadata":"x","status":"odd"}},` +
+		`{"urn":"u3","type":"kubernetes:core/v1:ConfigMap","outputs":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kept","namespace":"agents-a","labels":{"a":"b"}},"data":{"k":"v"}}}` +
+		`]}}}`
+	e, _ := fileStack(t, odd, odd)
+	objs, _, err := e.Inventory("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 || objs[0].Name != "kept" || objs[0].Namespace != "agents-a" || objs[0].APIVersion != "v1" {
+		t.Errorf("inventory %+v: want only the well-formed ConfigMap agents-a/kept", objs)
+	}
+}

@@ -80,6 +80,7 @@ func run() error {
 		backends  = flag.String("backends", "1,10", "tenant counts of the state backends benchmark, e.g. 1,10: one platform on file://, then on postgres:// (a PostgreSQL server from Debian's packages started on loopback) and s3:// (SeaweedFS's S3 gateway on loopback), no-op up and drift timed with the path each took (median of 5); -backends= (empty) skips it and carries over the backends figures of the results in -out")
 		claimNode = flag.String("claims-nodes", "real", "node kind of the claims benchmark's own cluster: real (sandboxes start under gVisor; an error where the machine cannot run one) or fake (kwok: the controller's part only)")
 		profile   = flag.Bool("profile", false, "have each paddock run of the provisioning benchmark write a CPU profile of its own process beside its event log in the work directory (keep it with -keep-home)")
+		padOnly   = flag.Bool("paddock-only", false, "provisioning: measure paddock's runs alone, without kubectl and the floors (their ratios then read \"–\"): a quick re-measure of a change to paddock; use -out of its own, as the results are not comparable row for row")
 		onlySizes = flag.Bool("only-sizes", false, "keep only the provisioning figures of the -tenants measured; by default the results in -out keep their figures at other tenant counts, each named with the binary that measured it")
 		gateway   = flag.Bool("gateway", true, "measure the egress gateway's throughput on a cluster of its own with a real node (requests/s and added P50/P95 against a direct connection to the same server, about 4 minutes); -gateway=false carries over the gateway figures of the results in -out")
 		gwConc    = flag.Int("gateway-c", 16, "workers of the gateway benchmark's load generator")
@@ -303,7 +304,7 @@ func run() error {
 			samples, err := bench.Provision(ctx, bench.ProvisionOptions{
 				Paddock: bin, Kubectl: kubectl, Kubeconfig: kubeconfig, Env: env,
 				Tenants: []int{n}, EveryStepMax: *everyMax, Full: full, FullMax: *fullMax, WorkDir: work,
-				StateDir: filepath.Join(home, "state"), Profile: *profile, Out: os.Stdout,
+				StateDir: filepath.Join(home, "state"), Profile: *profile, PaddockOnly: *padOnly, Out: os.Stdout,
 			})
 			res.Provision = append(res.Provision, samples...)
 			by.LoadEnd = bench.LoadAverage()

@@ -115,7 +115,10 @@ type ProvisionOptions struct {
 	// Profile has each paddock run write a CPU profile of its own process
 	// beside its event log (PADDOCK_CPU_PROFILE), for go tool pprof.
 	Profile bool
-	Out     io.Writer
+	// PaddockOnly skips kubectl and the floors: paddock's own runs alone,
+	// to re-measure a change to paddock against baselines measured before.
+	PaddockOnly bool
+	Out         io.Writer
 }
 
 var (
@@ -244,6 +247,9 @@ func Provision(ctx context.Context, o ProvisionOptions) ([]Sample, error) {
 			}
 		}
 
+		if o.PaddockOnly {
+			continue
+		}
 		// kubectl: the same objects, in the same two stages.
 		first, rest := Stages(objs)
 		firstFile, restFile := filepath.Join(dir, "stage1.yaml"), filepath.Join(dir, "stage2.yaml")

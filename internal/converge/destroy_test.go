@@ -162,6 +162,7 @@ func TestPlanDirectDestroyLayers(t *testing.T) {
 	check("release objects", plan.Release.Objects,
 		"CustomResourceDefinition sandboxes.agents.x-k8s.io", "ClusterRole agent-sandbox-controller")
 	check("runtime classes", plan.RuntimeClasses.all(), "RuntimeClass gvisor")
+	check("warm pools", plan.WarmPools)
 	if want := []schema.GroupKind{{Group: "agents.x-k8s.io", Kind: "Sandbox"}}; !slices.Equal(plan.SandboxKinds, want) {
 		t.Errorf("sandbox kinds: %v, want %v", plan.SandboxKinds, want)
 	}
@@ -303,6 +304,7 @@ var fakeKinds = []struct {
 	{schema.GroupVersionKind{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass"}, false},
 	{schema.GroupVersionKind{Group: "agents.x-k8s.io", Version: "v1alpha1", Kind: "Sandbox"}, true},
 	{schema.GroupVersionKind{Group: "extensions.agents.x-k8s.io", Version: "v1alpha1", Kind: "SandboxTemplate"}, true},
+	{schema.GroupVersionKind{Group: "extensions.agents.x-k8s.io", Version: "v1alpha1", Kind: "SandboxWarmPool"}, true},
 }
 
 func newFakeCluster(t *testing.T) *fakeCluster {
@@ -497,7 +499,9 @@ func (c *fakeCluster) deleter(timeout time.Duration) *DirectDeleter {
 }
 
 func TestDirectDestroyOrder(t *testing.T) {
-	state := platformState().json(t)
+	state := platformState().
+		object(tenantT+"$paddock:sandbox:WarmPool", "extensions.agents.x-k8s.io/v1alpha1", "SandboxWarmPool", "agents-team-a", "agent").
+		json(t)
 	plan, why, err := PlanDirectDestroy(state, minimalLocalPlatform(), nil)
 	if err != nil || why != "" {
 		t.Fatalf("plan: %v / %q", err, why)
@@ -532,7 +536,11 @@ func TestDirectDestroyOrder(t *testing.T) {
 			t.Errorf("want %q (at %d) before %q (at %d) in\n  %s", a, ia, b, ib, strings.Join(log, "\n  "))
 		}
 	}
-	// 1. The tenants all at once, before anything of the release.
+	// 1. The tenants all at once, before anything of the release; their warm
+	// pools first, so the controller has no pool to refill in a namespace
+	// that is terminating.
+	before("delete sandboxwarmpools/agents-team-a/agent", "delete namespaces//agents-team-a")
+	//    And the rest of the tenant before anything of the release.
 	for _, tenant := range []string{"namespaces//agents-team-a", "validatingadmissionpolicies//team-a-guard", "validatingadmissionpolicybindings//team-a-guard", "rolebindings/shared/team-a-reader"} {
 		before("delete "+tenant, "delete namespaces//agent-sandbox-system")
 	}
@@ -642,5 +650,30 @@ func TestDirectDestroyBoundGrowsWithTheStack(t *testing.T) {
 	small, large := directDestroyBound(36), directDestroyBound(20016)
 	if small < directDestroyTimeout || large <= small || large < 10*time.Minute {
 		t.Errorf("bounds: 36 objects %s, 20,016 objects %s", small, large)
+	}
+}
+
+// A tenant's warm pools are deleted before its namespace (which would take
+// them along): a pool left while its namespace terminates is refilled by the
+// controller, every create refused. Another stack's pools, and pools in a
+// namespace the stack does not own, are not.
+func TestPlanDirectDestroyDeletesWarmPoolsFirst(t *testing.T) {
+	pool := func(ns, name string) (string, string, string, string, string) {
+		return tenantT + "$paddock:sandbox:WarmPool", "extensions.agents.x-k8s.io/v1beta1", "SandboxWarmPool", ns, name
+	}
+	s := platformState().
+		object(pool("agents-team-a", "agent")).
+		object(pool("agents-team-a", "reviewer")).
+		object(pool("shared", "borrowed")).
+		object(releaseT, "extensions.agents.x-k8s.io/v1beta1", "SandboxWarmPool", "agent-sandbox-system", "not-a-tenants")
+	plan, why, err := PlanDirectDestroy(s.json(t), minimalLocalPlatform(), nil)
+	if err != nil || why != "" {
+		t.Fatalf("plan: %v / %q", err, why)
+	}
+	if got, want := names(plan.WarmPools), []string{"SandboxWarmPool agents-team-a/agent", "SandboxWarmPool agents-team-a/reviewer"}; !slices.Equal(got, want) {
+		t.Errorf("warm pools deleted first: %q, want %q", got, want)
+	}
+	if got := names(plan.Tenants.Objects); !slices.Contains(got, "SandboxWarmPool shared/borrowed") {
+		t.Errorf("a pool in a namespace the stack does not own is deleted by name with the tenant: %q", got)
 	}
 }

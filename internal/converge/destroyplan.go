@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/paddock-platform/paddock/internal/drift"
+	"github.com/paddock-platform/paddock/internal/manifests/agentsandbox"
 	"github.com/paddock-platform/paddock/internal/model"
 )
 
@@ -100,6 +101,13 @@ type DestroyPlan struct {
 	// objects in the tenants' namespaces, whoever created them, must be gone
 	// before the release goes.
 	SandboxKinds []schema.GroupKind
+	// WarmPools are the tenants' warm pools, deleted just before their
+	// namespaces (which take them along anyway): a pool still there while
+	// its namespace terminates has the release's controller refilling it,
+	// every create refused. At 1,000 tenants those refusals were about
+	// 15,000 creates of sandboxes and their network policies, most of
+	// destroy's extra load on the API server over the floor's.
+	WarmPools []DestroyObject
 	// Resources is how many Kubernetes objects it deletes.
 	Resources int
 	// Kept are the objects other stacks hold too (KeepShared): left in the
@@ -199,6 +207,9 @@ func PlanDirectDestroy(deployment json.RawMessage, p *model.Platform, shared map
 			continue
 		}
 		if o.obj.Namespace != "" && deletedNamespaces[o.obj.Namespace] {
+			if o.layer == layerTenant && isWarmPool(o.obj.GVK) {
+				plan.WarmPools = append(plan.WarmPools, o.obj)
+			}
 			continue // its namespace takes it along
 		}
 		layers[o.layer].Objects = append(layers[o.layer].Objects, o.obj)
@@ -322,4 +333,9 @@ func EmptyDeployment(exported apitype.UntypedDeployment) (apitype.UntypedDeploym
 		return apitype.UntypedDeployment{}, err
 	}
 	return apitype.UntypedDeployment{Version: exported.Version, Deployment: raw}, nil
+}
+
+// isWarmPool says gvk is the Agent Sandbox release's SandboxWarmPool.
+func isWarmPool(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == agentsandbox.SandboxWarmPools.Group && gvk.Kind == "SandboxWarmPool"
 }

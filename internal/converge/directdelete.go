@@ -270,6 +270,10 @@ func stillThereError(what string, timeout time.Duration, left []leftover) error 
 // Run deletes the plan's objects in the one order they need, and returns
 // once every one is gone.
 func (d *DirectDeleter) Run(ctx context.Context, plan *DestroyPlan) error {
+	pools, err := d.resolve(plan.WarmPools)
+	if err != nil {
+		return err
+	}
 	tenants, err := d.resolve(plan.Tenants.all())
 	if err != nil {
 		return err
@@ -303,8 +307,12 @@ func (d *DirectDeleter) Run(ctx context.Context, plan *DestroyPlan) error {
 	// Each step says when it ended, so the next bottleneck is named.
 	start := time.Now()
 	since := func() string { return time.Since(start).Round(10 * time.Millisecond).String() }
-	// 1. The tenants, all at once.
-	fmt.Fprintf(d.out, "  deleting %d tenant namespace(s) and %d other tenant object(s)\n", len(plan.Tenants.Namespaces), len(plan.Tenants.Objects))
+	// 1. The tenants, all at once, their warm pools first: no refill for
+	// the controller to attempt in a terminating namespace.
+	fmt.Fprintf(d.out, "  deleting %d warm pool(s), then %d tenant namespace(s) and %d other tenant object(s)\n", len(plan.WarmPools), len(plan.Tenants.Namespaces), len(plan.Tenants.Objects))
+	if err := d.deleteAll(ctx, pools); err != nil {
+		return err
+	}
 	if err := d.deleteAll(ctx, tenants); err != nil {
 		return err
 	}

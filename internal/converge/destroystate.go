@@ -1,7 +1,6 @@
 package converge
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -44,58 +43,12 @@ type destroyProps struct {
 	Spec       lenientObject[crdSpec] `json:"spec"`
 }
 
-// ObjectIdentity is a Kubernetes object's apiVersion, kind, name and
-// namespace as a checkpoint records them in a resource's inputs or outputs,
-// read without the rest of the object; a field of another shape than a
-// string reads as "".
-type ObjectIdentity struct {
-	APIVersion lenientString              `json:"apiVersion"`
-	Kind       lenientString              `json:"kind"`
-	Metadata   lenientObject[objectNames] `json:"metadata"`
-}
-
-// Name is the object's metadata.name.
-func (o ObjectIdentity) Name() string { return string(o.Metadata.v.Name) }
-
-// Namespace is the object's metadata.namespace.
-func (o ObjectIdentity) Namespace() string { return string(o.Metadata.v.Namespace) }
-
-type objectNames struct {
-	Name      lenientString `json:"name"`
-	Namespace lenientString `json:"namespace"`
-}
-
 type crdSpec struct {
 	Group lenientString `json:"group"`
 	Scope lenientString `json:"scope"`
 	Names lenientObject[struct {
 		Kind lenientString `json:"kind"`
 	}] `json:"names"`
-}
-
-// lenientString is a JSON string, or "" for any other value.
-type lenientString string
-
-func (s *lenientString) UnmarshalJSON(b []byte) error {
-	var v string
-	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &v) == nil {
-		*s = lenientString(v)
-	}
-	return nil
-}
-
-// lenientObject is a JSON object read into T, or T's zero value for any
-// other value.
-type lenientObject[T any] struct{ v T }
-
-func (o *lenientObject[T]) UnmarshalJSON(b []byte) error {
-	if b = bytes.TrimLeft(b, " \t\r\n"); len(b) > 0 && b[0] == '{' {
-		var v T
-		if json.Unmarshal(b, &v) == nil {
-			o.v = v
-		}
-	}
-	return nil
 }
 
 // decodeDestroyState reads deployment (a stack's exported state).

@@ -125,9 +125,10 @@ func driftOf(ctx context.Context, l *loaded, noSweep bool, inv *inventories) (*d
 	}
 	if !noSweep {
 		sweepStart := time.Now()
-		// A sweep lists every resource type, and three kinds in every
-		// tenant's namespace: at 50 requests a second its 4,300 requests
-		// at 1,000 tenants waited on the client's own limit for 48 s.
+		// A sweep lists every resource type, and, below 50 tenants or on a
+		// cluster too big to list whole, three kinds in every tenant's
+		// namespace: at 50 requests a second those 4,300 requests at 1,000
+		// tenants waited on the client's own limit for 48 s.
 		cfg, err := restConfig(l.p, sweepQPS)
 		if err != nil {
 			return nil, err

@@ -15,6 +15,8 @@ type EgressGatewayArgs struct {
 	Objects []*unstructured.Unstructured
 	// Namespace is the tenant's namespace resource (see SandboxTemplateArgs).
 	Namespace pulumi.Resource
+
+	outputs *laterOutputs // see TenantArgs
 }
 
 // EgressGateway is a tenant's egress gateway: the one route out of its
@@ -45,7 +47,7 @@ func NewEgressGateway(ctx *pulumi.Context, name, url string, args *EgressGateway
 	g.Ready = ready
 	g.URL = pulumi.String(url).ToStringOutput()
 	g.Objects = names.ToStringArrayOutput()
-	return g, ctx.RegisterResourceOutputs(g, pulumi.Map{"url": g.URL, "objects": g.Objects})
+	return g, args.outputs.register(ctx, g, pulumi.Map{"url": g.URL, "objects": g.Objects})
 }
 
 // gatewayURL is where tenant parts' sandboxes reach their gateway.

@@ -52,8 +52,9 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 		deps = append(deps, c.Ready...)
 	}
 	var tenants pulumi.StringArray
+	later := &laterOutputs{}
 	for _, tp := range objs.Tenants {
-		if _, err := NewTenant(ctx, tp.Tenant.Name, &TenantArgs{Parts: tp, DependsOn: deps}, pulumi.Parent(root)); err != nil {
+		if _, err := NewTenant(ctx, tp.Tenant.Name, &TenantArgs{Parts: tp, DependsOn: deps, outputs: later}, pulumi.Parent(root)); err != nil {
 			return nil, err
 		}
 		tenants = append(tenants, pulumi.String(tp.Tenant.Name))
@@ -62,6 +63,11 @@ func NewPlatform(ctx *pulumi.Context, name string, args *PlatformArgs, opts ...p
 		if _, err := NewMonitoring(ctx, "monitoring", &MonitoringArgs{Objects: objs.Observability, DependsOn: release.Ready}, pulumi.Parent(root)); err != nil {
 			return nil, err
 		}
+	}
+	// Every resource is registered: now the components' outputs, whose
+	// calls wait for the components' dependencies to exist.
+	if err := later.flush(); err != nil {
+		return nil, err
 	}
 	root.Tenants = tenants.ToStringArrayOutput()
 	root.AgentSandboxVersion = pulumi.String(p.AgentSandbox.Version).ToStringOutput()

@@ -14,6 +14,8 @@ type SandboxTemplateArgs struct {
 	// Namespace is the tenant's namespace resource, if Paddock owns it:
 	// deleting it deletes the template, so Pulumi need not (DeletedWith).
 	Namespace pulumi.Resource
+
+	outputs *laterOutputs // see TenantArgs
 }
 
 // SandboxTemplate is a hardened Agent Sandbox SandboxTemplate.
@@ -38,7 +40,7 @@ func NewSandboxTemplate(ctx *pulumi.Context, name string, args *SandboxTemplateA
 	}
 	c.Ready = []pulumi.Resource{tpl}
 	c.Name = pulumi.String(args.Part.Template.Name).ToStringOutput()
-	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
+	return c, args.outputs.register(ctx, c, pulumi.Map{"name": c.Name})
 }
 
 // WarmPoolArgs are the inputs of one warm pool.
@@ -47,6 +49,8 @@ type WarmPoolArgs struct {
 	Part manifests.WarmPoolPart
 	// Namespace is the tenant's namespace resource (see SandboxTemplateArgs).
 	Namespace pulumi.Resource
+
+	outputs *laterOutputs // see TenantArgs
 }
 
 // WarmPool keeps pre-created sandboxes of one template of its own tenant. The
@@ -75,5 +79,5 @@ func NewWarmPool(ctx *pulumi.Context, name string, args *WarmPoolArgs, opts ...p
 		}
 		return nil
 	}).(pulumi.AnyOutput)
-	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "readyReplicas": c.ReadyReplicas})
+	return c, args.outputs.register(ctx, c, pulumi.Map{"name": c.Name, "readyReplicas": c.ReadyReplicas})
 }

@@ -18,6 +18,11 @@ type TenantArgs struct {
 	// DependsOn are resources the tenant's sandbox objects need first (the Agent
 	// Sandbox CRDs, the runtime classes).
 	DependsOn []pulumi.Resource
+
+	// outputs, when set (by NewPlatform), holds the outputs of the tenant's
+	// components for the platform to register after every tenant's
+	// resources (laterOutputs); else the tenant registers them at its end.
+	outputs *laterOutputs
 }
 
 // Tenant is one trust boundary: a restricted namespace with its quota and
@@ -36,6 +41,10 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 		return nil, err
 	}
 	parts, tn := args.Parts, args.Parts.Tenant
+	later := args.outputs
+	if later == nil {
+		later = &laterOutputs{}
+	}
 	nsObj, err := k8sres.RegisterUnstructured(ctx, parts.Namespace, pulumi.Parent(t))
 	if err != nil {
 		return nil, err
@@ -45,16 +54,16 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	if err != nil {
 		return nil, err
 	}
-	identity, err := newGroup(ctx, "paddock:tenant:Identity", name, parts.Identity, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
+	identity, err := newGroup(ctx, later, "paddock:tenant:Identity", name, parts.Identity, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
 	if err != nil {
 		return nil, err
 	}
-	egress, err := newGroup(ctx, "paddock:network:Egress", name, parts.Egress, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
+	egress, err := newGroup(ctx, later, "paddock:network:Egress", name, parts.Egress, nsObj, pulumi.Parent(t), pulumi.DependsOn(inNS))
 	if err != nil {
 		return nil, err
 	}
 	// Guardrails are cluster-scoped: they go on their own, never with the namespace.
-	guardrails, err := newGroup(ctx, "paddock:policy:Guardrails", name, parts.Guardrails, nil, pulumi.Parent(t), pulumi.DependsOn(args.DependsOn))
+	guardrails, err := newGroup(ctx, later, "paddock:policy:Guardrails", name, parts.Guardrails, nil, pulumi.Parent(t), pulumi.DependsOn(args.DependsOn))
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +74,7 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 		// The gateway runs inside the same fence (its own NetworkPolicies
 		// are in the egress group, the identity guardrails bind its label),
 		// and the sandboxes start once it serves.
-		gw, err := NewEgressGateway(ctx, name, gatewayURL(parts), &EgressGatewayArgs{Objects: parts.Gateway, Namespace: nsObj},
+		gw, err := NewEgressGateway(ctx, name, gatewayURL(parts), &EgressGatewayArgs{Objects: parts.Gateway, Namespace: nsObj, outputs: later},
 			pulumi.Parent(t), pulumi.DependsOn(deps))
 		if err != nil {
 			return nil, err
@@ -74,7 +83,7 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 	}
 	templates := map[string]*SandboxTemplate{}
 	for _, tpl := range parts.Templates {
-		st, err := NewSandboxTemplate(ctx, tn.Name+"/"+tpl.Template.Name, &SandboxTemplateArgs{Part: tpl, Namespace: nsObj},
+		st, err := NewSandboxTemplate(ctx, tn.Name+"/"+tpl.Template.Name, &SandboxTemplateArgs{Part: tpl, Namespace: nsObj, outputs: later},
 			pulumi.Parent(t), pulumi.DependsOn(deps))
 		if err != nil {
 			return nil, err
@@ -86,13 +95,19 @@ func NewTenant(ctx *pulumi.Context, name string, args *TenantArgs, opts ...pulum
 		if st, ok := templates[wp.WarmPool.Template]; ok {
 			poolDeps = slices.Concat(deps, st.Ready)
 		}
-		if _, err := NewWarmPool(ctx, tn.Name+"/"+wp.WarmPool.Name, &WarmPoolArgs{Part: wp, Namespace: nsObj},
+		if _, err := NewWarmPool(ctx, tn.Name+"/"+wp.WarmPool.Name, &WarmPoolArgs{Part: wp, Namespace: nsObj, outputs: later},
 			pulumi.Parent(t), pulumi.DependsOn(poolDeps)); err != nil {
 			return nil, err
 		}
 	}
 	t.Namespace = pulumi.String(tn.Namespace).ToStringOutput()
-	return t, ctx.RegisterResourceOutputs(t, pulumi.Map{"namespace": t.Namespace})
+	if err := ctx.RegisterResourceOutputs(t, pulumi.Map{"namespace": t.Namespace}); err != nil {
+		return nil, err
+	}
+	if args.outputs == nil {
+		return t, later.flush()
+	}
+	return t, nil
 }
 
 // ObjectGroup is a component that owns the objects of one concept of a tenant
@@ -108,7 +123,7 @@ type ObjectGroup struct {
 	Ready []pulumi.Resource
 }
 
-func newGroup(ctx *pulumi.Context, token, name string, objs []*unstructured.Unstructured,
+func newGroup(ctx *pulumi.Context, later *laterOutputs, token, name string, objs []*unstructured.Unstructured,
 	ns pulumi.Resource, opts ...pulumi.ResourceOption) (*ObjectGroup, error) {
 	g := &ObjectGroup{}
 	if err := ctx.RegisterComponentResource(token, name, g, opts...); err != nil {
@@ -120,7 +135,7 @@ func newGroup(ctx *pulumi.Context, token, name string, objs []*unstructured.Unst
 	}
 	g.Ready = ready
 	g.Objects = names.ToStringArrayOutput()
-	return g, ctx.RegisterResourceOutputs(g, pulumi.Map{"objects": g.Objects})
+	return g, later.register(ctx, g, pulumi.Map{"objects": g.Objects})
 }
 
 // registerAll registers objs and returns "Kind name" of each and the

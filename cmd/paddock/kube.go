@@ -10,7 +10,7 @@ import (
 )
 
 // sweepQPS is the client rate limit of drift's sweep: the engine's own
-// (engine's clusterQPS), which the API server's priority and fairness, not
+// (converge.ClusterQPS), which the API server's priority and fairness, not
 // the client, should bound.
 const sweepQPS = 500
 

@@ -29,15 +29,17 @@ type Clients struct {
 // GKE cluster it creates), so nothing can be done on it beside Pulumi.
 var ErrNoKubeconfig = errors.New("the platform's target has no kubeconfig")
 
-// clusterQPS is the client rate limit of every request the engine makes
-// beside Pulumi (the fast comparison, direct destroy, prune, waits): they
-// touch every object of a platform, and client-go's default of 5 requests a
-// second would queue them for minutes.
-const clusterQPS = 500
+// ClusterQPS is the client rate limit of every request the engine makes
+// (the fast comparison, direct destroy, prune, waits), and of the kubernetes
+// provider's inside Pulumi (the engine's workspace sets it): they touch every
+// object of a platform, and client-go's default of 5 requests a second (the
+// provider's 50) would queue them for minutes. Overload is the API server's
+// to refuse, through its priority and fairness.
+const ClusterQPS = 500
 
 // restConfigFor is the one place the engine reads p's target for its own
 // clients: the kubeconfig and context the target was resolved to
-// (targets.Resolve), with clusterQPS.
+// (targets.Resolve), with ClusterQPS.
 func restConfigFor(p *model.Platform) (*rest.Config, error) {
 	if p.Target.Kubeconfig == "" {
 		return nil, ErrNoKubeconfig
@@ -48,7 +50,7 @@ func restConfigFor(p *model.Platform) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", p.Target.Kubeconfig, err)
 	}
-	cfg.QPS, cfg.Burst = clusterQPS, 2*clusterQPS
+	cfg.QPS, cfg.Burst = ClusterQPS, 2*ClusterQPS
 	cfg.WarningHandler = rest.NoWarnings{}
 	return cfg, nil
 }
@@ -63,7 +65,7 @@ func ClientsFromKubeconfig(kubeconfig string) (*Clients, error) {
 		// The error may quote the kubeconfig: only say that it failed.
 		return nil, errors.New("the kubeconfig the stack recorded does not load")
 	}
-	cfg.QPS, cfg.Burst = clusterQPS, 2*clusterQPS
+	cfg.QPS, cfg.Burst = ClusterQPS, 2*ClusterQPS
 	cfg.WarningHandler = rest.NoWarnings{}
 	return clientsFromConfig(cfg)
 }

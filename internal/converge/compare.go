@@ -25,7 +25,7 @@ import (
 )
 
 // fastWorkers bounds the fast path's requests in flight (one LIST per kind
-// plus the dry-runs; the rate limit is clusterQPS).
+// plus the dry-runs; the rate limit is ClusterQPS).
 const fastWorkers = 16
 
 // FormsUse says how a comparison uses the cache of stored forms.

@@ -48,7 +48,7 @@ var componentLayers = map[string]string{
 	"paddock:observability:Monitoring": layerRelease,
 }
 
-// Direct destroy's bounds. The client rate limit (clusterQPS) is far above
+// Direct destroy's bounds. The client rate limit (ClusterQPS) is far above
 // what the deletes and polls need, so client-go never queues them.
 const (
 	directDestroyWorkers = 32

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -21,6 +22,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/paddock-platform/paddock/internal/converge"
 	"github.com/paddock-platform/paddock/internal/model"
 	"github.com/paddock-platform/paddock/internal/paths"
 	"github.com/paddock-platform/paddock/internal/pins"
@@ -95,6 +97,23 @@ func (e *Engine) checkpoints() string {
 		return v
 	}
 	return CheckpointsFinal
+}
+
+// providerClientEnv raises the kubernetes provider's client rate limit to
+// the engine's own (converge.ClusterQPS) unless the user set it. At the
+// provider's default of 50 requests a second every create and update queued
+// on the provider's client: a 100-tenant create went 52 s -> 34 s without
+// it, and Pulumi's parallel slots sat idle behind it. An environment
+// variable, not a provider input, so no stack's state changes with it.
+func providerClientEnv() map[string]string {
+	env := map[string]string{}
+	if _, set := os.LookupEnv("PULUMI_K8S_CLIENT_QPS"); !set {
+		env["PULUMI_K8S_CLIENT_QPS"] = strconv.Itoa(converge.ClusterQPS)
+	}
+	if _, set := os.LookupEnv("PULUMI_K8S_CLIENT_BURST"); !set {
+		env["PULUMI_K8S_CLIENT_BURST"] = strconv.Itoa(2 * converge.ClusterQPS)
+	}
+	return env
 }
 
 // DefaultParallel is Options.Parallel's default.
@@ -301,6 +320,9 @@ func (e *Engine) open(ctx context.Context, name string, prog pulumi.RunFunc, cre
 	// the change instead of the conflict. Set it to false to keep conflicts.
 	if _, set := os.LookupEnv("PULUMI_K8S_ENABLE_PATCH_FORCE"); !set {
 		env["PULUMI_K8S_ENABLE_PATCH_FORCE"] = "true"
+	}
+	for k, v := range providerClientEnv() {
+		env[k] = v
 	}
 
 	switch mode := e.checkpoints(); mode {

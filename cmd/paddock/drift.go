@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	"github.com/paddock-platform/paddock/components/project"
 	"github.com/paddock-platform/paddock/internal/drift"
@@ -137,7 +138,7 @@ func driftOf(ctx context.Context, l *loaded, noSweep bool, inv *inventories) (*d
 		if err != nil {
 			return nil, err
 		}
-		// The dynamic client reads Cilium's and GKE's policies (and S05's kinds).
+		// The dynamic client reads Cilium's and GKE's policies.
 		dyn, err := dynamic.NewForConfig(cfg)
 		if err != nil {
 			return nil, err
@@ -148,7 +149,11 @@ func driftOf(ctx context.Context, l *loaded, noSweep bool, inv *inventories) (*d
 		// S05: objects labelled as the platform's that its stack does not hold.
 		if inStack, err := inv.of(rep.Stack, l.eng.Inventory); err == nil && inStack != nil {
 			inStack = append(inStack, siblingObjects(l, rep.Stack, inv)...)
-			labelled, err := drift.Labelled(ctx, kube.Discovery(), dyn, l.p.Name)
+			meta, err := metadata.NewForConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			labelled, err := drift.Labelled(ctx, kube.Discovery(), meta, l.p.Name)
 			if err != nil {
 				return nil, fmt.Errorf("sweep: %w", err)
 			}

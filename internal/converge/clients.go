@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
@@ -19,8 +20,11 @@ import (
 // does beside Pulumi: waiting for objects still being deleted, and deleting
 // what a dead run left.
 type Clients struct {
-	Kube   kubernetes.Interface
-	Dyn    dynamic.Interface
+	Kube kubernetes.Interface
+	Dyn  dynamic.Interface
+	// Meta lists objects' metadata only (drift's S05 sweep, the prune
+	// after a dead run); nil in clients built on fakes (newClients).
+	Meta   metadata.Interface
 	Disco  discovery.DiscoveryInterface
 	Mapper *restmapper.DeferredDiscoveryRESTMapper
 }
@@ -88,7 +92,13 @@ func clientsFromConfig(cfg *rest.Config) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newClients(kube, dyn), nil
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := newClients(kube, dyn)
+	c.Meta = meta
+	return c, nil
 }
 
 // newClients are the clients of kube and dyn, with a discovery-backed REST

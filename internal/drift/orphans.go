@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	"github.com/paddock-platform/paddock/internal/model"
 )
@@ -52,8 +52,10 @@ func (o ObjectRef) key() string {
 // Labelled lists every object in the cluster that carries platform's
 // paddock.dev/platform label and that no controller owns (objects a
 // controller derives from Paddock's, such as a warm pool's sandboxes, copy
-// its labels but are not Paddock's to hold). It lists only.
-func Labelled(ctx context.Context, disco discovery.DiscoveryInterface, dyn dynamic.Interface, platform string) ([]ObjectRef, error) {
+// its labels but are not Paddock's to hold). It lists only, and only
+// metadata: at 1,000 tenants the bodies of the 27,000 labelled objects were
+// 2.4 s of drift's CPU to decode, for fields it never reads.
+func Labelled(ctx context.Context, disco discovery.DiscoveryInterface, meta metadata.Interface, platform string) ([]ObjectRef, error) {
 	lists, err := disco.ServerPreferredResources()
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("discovering the cluster's resource types: %w", err)
@@ -75,7 +77,7 @@ func Labelled(ctx context.Context, disco discovery.DiscoveryInterface, dyn dynam
 				continue
 			}
 			g.Go(func() error {
-				items, err := dyn.Resource(gv.WithResource(r.Name)).List(gctx, metav1.ListOptions{LabelSelector: selector})
+				items, err := meta.Resource(gv.WithResource(r.Name)).List(gctx, metav1.ListOptions{LabelSelector: selector})
 				if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) || apierrors.IsForbidden(err) {
 					return nil
 				}
@@ -88,7 +90,9 @@ func Labelled(ctx context.Context, disco discovery.DiscoveryInterface, dyn dynam
 					if len(it.GetOwnerReferences()) > 0 {
 						continue
 					}
-					out = append(out, ObjectRef{APIVersion: it.GetAPIVersion(), Kind: it.GetKind(), Namespace: it.GetNamespace(), Name: it.GetName()})
+					// A metadata list's items say PartialObjectMetadata:
+					// the type is the one listed.
+					out = append(out, ObjectRef{APIVersion: gv.String(), Kind: r.Kind, Namespace: it.GetNamespace(), Name: it.GetName()})
 				}
 				return nil
 			})

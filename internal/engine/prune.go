@@ -172,7 +172,7 @@ func (e *Engine) pruneLeftovers(ctx context.Context, op string, p *model.Platfor
 	if err != nil {
 		return false, err
 	}
-	labelled, err := drift.Labelled(ctx, c.Disco, c.Dyn, p.Name)
+	labelled, err := drift.Labelled(ctx, c.Disco, c.Meta, p.Name)
 	if err != nil {
 		return false, fmt.Errorf("%s of stack %q: looking for what a dead run left: %w", op, name, err)
 	}

@@ -40,7 +40,7 @@ func assertConverged(t *testing.T, e *env, stack, platform, specDir string) {
 	if len(inStack) == 0 {
 		t.Fatalf("stack %s holds no Kubernetes object", stack)
 	}
-	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, platform)
+	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.meta, platform)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,7 +167,7 @@ func (e *env) assertDestroyedDirectly(t *testing.T, out, stack, platform string)
 	if !strings.Contains(out, "directly") || strings.Contains(out, "Pulumi's destroy, because") {
 		t.Errorf("destroy of stack %s did not delete directly:\n%s", stack, out)
 	}
-	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, platform)
+	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.meta, platform)
 	if err != nil {
 		t.Fatal(err)
 	}

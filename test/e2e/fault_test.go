@@ -168,7 +168,7 @@ func (e *env) leftBehind(t *testing.T, stack, platform, spec string) leftBehind 
 		return l
 	}
 	l.Pending = len(pending)
-	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, platform)
+	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.meta, platform)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func TestFaultKillDestroy(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: the state after the kill: %v", round, err)
 		}
-		labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, faultPlatform)
+		labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.meta, faultPlatform)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -492,7 +492,7 @@ func TestFaultKillDestroy(t *testing.T) {
 	r = e.runOK(t, nil, "destroy", large, "--lock-wait", "2m")
 	t.Logf("destroy after the second kill: %s\n%s", r.took, tail(r.stdout, 8))
 	eventually(t, "nothing labelled as the platform's", 3*time.Minute, func() error {
-		labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, faultPlatform)
+		labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.meta, faultPlatform)
 		if err == nil && len(labelled) > 0 {
 			err = fmt.Errorf("%d labelled object(s) left, e.g. %s", len(labelled), labelled[0])
 		}
@@ -631,7 +631,7 @@ func TestFaultAPIServerStopped(t *testing.T) {
 	}
 	declaredPods := q.Spec.Hard.Pods().String()
 	patch("999")
-	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.dyn, faultPlatform)
+	labelled, err := drift.Labelled(ctxT(t, time.Minute), e.kube.Discovery(), e.meta, faultPlatform)
 	if err != nil {
 		t.Fatal(err)
 	}

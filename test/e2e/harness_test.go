@@ -37,6 +37,7 @@ import (
 	"github.com/gruntwork-io/terratest/modules/shell"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddock-platform/paddock/internal/paths"
@@ -50,6 +51,7 @@ type env struct {
 	kubeconfig string
 	kube       *kubernetes.Clientset
 	dyn        *dynamic.DynamicClient
+	meta       metadata.Interface // object metadata only (drift.Labelled)
 	kubectl    *k8s.KubectlOptions
 	nodes      string // the local cluster's node kind: real or fake
 }
@@ -161,6 +163,9 @@ func setUp() (*env, error) {
 		return e, err
 	}
 	if e.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return e, err
+	}
+	if e.meta, err = metadata.NewForConfig(cfg); err != nil {
 		return e, err
 	}
 	e.kubectl = k8s.NewKubectlOptions("", e.kubeconfig, "")

@@ -94,6 +94,13 @@ func testPlatform(target model.TargetKind) *model.Platform {
 func run(t *testing.T, p *model.Platform) *mocks {
 	t.Helper()
 	m := &mocks{}
+	runWith(t, p, m)
+	return m
+}
+
+// runWith runs p's program on the mock monitor m.
+func runWith(t *testing.T, p *model.Platform, m pulumi.MockResourceMonitor) {
+	t.Helper()
 	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
 		_, err := NewPlatform(ctx, p.Name, &PlatformArgs{Platform: p})
 		return err
@@ -101,7 +108,6 @@ func run(t *testing.T, p *model.Platform) *mocks {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
 }
 
 // get walks a property path ("metadata.labels[app.kubernetes.io/name]", "spec.containers.0.image").

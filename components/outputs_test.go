@@ -52,13 +52,7 @@ func TestTenantsAreRegisteredWithoutWaitingForEachOther(t *testing.T) {
 	second.Name, second.Namespace = "team-b", model.DefaultNamespacePrefix+"team-b"
 	p.Tenants = append(p.Tenants, second)
 	m := &gatedMocks{quota: p.Tenants[0].Namespace, namespace: second.Namespace, gate: make(chan struct{})}
-	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
-		_, err := NewPlatform(ctx, p.Name, &PlatformArgs{Platform: p})
-		return err
-	}, pulumi.WithMocks("paddock", "test", m))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runWith(t, p, m)
 	if m.waited {
 		t.Fatalf("tenant %s was registered only after tenant %s's fence was created: tenants are registered one at a time",
 			second.Name, p.Tenants[0].Name)
